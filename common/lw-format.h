@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The leakwatch trace format, version 1.
+ *
+ * A trace is a fixed 32-byte header followed by a stream of records. Every
+ * integer in a record is an unsigned LEB128 varint unless stated otherwise;
+ * "zvarint" is a zigzag-encoded signed varint; "string" is a varint length
+ * followed by that many bytes (UTF-8, not NUL-terminated).
+ *
+ * Header (little-endian):
+ *   0  u8[8]  magic   "\x89LWTRACE" (LW_TRACE_MAGIC)
+ *   8  u16    version (LW_TRACE_VERSION); a reader rejects a newer major one
+ *   10 u16    header size in bytes (32); records start there
+ *   12 u32    flags (none defined yet, must be ignored by readers)
+ *   16 u64    wall-clock start time, ns since the Unix epoch
+ *   24 u32    pid of the writing process
+ *   28 u32    reserved, zero
+ *
+ * Records begin with one tag byte.
+ *
+ * Hot records (tags 0x01..0x3f) have a fixed field list and no length, so
+ * that an allocation costs a handful of bytes. A reader that meets a hot tag
+ * it does not know cannot continue: that is corruption, or a trace from a
+ * newer major version.
+ *
+ * Extension records (tags 0x40..0xff) are followed by a varint payload
+ * length, so a reader skips the ones it does not know. New kinds of
+ * information are added as extension records without a version change.
+ *
+ * Addresses in ALLOC, REALLOC-like and FREE records are delta-coded against
+ * the previous address written in the trace (any of those records), starting
+ * from 0: zvarint(addr - prev_addr). Stack frames are delta-coded against
+ * the previous frame of the same stack, starting from 0.
+ *
+ * A trace that was closed cleanly ends with an END record; one without it
+ * was cut short (killed, crashed or still running) and is readable up to its
+ * last complete record.
+ */
+#ifndef LW_FORMAT_H
+#define LW_FORMAT_H
+
+#include <stdint.h>
+
+#define LW_TRACE_MAGIC "\x89LWTRACE"
+#define LW_TRACE_MAGIC_SIZE 8
+#define LW_TRACE_VERSION 1
+#define LW_TRACE_HEADER_SIZE 32
+
+/* The kind of memory an allocation is. */
+enum lw_mem_kind {
+	LW_MEM_DEVICE = 1,          /* cudaMalloc, cudaMallocAsync, ... */
+	LW_MEM_MANAGED = 2,         /* cudaMallocManaged */
+	LW_MEM_PINNED_HOST = 3,     /* cudaMallocHost, cudaHostAlloc */
+	LW_MEM_HOST_REGISTERED = 4, /* cudaHostRegister of the caller's memory */
+	LW_MEM_KIND_MAX = 4,
+};
+
+/* The API entry point that made an allocation (in CONTEXT records). */
+enum lw_api {
+	LW_API_UNKNOWN = 0,
+	LW_API_CUDA_MALLOC = 1,
+	LW_API_CUDA_MALLOC_ASYNC = 2,
+	LW_API_CUDA_MALLOC_FROM_POOL_ASYNC = 3,
+	LW_API_CUDA_MALLOC_MANAGED = 4,
+	LW_API_CUDA_MALLOC_PITCH = 5,
+	LW_API_CUDA_MALLOC_3D = 6,
+	LW_API_CUDA_MALLOC_HOST = 7,
+	LW_API_CUDA_HOST_ALLOC = 8,
+	LW_API_CUDA_HOST_REGISTER = 9,
+	LW_API_MAX = 9,
+};
+
+enum lw_record_tag {
+	/*
+	 * ALLOC_<kind>: zvarint addr delta, varint size, varint stack id.
+	 * The tag is LW_REC_ALLOC_BASE + enum lw_mem_kind. Stack id 0 means
+	 * "no stack captured".
+	 */
+	LW_REC_ALLOC_BASE = 0x00,
+	LW_REC_ALLOC_DEVICE = 0x01,
+	LW_REC_ALLOC_MANAGED = 0x02,
+	LW_REC_ALLOC_PINNED_HOST = 0x03,
+	LW_REC_ALLOC_HOST_REGISTERED = 0x04,
+	/* FREE: zvarint addr delta. A free of an address not live in the trace
+	 * is an unknown free (allocated before tracing, or elsewhere). */
+	LW_REC_FREE = 0x08,
+	/* STEP: no fields. The end of one training step. */
+	LW_REC_STEP = 0x09,
+	/* PHASE_END: no fields. Ends the innermost open phase. */
+	LW_REC_PHASE_END = 0x0a,
+	/* TIME: varint ns since the previous TIME record (or since the header's
+	 * start time). Written when the coarse clock moved, not per event. */
+	LW_REC_TIME = 0x0b,
+	/* THREAD: varint kernel thread id of the records that follow. */
+	LW_REC_THREAD = 0x0c,
+	/* CONTEXT: varint enum lw_api, zvarint device (-1 unknown), varint stream
+	 * handle (0 = legacy default stream). Applies to the ALLOC records that
+	 * follow; written only when it changes. */
+	LW_REC_CONTEXT = 0x0d,
+	LW_REC_HOT_MAX = 0x3f,
+
+	/* Extension records: tag, varint payload length, payload. */
+	LW_REC_EXT_MIN = 0x40,
+	/* STACK: varint id (ids start at 1, dense), varint frame count, then per
+	 * frame zvarint delta of the return address (innermost frame first; the
+	 * first frame is the caller of the CUDA entry point). */
+	LW_REC_STACK = 0x40,
+	/* MODULE: varint load bias, varint start address, varint end address,
+	 * string path; then optionally string build-id (raw bytes). */
+	LW_REC_MODULE = 0x41,
+	/* STRING: varint id (ids start at 1), bytes to the end of the payload. */
+	LW_REC_STRING = 0x42,
+	/* PHASE_BEGIN: varint string id of the phase name. */
+	LW_REC_PHASE_BEGIN = 0x43,
+	/* INFO: string key, string value. Keys: "exe", "cmdline" (arguments
+	 * separated by NUL), "cwd", "leakwatch", "cudart" (the runtime's path). */
+	LW_REC_INFO = 0x44,
+	/* WARNING: the text of a warning the shim printed (once). */
+	LW_REC_WARNING = 0x45,
+	/* END: varint number of events written, varint events dropped. */
+	LW_REC_END = 0x46,
+	/* DROPPED: varint number of events that could not be recorded since the
+	 * previous DROPPED record (leakwatch's own memory exhausted, ...). */
+	LW_REC_DROPPED = 0x47,
+};
+
+/* Longest LEB128 encoding of a 64-bit value. */
+#define LW_VARINT_MAX 10
+
+static inline uint64_t lw_zigzag_encode(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t lw_zigzag_decode(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Writes v at p (room for LW_VARINT_MAX bytes); returns the bytes written. */
+static inline unsigned lw_varint_put(uint8_t *p, uint64_t v)
+{
+	unsigned n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/*
+ * Reads a varint from [*pp, end). Returns 0 and advances *pp on success,
+ * -1 if the input ends inside the varint, -2 if it is longer than 64 bits.
+ */
+static inline int lw_varint_get(const uint8_t **pp, const uint8_t *end,
+				uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	if (p < end && *p < 0x80) { /* the common one-byte case */
+		*out = *p;
+		*pp = p + 1;
+		return 0;
+	}
+	for (;;) {
+		if (p >= end)
+			return -1;
+		uint8_t b = *p++;
+		if (shift == 63 && b > 1)
+			return -2;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			break;
+		shift += 7;
+		if (shift > 63)
+			return -2;
+	}
+	*out = v;
+	*pp = p;
+	return 0;
+}
+
+#endif

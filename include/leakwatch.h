@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * leakwatch: the C API a program may call to mark training steps and named
+ * phases in its trace.
+ *
+ * These functions live in libleakwatch.so, which is normally loaded with
+ * LD_PRELOAD. A program should not link against it: look the functions up
+ * at run time, so that it runs unchanged without leakwatch. The inline
+ * helpers below do exactly that, once, and are no-ops when the shim is not
+ * loaded:
+ *
+ *     #include <leakwatch.h>
+ *     for (step = 0; step < n; step++) {
+ *             train_one_step();
+ *             leakwatch_mark_step();
+ *     }
+ */
+#ifndef LEAKWATCH_H
+#define LEAKWATCH_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Marks the end of one training step. Thread-safe. Does nothing if no trace
+ * can be written.
+ */
+void leakwatch_step(void);
+
+/*
+ * Opens a named phase (model loading, evaluation, ...). Phases nest. The name
+ * is copied; NULL is recorded as "(null)".
+ */
+void leakwatch_phase_begin(const char *name);
+
+/* Closes the innermost open phase. Unbalanced calls are recorded as such. */
+void leakwatch_phase_end(void);
+
+#ifndef LEAKWATCH_NO_INLINE_HELPERS
+#include <dlfcn.h>
+
+/* Calls leakwatch_step() if the shim is loaded. */
+static inline void leakwatch_mark_step(void)
+{
+	static void (*fn)(void);
+	static int looked_up;
+
+	if (!looked_up) {
+		*(void **)&fn = dlsym(RTLD_DEFAULT, "leakwatch_step");
+		looked_up = 1;
+	}
+	if (fn)
+		fn();
+}
+
+/* Calls leakwatch_phase_begin(name) if the shim is loaded. */
+static inline void leakwatch_mark_phase_begin(const char *name)
+{
+	static void (*fn)(const char *);
+	static int looked_up;
+
+	if (!looked_up) {
+		*(void **)&fn = dlsym(RTLD_DEFAULT, "leakwatch_phase_begin");
+		looked_up = 1;
+	}
+	if (fn)
+		fn(name);
+}
+
+/* Calls leakwatch_phase_end() if the shim is loaded. */
+static inline void leakwatch_mark_phase_end(void)
+{
+	static void (*fn)(void);
+	static int looked_up;
+
+	if (!looked_up) {
+		*(void **)&fn = dlsym(RTLD_DEFAULT, "leakwatch_phase_end");
+		looked_up = 1;
+	}
+	if (fn)
+		fn();
+}
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "tracker.h"
+
+int lw_parse_bool(const char *value)
+{
+	static const char *const yes[] = { "1", "yes", "true", "on" };
+	static const char *const no[] = { "0", "no", "false", "off", "" };
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (strcasecmp(value, yes[i]) == 0)
+			return 1;
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (strcasecmp(value, no[i]) == 0)
+			return 0;
+	return -1;
+}
+
+static int read_bool(const char *name, int fallback)
+{
+	const char *value = getenv(name);
+
+	if (!value)
+		return fallback;
+	int b = lw_parse_bool(value);
+	if (b < 0) {
+		lw_warn_once(LW_WARN_BAD_ENV,
+			     "%s='%.64s' is not a yes/no value (1, 0, yes, no, "
+			     "true, false, on, off); using %s", name, value,
+			     fallback ? "yes" : "no");
+		return fallback;
+	}
+	return b;
+}
+
+static unsigned read_count(const char *name, unsigned lo, unsigned hi,
+			   unsigned fallback)
+{
+	const char *value = getenv(name);
+	char *end;
+
+	if (!value)
+		return fallback;
+	errno = 0;
+	unsigned long v = strtoul(value, &end, 10);
+	if (errno || end == value || *end || value[0] == '-' || v < lo ||
+	    v > hi) {
+		lw_warn_once(LW_WARN_BAD_ENV,
+			     "%s='%.64s' is not a whole number from %u to %u; "
+			     "using %u", name, value, lo, hi, fallback);
+		return fallback;
+	}
+	return (unsigned)v;
+}
+
+static void read_path(const char *name, char *out, size_t size,
+		      const char *fallback)
+{
+	const char *value = getenv(name);
+
+	if (value && strlen(value) >= size) {
+		lw_warn_once(LW_WARN_BAD_ENV, "%s is longer than %zu bytes; "
+			     "using the default", name, size - 1);
+		value = NULL;
+	}
+	if (!value || !value[0])
+		value = fallback;
+	snprintf(out, size, "%s", value);
+}
+
+void lw_config_load(struct lw_config *config)
+{
+	memset(config, 0, sizeof(*config));
+	config->disabled = read_bool("LEAKWATCH_DISABLE", 0);
+	config->quiet = read_bool("LEAKWATCH_QUIET", 0);
+	config->max_frames = read_count("LEAKWATCH_MAX_FRAMES", 1,
+					 LW_MAX_FRAMES_LIMIT,
+					 LW_DEFAULT_MAX_FRAMES);
+	read_path("LEAKWATCH_OUT", config->out_pattern,
+		  sizeof(config->out_pattern), LW_DEFAULT_TRACE_PATTERN);
+	read_path("LEAKWATCH_MANIFEST", config->manifest,
+		  sizeof(config->manifest), "");
+}
+
+/* Appends s to out at *len; false if it does not fit. */
+static int append(char *out, size_t size, size_t *len, const char *s,
+		  size_t n)
+{
+	if (*len + n >= size)
+		return 0;
+	memcpy(out + *len, s, n);
+	*len += n;
+	out[*len] = '\0';
+	return 1;
+}
+
+int lw_config_trace_path(const struct lw_config *config, pid_t pid,
+			 char *out, size_t size)
+{
+	const char *p = config->out_pattern;
+	size_t len = 0;
+	char tmp[256];
+
+	out[0] = '\0';
+	if (p[0] != '/') {
+		if (!getcwd(out, size))
+			return -ENAMETOOLONG;
+		len = strlen(out);
+		if (!append(out, size, &len, "/", 1))
+			return -ENAMETOOLONG;
+	}
+	for (; *p; p++) {
+		int ok = 1;
+		if (p[0] == '%' && p[1] == 'p') {
+			int n = snprintf(tmp, sizeof(tmp), "%d", (int)pid);
+			ok = append(out, size, &len, tmp, (size_t)n);
+			p++;
+		} else if (p[0] == '%' && p[1] == 'h') {
+			if (gethostname(tmp, sizeof(tmp)) < 0)
+				snprintf(tmp, sizeof(tmp), "host");
+			tmp[sizeof(tmp) - 1] = '\0';
+			ok = append(out, size, &len, tmp, strlen(tmp));
+			p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			ok = append(out, size, &len, "%", 1);
+			p++;
+		} else {
+			ok = append(out, size, &len, p, 1);
+		}
+		if (!ok)
+			return -ENAMETOOLONG;
+	}
+	return 0;
+}

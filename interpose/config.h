@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/* The shim's settings, read once from the environment. */
+#ifndef LW_CONFIG_H
+#define LW_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define LW_DEFAULT_TRACE_PATTERN "leakwatch-%p.trace"
+#define LW_DEFAULT_MAX_FRAMES 64
+#define LW_MAX_FRAMES_LIMIT 128
+
+struct lw_config {
+	char out_pattern[PATH_MAX]; /* LEAKWATCH_OUT */
+	char manifest[PATH_MAX];    /* LEAKWATCH_MANIFEST (set by leakwatch run) */
+	int quiet;                  /* LEAKWATCH_QUIET: no exit summary */
+	int disabled;               /* LEAKWATCH_DISABLE */
+	unsigned max_frames;        /* LEAKWATCH_MAX_FRAMES */
+};
+
+/*
+ * Reads the LEAKWATCH_* variables. A value that does not parse is reported
+ * with one warning naming the variable, and the default is used.
+ */
+void lw_config_load(struct lw_config *config);
+
+/*
+ * Expands the trace pattern for pid into out: %p is the pid, %h the host
+ * name, %% a percent sign. A relative result is made absolute against the
+ * working directory. Returns 0, or -ENAMETOOLONG.
+ */
+int lw_config_trace_path(const struct lw_config *config, pid_t pid,
+			 char *out, size_t size);
+
+/* Parses a boolean setting ("1", "0", "yes", "no", "true", "false", "on",
+ * "off", any case). Returns 0 or 1, or -1 if it is none of those. */
+int lw_parse_bool(const char *value);
+
+#endif

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CUDA runtime entry points leakwatch intercepts, and nothing else.
+ *
+ * Each one finds the real function, calls it with the caller's arguments,
+ * records what it did when it succeeded, and returns its result untouched.
+ * Frees are recorded before the real call (see lw_free_begin()). All the
+ * work lives in tracker.c.
+ */
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "export.h"
+#include "real.h"
+#include "tracker.h"
+
+/* The per-thread-default-stream variants; cuda_runtime_api.h declares them
+ * only when a program opts into per-thread streams. */
+LW_EXPORT cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size,
+					   cudaStream_t stream);
+LW_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t stream);
+LW_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size,
+						   cudaMemPool_t pool,
+						   cudaStream_t stream);
+
+typedef cudaError_t (*alloc_fn)(void **ptr, size_t size);
+typedef cudaError_t (*alloc_flags_fn)(void **ptr, size_t size,
+				      unsigned int flags);
+typedef cudaError_t (*alloc_async_fn)(void **ptr, size_t size,
+				      cudaStream_t stream);
+typedef cudaError_t (*alloc_pool_fn)(void **ptr, size_t size,
+				     cudaMemPool_t pool, cudaStream_t stream);
+typedef cudaError_t (*alloc_pitch_fn)(void **ptr, size_t *pitch, size_t width,
+				      size_t height);
+typedef cudaError_t (*alloc_3d_fn)(struct cudaPitchedPtr *ptr,
+				   struct cudaExtent extent);
+typedef cudaError_t (*free_fn)(void *ptr);
+typedef cudaError_t (*host_register_fn)(void *ptr, size_t size,
+					 unsigned int flags);
+typedef cudaError_t (*free_async_fn)(void *ptr, cudaStream_t stream);
+
+/* What a hook returns when no loaded runtime provides the function. */
+#define NO_RUNTIME cudaErrorInitializationError
+
+static inline uint64_t stream_id(cudaStream_t stream)
+{
+	return (uint64_t)(uintptr_t)stream;
+}
+
+static inline uint64_t product(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/* ---- device memory ---- */
+
+LW_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
+{
+	alloc_fn real = (alloc_fn)lw_real(LW_FN_CUDA_MALLOC);
+	if (!real)
+		return NO_RUNTIME;
+	if (!lw_enter())
+		return real(ptr, size);
+	cudaError_t err = real(ptr, size);
+	if (err == cudaSuccess && ptr)
+		lw_record_alloc(LW_API_CUDA_MALLOC, LW_MEM_DEVICE, *ptr, size, 0);
+	lw_leave();
+	return err;
+}
+
+static cudaError_t malloc_async(enum lw_fn fn, void **ptr, size_t size,
+				cudaStream_t stream)
+{
+	alloc_async_fn real = (alloc_async_fn)lw_real(fn);
+	if (!real)
+		return NO_RUNTIME;
+	if (!lw_enter())
+		return real(ptr, size, stream);
+	cudaError_t err = real(ptr, size, stream);
+	if (err == cudaSuccess && ptr)
+		lw_record_alloc(LW_API_CUDA_MALLOC_ASYNC, LW_MEM_DEVICE, *ptr,
+				size, stream_id(stream));
+	lw_leave();
+	return err;
+}
+
+LW_EXPORT cudaError_t cudaMallocAsync(void **ptr, size_t size,
+				      cudaStream_t stream)
+{
+	return malloc_async(LW_FN_CUDA_MALLOC_ASYNC, ptr, size, stream);
+}
+
+LW_EXPORT cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size,
+					   cudaStream_t stream)
+{
+	return malloc_async(LW_FN_CUDA_MALLOC_ASYNC_PTSZ, ptr, size, stream);
+}
+
+static cudaError_t malloc_from_pool(enum lw_fn fn, void **ptr, size_t size,
+				    cudaMemPool_t pool, cudaStream_t stream)
+{
+	alloc_pool_fn real = (alloc_pool_fn)lw_real(fn);
+	if (!real)
+		return NO_RUNTIME;
+	if (!lw_enter())
+		return real(ptr, size, pool, stream);
+	cudaError_t err = real(ptr, size, pool, stream);
+	if (err == cudaSuccess && ptr)
+		lw_record_alloc(LW_API_CUDA_MALLOC_FROM_POOL_ASYNC,
+				LW_MEM_DEVICE, *ptr, size, stream_id(stream));
+	lw_leave();
+	return err;
+}
+
+LW_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size,
+					      cudaMemPool_t pool,
+					      cudaStream_t stream)
+{
+	return malloc_from_pool(LW_FN_CUDA_MALLOC_FROM_POOL_ASYNC, ptr, size,
+				pool, stream);
+}
+
+LW_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size,
+						   cudaMemPool_t pool,
+						   cudaStream_t stream)
+{
+	return malloc_from_pool(LW_FN_CUDA_MALLOC_FROM_POOL_ASYNC_PTSZ, ptr,
+				size, pool, stream);
+}
+
+LW_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size,
+					unsigned int flags)
+{
+	alloc_flags_fn real = (alloc_flags_fn)lw_real(LW_FN_CUDA_MALLOC_MANAGED);
+	if (!real)
+		return NO_RUNTIME;
+	if (!lw_enter())
+		return real(ptr, size, flags);
+	cudaError_t err = real(ptr, size, flags);
+	if (err == cudaSuccess && ptr)
+		lw_record_alloc(LW_API_CUDA_MALLOC_MANAGED, LW_MEM_MANAGED,
+				*ptr, size, 0);
+	lw_leave();
+	return err;
+}
+
+LW_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width,
+				      size_t height)
+{
+	alloc_pitch_fn real = (alloc_pitch_fn)lw_real(LW_FN_CUDA_MALLOC_PITCH);
+	if (!real)
+		return NO_RUNTIME;
+	if (!lw_enter())
+		return real(ptr, pitch, width, height);
+	cudaError_t err = real(ptr, pitch, width, height);
+	if (err == cudaSuccess && ptr && pitch)
+		lw_record_alloc(LW_API_CUDA_MALLOC_PITCH, LW_MEM_DEVICE, *ptr,
+				product(*pitch, height), 0);
+	lw_leave();
+	return err;
+}
+
+LW_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *ptr,
+				   struct cudaExtent extent)
+{
+	alloc_3d_fn real = (alloc_3d_fn)lw_real(LW_FN_CUDA_MALLOC_3D);
+	if (!real)
+		return NO_RUNTIME;
+	if (!lw_enter())
+		return real(ptr, extent);
+	cudaError_t err = real(ptr, extent);
+	if (err == cudaSuccess && ptr)
+		lw_record_alloc(LW_API_CUDA_MALLOC_3D, LW_MEM_DEVICE, ptr->ptr,
+				product(product(ptr->pitch, extent.height),
+					extent.depth), 0);
+	lw_leave();
+	return err;
+}
+
+static cudaError_t tracked_free(enum lw_fn fn, void *ptr, cudaStream_t stream,
+				int async)
+{
+	lw_fnptr real = lw_real(fn);
+	struct lw_pending_free pending;
+
+	if (!real)
+		return NO_RUNTIME;
+	if (!ptr || !lw_enter())
+		return async ? ((free_async_fn)real)(ptr, stream)
+			     : ((free_fn)real)(ptr);
+	lw_free_begin(ptr, &pending);
+	cudaError_t err = async ? ((free_async_fn)real)(ptr, stream)
+				: ((free_fn)real)(ptr);
+	lw_free_end(&pending, err == cudaSuccess);
+	lw_leave();
+	return err;
+}
+
+LW_EXPORT cudaError_t cudaFree(void *ptr)
+{
+	return tracked_free(LW_FN_CUDA_FREE, ptr, 0, 0);
+}
+
+LW_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)
+{
+	return tracked_free(LW_FN_CUDA_FREE_ASYNC, ptr, stream, 1);
+}
+
+LW_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t stream)
+{
+	return tracked_free(LW_FN_CUDA_FREE_ASYNC_PTSZ, ptr, stream, 1);
+}
+
+/* ---- pinned and registered host memory ---- */
+
+LW_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+	alloc_fn real = (alloc_fn)lw_real(LW_FN_CUDA_MALLOC_HOST);
+	if (!real)
+		return NO_RUNTIME;
+	if (!lw_enter())
+		return real(ptr, size);
+	cudaError_t err = real(ptr, size);
+	if (err == cudaSuccess && ptr)
+		lw_record_alloc(LW_API_CUDA_MALLOC_HOST, LW_MEM_PINNED_HOST,
+				*ptr, size, 0);
+	lw_leave();
+	return err;
+}
+
+LW_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size,
+				    unsigned int flags)
+{
+	alloc_flags_fn real = (alloc_flags_fn)lw_real(LW_FN_CUDA_HOST_ALLOC);
+	if (!real)
+		return NO_RUNTIME;
+	if (!lw_enter())
+		return real(ptr, size, flags);
+	cudaError_t err = real(ptr, size, flags);
+	if (err == cudaSuccess && ptr)
+		lw_record_alloc(LW_API_CUDA_HOST_ALLOC, LW_MEM_PINNED_HOST,
+				*ptr, size, 0);
+	lw_leave();
+	return err;
+}
+
+LW_EXPORT cudaError_t cudaFreeHost(void *ptr)
+{
+	return tracked_free(LW_FN_CUDA_FREE_HOST, ptr, 0, 0);
+}
+
+LW_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size,
+				       unsigned int flags)
+{
+	host_register_fn real =
+		(host_register_fn)lw_real(LW_FN_CUDA_HOST_REGISTER);
+	if (!real)
+		return NO_RUNTIME;
+	if (!lw_enter())
+		return real(ptr, size, flags);
+	cudaError_t err = real(ptr, size, flags);
+	if (err == cudaSuccess)
+		lw_record_alloc(LW_API_CUDA_HOST_REGISTER,
+				LW_MEM_HOST_REGISTERED, ptr, size, 0);
+	lw_leave();
+	return err;
+}
+
+LW_EXPORT cudaError_t cudaHostUnregister(void *ptr)
+{
+	return tracked_free(LW_FN_CUDA_HOST_UNREGISTER, ptr, 0, 0);
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+#include "summary.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+void lw_format_bytes(char *out, size_t size, uint64_t bytes)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(out, size, "%llu B", (unsigned long long)bytes);
+		return;
+	}
+	while (v >= 1024.0 && u < 3) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(out, size, "%.1f %s", v, units[u]);
+}
+
+void lw_summary_init(struct lw_summary *s, const char *trace_path,
+		     uint64_t live_bytes, uint64_t live_count,
+		     uint64_t unknown_frees)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->trace_path, sizeof(s->trace_path), "%s", trace_path);
+	s->live_bytes = live_bytes;
+	s->live_count = live_count;
+	s->unknown_frees = unknown_frees;
+}
+
+void lw_summary_add_site(struct lw_summary *s, const uintptr_t *frames,
+			 unsigned depth, uint64_t bytes, uint64_t count)
+{
+	unsigned pos;
+
+	s->sites_total++;
+	if (s->nsites == LW_SUMMARY_SITES &&
+	    bytes <= s->sites[LW_SUMMARY_SITES - 1].bytes)
+		return;
+	pos = s->nsites < LW_SUMMARY_SITES ? s->nsites++ : LW_SUMMARY_SITES - 1;
+	while (pos > 0 && s->sites[pos - 1].bytes < bytes) {
+		s->sites[pos] = s->sites[pos - 1];
+		pos--;
+	}
+	struct lw_summary_site *site = &s->sites[pos];
+	site->bytes = bytes;
+	site->count = count;
+	site->depth = depth < LW_SUMMARY_FRAMES ? depth : LW_SUMMARY_FRAMES;
+	memcpy(site->frames, frames, site->depth * sizeof(*frames));
+}
+
+static void put(const char *line, int n, size_t size)
+{
+	size_t len = n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
+	const char *p = line;
+
+	while (len > 0) {
+		ssize_t w = write(STDERR_FILENO, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		len -= (size_t)w;
+	}
+}
+
+/* "name (module+0xoff)" for a return address. */
+static void describe(char *out, size_t size, uintptr_t addr)
+{
+	Dl_info info;
+
+	/* addr - 1: a return address may be the first byte of the next
+	 * function when the call was the last instruction. */
+	if (!dladdr((void *)(addr - 1), &info) || !info.dli_fname) {
+		snprintf(out, size, "0x%llx", (unsigned long long)addr);
+		return;
+	}
+	const char *module = strrchr(info.dli_fname, '/');
+	module = module ? module + 1 : info.dli_fname;
+	unsigned long long offset = addr - (uintptr_t)info.dli_fbase;
+	if (info.dli_sname)
+		snprintf(out, size, "%s (%s+0x%llx)", info.dli_sname, module,
+			 offset);
+	else
+		snprintf(out, size, "%s+0x%llx", module, offset);
+}
+
+void lw_summary_print(const struct lw_summary *s)
+{
+	char line[PATH_MAX + 256], bytes[32], where[3][300];
+	int n;
+
+	if (!s->live_count) {
+		n = snprintf(line, sizeof(line),
+			     "leakwatch: no device memory live at exit\n");
+		put(line, n, sizeof(line));
+	} else {
+		lw_format_bytes(bytes, sizeof(bytes), s->live_bytes);
+		n = snprintf(line, sizeof(line),
+			     "leakwatch: %s of device memory live at exit in "
+			     "%llu allocation%s from %llu site%s\n", bytes,
+			     (unsigned long long)s->live_count,
+			     s->live_count == 1 ? "" : "s",
+			     (unsigned long long)s->sites_total,
+			     s->sites_total == 1 ? "" : "s");
+		put(line, n, sizeof(line));
+	}
+	for (unsigned i = 0; i < s->nsites; i++) {
+		const struct lw_summary_site *site = &s->sites[i];
+		lw_format_bytes(bytes, sizeof(bytes), site->bytes);
+		for (unsigned f = 0; f < 3; f++)
+			where[f][0] = '\0';
+		for (unsigned f = 0; f < site->depth; f++)
+			describe(where[f], sizeof(where[f]), site->frames[f]);
+		n = snprintf(line, sizeof(line),
+			     "leakwatch:   %s in %llu allocation%s at %s%s%s\n",
+			     bytes, (unsigned long long)site->count,
+			     site->count == 1 ? "" : "s",
+			     site->depth ? where[0] : "(no stack)",
+			     site->depth > 1 ? " <- " : "",
+			     site->depth > 1 ? where[1] : "");
+		put(line, n, sizeof(line));
+	}
+	if (s->unknown_frees) {
+		n = snprintf(line, sizeof(line),
+			     "leakwatch: %llu free%s of memory allocated "
+			     "before or outside leakwatch's view\n",
+			     (unsigned long long)s->unknown_frees,
+			     s->unknown_frees == 1 ? "" : "s");
+		put(line, n, sizeof(line));
+	}
+	n = snprintf(line, sizeof(line),
+		     "leakwatch: trace %s (full report: leakwatch report %s)\n",
+		     s->trace_path, s->trace_path);
+	put(line, n, sizeof(line));
+}

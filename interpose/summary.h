@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The short report printed to stderr at exit, in the spirit of
+ * LeakSanitizer's: device memory still live, its largest sites, and where
+ * the trace is. Names come from dladdr(), so only exported symbols are
+ * named; `leakwatch report` gives the full symbolized stacks.
+ */
+#ifndef LW_SUMMARY_H
+#define LW_SUMMARY_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LW_SUMMARY_SITES 5
+#define LW_SUMMARY_FRAMES 3
+
+struct lw_summary_site {
+	uint64_t bytes, count;
+	unsigned depth;
+	uintptr_t frames[LW_SUMMARY_FRAMES];
+};
+
+struct lw_summary {
+	char trace_path[PATH_MAX];
+	uint64_t live_bytes, live_count, unknown_frees, sites_total;
+	unsigned nsites;
+	struct lw_summary_site sites[LW_SUMMARY_SITES];
+};
+
+void lw_summary_init(struct lw_summary *s, const char *trace_path,
+		     uint64_t live_bytes, uint64_t live_count,
+		     uint64_t unknown_frees);
+
+/* Offers one site; the summary keeps the largest few. */
+void lw_summary_add_site(struct lw_summary *s, const uintptr_t *frames,
+			 unsigned depth, uint64_t bytes, uint64_t count);
+
+/* Writes the summary to stderr. */
+void lw_summary_print(const struct lw_summary *s);
+
+/* Formats a byte count for people ("1.5 MiB"). */
+void lw_format_bytes(char *out, size_t size, uint64_t bytes);
+
+#endif

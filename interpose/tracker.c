@@ -1,0 +1,709 @@
+/* SPDX-License-Identifier: MIT */
+#include "tracker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "config.h"
+#include "modules.h"
+#include "real.h"
+#include "summary.h"
+#include "unwind.h"
+#include "writer.h"
+
+/* uthash draws on leakwatch's arena and must never exit() on failure. */
+static int table_oom;
+#define uthash_malloc(size) lw_arena_alloc(size)
+#define uthash_free(ptr, size) lw_arena_free(ptr)
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(obj) (table_oom = 1)
+/* Keys are 64-bit addresses and stack hashes: one multiply mixes enough. */
+#define HASH_FUNCTION(keyptr, keylen, hashv)                                  \
+	do {                                                                  \
+		uint64_t k_;                                                  \
+		memcpy(&k_, (keyptr), sizeof(k_));                            \
+		k_ *= 0x9e3779b97f4a7c15ull;                                  \
+		(hashv) = (unsigned)(k_ >> 32);                               \
+	} while (0)
+#include <uthash.h>
+
+__thread int lw_in_hook __attribute__((tls_model("initial-exec")));
+int lw_state = LW_STATE_UNINIT;
+
+static __thread pid_t thread_id __attribute__((tls_model("initial-exec")));
+
+struct lw_live {
+	uintptr_t addr;
+	uint64_t size;
+	struct lw_stack_entry *stack;
+	uint8_t kind;
+	UT_hash_handle hh;
+};
+
+struct lw_stack_entry {
+	uint64_t hash;
+	struct lw_stack_entry *collision; /* same hash, other frames */
+	uint32_t id;
+	uint32_t depth;
+	uint32_t trace_gen; /* the trace its STACK record went to */
+	uint64_t device_live_bytes, device_live_count;
+	UT_hash_handle hh;
+	uintptr_t frames[];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static struct lw_config config;
+static struct lw_writer writer;
+static enum { TRACE_NONE, TRACE_OPEN, TRACE_FAILED } trace_state;
+static uint32_t trace_gen = 1;
+static char trace_path[PATH_MAX];
+
+static struct lw_live *live_table;
+static struct lw_stack_entry *stack_table;
+static uint32_t next_stack_id = 1;
+static uint64_t dropped_events, dropped_reported;
+static uint64_t unknown_frees;
+static uint64_t live_bytes[LW_MEM_KIND_MAX + 1], live_count[LW_MEM_KIND_MAX + 1];
+
+/* What the last records said, so that unchanged context is not repeated. */
+static pid_t last_tid;
+static unsigned last_api = UINT_MAX;
+static int64_t last_device = INT64_MIN;
+static uint64_t last_stream;
+static uint64_t last_time_ns, last_flush_ns;
+
+static char warnings[LW_WARN_COUNT][256];
+static unsigned warned_mask, warnings_in_trace_mask;
+
+#define FLUSH_INTERVAL_NS 1000000000ull
+
+static uint64_t coarse_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void write_stderr(const char *s, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(STDERR_FILENO, s, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		s += n;
+		len -= (size_t)n;
+	}
+}
+
+void lw_warn_once(enum lw_warning kind, const char *fmt, ...)
+{
+	char line[300];
+	va_list ap;
+
+	if (__atomic_fetch_or(&warned_mask, 1u << kind, __ATOMIC_ACQ_REL) &
+	    (1u << kind))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(warnings[kind], sizeof(warnings[kind]), fmt, ap);
+	va_end(ap);
+	int n = snprintf(line, sizeof(line), "leakwatch: warning: %s\n",
+			 warnings[kind]);
+	if (n > 0)
+		write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n
+							    : sizeof(line) - 1);
+}
+
+/* Copies warnings printed so far into the trace. Under the lock. */
+static void record_warnings_locked(void)
+{
+	unsigned pending = __atomic_load_n(&warned_mask, __ATOMIC_ACQUIRE) &
+			   ~warnings_in_trace_mask;
+
+	for (unsigned k = 0; pending && k < LW_WARN_COUNT; k++) {
+		if (!(pending & (1u << k)))
+			continue;
+		lw_writer_ext(&writer, LW_REC_WARNING,
+			      (const uint8_t *)warnings[k], strlen(warnings[k]));
+		warnings_in_trace_mask |= 1u << k;
+		pending &= ~(1u << k);
+	}
+}
+
+static pid_t current_tid(void)
+{
+	if (!thread_id)
+		thread_id = (pid_t)syscall(SYS_gettid);
+	return thread_id;
+}
+
+/* ---- the trace file ---- */
+
+static void write_process_info_locked(void)
+{
+	char buf[8192];
+	ssize_t n;
+	int fd;
+
+	n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	if (n > 0)
+		lw_writer_info(&writer, "exe", buf, (size_t)n);
+
+	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		size_t len = 0;
+		while (len < sizeof(buf)) {
+			n = read(fd, buf + len, sizeof(buf) - len);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			len += (size_t)n;
+		}
+		close(fd);
+		while (len > 0 && buf[len - 1] == '\0')
+			len--;
+		lw_writer_info(&writer, "cmdline", buf, len);
+	}
+	if (getcwd(buf, sizeof(buf)))
+		lw_writer_info(&writer, "cwd", buf, strlen(buf));
+	lw_writer_info(&writer, "leakwatch", LW_VERSION, strlen(LW_VERSION));
+	const char *cudart = lw_real_runtime_path();
+	if (cudart)
+		lw_writer_info(&writer, "cudart", cudart, strlen(cudart));
+}
+
+static void append_to_manifest(const char *path)
+{
+	char line[PATH_MAX + 1];
+	size_t len = strlen(path);
+
+	if (!config.manifest[0] || len >= PATH_MAX)
+		return;
+	int fd = open(config.manifest,
+		      O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	memcpy(line, path, len);
+	line[len] = '\n';
+	/* One write with O_APPEND: lines of concurrent processes never mix. */
+	while (write(fd, line, len + 1) < 0 && errno == EINTR)
+		;
+	close(fd);
+}
+
+/* Opens the trace at the first event. Under the lock. */
+static int ensure_trace_locked(void)
+{
+	if (trace_state == TRACE_OPEN)
+		return 1;
+	if (trace_state == TRACE_FAILED)
+		return 0;
+
+	pid_t pid = getpid();
+	if (lw_config_trace_path(&config, pid, trace_path,
+				 sizeof(trace_path)) < 0) {
+		trace_state = TRACE_FAILED;
+		lw_warn_once(LW_WARN_TRACE_OPEN,
+			     "LEAKWATCH_OUT gives a trace path that is too long;"
+			     " nothing is recorded");
+		return 0;
+	}
+
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t start_ns = (uint64_t)now.tv_sec * 1000000000ull +
+			    (uint64_t)now.tv_nsec;
+	int err = lw_writer_open(&writer, trace_path, start_ns, (uint32_t)pid);
+	if (err < 0) {
+		trace_state = TRACE_FAILED;
+		lw_warn_once(LW_WARN_TRACE_OPEN,
+			     "cannot write the trace %s: %s; nothing is "
+			     "recorded, the program runs as without leakwatch",
+			     trace_path, strerror(-err));
+		return 0;
+	}
+	trace_state = TRACE_OPEN;
+	last_tid = 0;
+	last_api = UINT_MAX;
+	last_device = INT64_MIN;
+	last_stream = 0;
+	last_time_ns = last_flush_ns = coarse_now_ns();
+	write_process_info_locked();
+	record_warnings_locked();
+	append_to_manifest(trace_path);
+	return 1;
+}
+
+static void flush_locked(void)
+{
+	int err = lw_writer_flush(&writer);
+
+	if (err < 0)
+		lw_warn_once(LW_WARN_TRACE_WRITE,
+			     "writing the trace %s failed: %s; the trace ends "
+			     "here, the program carries on",
+			     trace_path, strerror(-err));
+	last_flush_ns = coarse_now_ns();
+}
+
+/* Writes THREAD and TIME records when they changed; flushes now and then
+ * so that a killed process leaves a trace readable up to the last second. */
+static void note_thread_and_time_locked(void)
+{
+	pid_t tid = current_tid();
+
+	if (tid != last_tid) {
+		lw_writer_tag_u64(&writer, LW_REC_THREAD, (uint64_t)tid);
+		last_tid = tid;
+	}
+	uint64_t now = coarse_now_ns();
+	if (now != last_time_ns) {
+		lw_writer_tag_u64(&writer, LW_REC_TIME, now - last_time_ns);
+		last_time_ns = now;
+		if (now - last_flush_ns >= FLUSH_INTERVAL_NS)
+			flush_locked();
+	}
+	if (dropped_events != dropped_reported) {
+		uint8_t payload[LW_VARINT_MAX];
+		size_t n = lw_varint_put(payload,
+					 dropped_events - dropped_reported);
+		lw_writer_ext(&writer, LW_REC_DROPPED, payload, n);
+		dropped_reported = dropped_events;
+	}
+	if (warned_mask != warnings_in_trace_mask)
+		record_warnings_locked();
+}
+
+static void note_context_locked(enum lw_api api, int64_t device,
+				uint64_t stream)
+{
+	if (api == last_api && device == last_device && stream == last_stream)
+		return;
+	lw_writer_context(&writer, api, device, stream);
+	last_api = api;
+	last_device = device;
+	last_stream = stream;
+}
+
+/* ---- stacks ---- */
+
+static struct lw_stack_entry *find_stack_locked(uint64_t hash,
+						const uintptr_t *frames,
+						unsigned depth)
+{
+	struct lw_stack_entry *s;
+
+	HASH_FIND(hh, stack_table, &hash, sizeof(hash), s);
+	for (; s; s = s->collision)
+		if (s->depth == depth &&
+		    memcmp(s->frames, frames, depth * sizeof(*frames)) == 0)
+			return s;
+	return NULL;
+}
+
+static struct lw_stack_entry *add_stack_locked(uint64_t hash,
+					       const uintptr_t *frames,
+					       unsigned depth)
+{
+	struct lw_stack_entry *s, *head;
+
+	s = lw_arena_alloc(sizeof(*s) + depth * sizeof(*frames));
+	if (!s)
+		return NULL;
+	s->hash = hash;
+	s->id = next_stack_id++;
+	s->depth = depth;
+	memcpy(s->frames, frames, depth * sizeof(*frames));
+
+	HASH_FIND(hh, stack_table, &hash, sizeof(hash), head);
+	if (head) {
+		s->collision = head->collision;
+		head->collision = s;
+		return s;
+	}
+	table_oom = 0;
+	HASH_ADD(hh, stack_table, hash, sizeof(s->hash), s);
+	if (table_oom) {
+		lw_arena_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/*
+ * Finds or adds the stack, making sure the objects its addresses lie in are
+ * in the trace. Called and returns with the lock held, but drops it to
+ * list the loaded objects (that takes the dynamic loader's lock, which a
+ * thread inside dlopen() holds while it may call into a hook).
+ */
+static struct lw_stack_entry *intern_stack_locked(const uintptr_t *frames,
+						  unsigned depth)
+{
+	uint64_t hash = lw_stack_hash(frames, depth);
+	struct lw_stack_entry *s = find_stack_locked(hash, frames, depth);
+
+	if (!s) {
+		if (!lw_modules_cover(frames, depth)) {
+			struct lw_module_scan scan;
+			pthread_mutex_unlock(&lock);
+			int err = lw_modules_scan(&scan);
+			pthread_mutex_lock(&lock);
+			if (err == 0 && trace_state == TRACE_OPEN)
+				lw_modules_merge(&scan, &writer);
+			lw_modules_scan_release(&scan);
+		}
+		s = find_stack_locked(hash, frames, depth);
+		if (!s)
+			s = add_stack_locked(hash, frames, depth);
+		if (!s) {
+			lw_warn_once(LW_WARN_OUT_OF_MEMORY,
+				     "leakwatch's own memory is exhausted; "
+				     "new call stacks are not recorded");
+			return NULL;
+		}
+	}
+	if (s->trace_gen != trace_gen && trace_state == TRACE_OPEN) {
+		lw_writer_stack(&writer, s->id, s->frames, s->depth);
+		s->trace_gen = trace_gen;
+	}
+	return s;
+}
+
+/* ---- allocations ---- */
+
+static void account_live(const struct lw_live *e, int sign)
+{
+	uint64_t count = 1, bytes = e->size;
+
+	if (sign < 0) {
+		live_bytes[e->kind] -= bytes;
+		live_count[e->kind] -= count;
+	} else {
+		live_bytes[e->kind] += bytes;
+		live_count[e->kind] += count;
+	}
+	if (e->stack && (e->kind == LW_MEM_DEVICE || e->kind == LW_MEM_MANAGED)) {
+		if (sign < 0) {
+			e->stack->device_live_bytes -= bytes;
+			e->stack->device_live_count -= count;
+		} else {
+			e->stack->device_live_bytes += bytes;
+			e->stack->device_live_count += count;
+		}
+	}
+}
+
+static void remove_live_locked(struct lw_live *e)
+{
+	HASH_DEL(live_table, e);
+	account_live(e, -1);
+	lw_arena_free(e);
+}
+
+/* Adds a live allocation; false if leakwatch's memory is exhausted. */
+static int add_live_locked(uintptr_t addr, uint64_t size,
+			   struct lw_stack_entry *stack, unsigned kind)
+{
+	struct lw_live *e;
+
+	HASH_FIND(hh, live_table, &addr, sizeof(addr), e);
+	if (e) /* freed through a path leakwatch does not see */
+		remove_live_locked(e);
+	e = lw_arena_alloc(sizeof(*e));
+	if (!e)
+		return 0;
+	e->addr = addr;
+	e->size = size;
+	e->stack = stack;
+	e->kind = (uint8_t)kind;
+	table_oom = 0;
+	HASH_ADD(hh, live_table, addr, sizeof(e->addr), e);
+	if (table_oom) {
+		lw_arena_free(e);
+		return 0;
+	}
+	account_live(e, +1);
+	return 1;
+}
+
+typedef int (*cudaGetDevice_fn)(int *device);
+
+static int64_t current_device(void)
+{
+	cudaGetDevice_fn get_device =
+		(cudaGetDevice_fn)lw_real(LW_FN_CUDA_GET_DEVICE);
+	int device;
+
+	if (get_device && get_device(&device) == 0)
+		return device;
+	return -1;
+}
+
+void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
+		     uint64_t size, uint64_t stream)
+{
+	uintptr_t frames[LW_MAX_FRAMES];
+	unsigned depth;
+	int64_t device = -1;
+
+	if (!ptr)
+		return;
+	if (kind == LW_MEM_DEVICE || kind == LW_MEM_MANAGED)
+		device = current_device();
+	/* The expensive part, done before taking any lock. */
+	depth = lw_unwind(frames, config.max_frames);
+
+	pthread_mutex_lock(&lock);
+	if (!ensure_trace_locked())
+		goto out;
+	struct lw_stack_entry *stack = intern_stack_locked(frames, depth);
+	if (trace_state != TRACE_OPEN)
+		goto out;
+	if (!add_live_locked((uintptr_t)ptr, size, stack, kind)) {
+		lw_warn_once(LW_WARN_OUT_OF_MEMORY,
+			     "leakwatch's own memory is exhausted; the exit "
+			     "summary may miss allocations");
+	}
+	note_thread_and_time_locked();
+	note_context_locked(api, device, stream);
+	lw_writer_alloc(&writer, kind, (uintptr_t)ptr, size,
+			stack ? stack->id : 0);
+out:
+	pthread_mutex_unlock(&lock);
+}
+
+void lw_free_begin(const void *ptr, struct lw_pending_free *pending)
+{
+	uintptr_t addr = (uintptr_t)ptr;
+	struct lw_live *e;
+
+	pending->addr = addr;
+	pending->known = 0;
+	pthread_mutex_lock(&lock);
+	if (trace_state == TRACE_OPEN) {
+		HASH_FIND(hh, live_table, &addr, sizeof(addr), e);
+		if (e) {
+			pending->known = 1;
+			pending->size = e->size;
+			pending->stack = e->stack;
+			pending->kind = e->kind;
+			remove_live_locked(e);
+			note_thread_and_time_locked();
+			lw_writer_free(&writer, addr);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void lw_free_end(struct lw_pending_free *pending, int succeeded)
+{
+	if (pending->known == !!succeeded)
+		return; /* a known free that worked, an unknown one that failed */
+
+	pthread_mutex_lock(&lock);
+	if (trace_state != TRACE_OPEN)
+		goto out;
+	note_thread_and_time_locked();
+	if (succeeded) {
+		/* Memory leakwatch never saw allocated (before tracing, or on
+		 * a path it does not hook): the report counts it as unknown. */
+		unknown_frees++;
+		lw_writer_free(&writer, pending->addr);
+	} else {
+		/* The real free failed: the allocation is still live. */
+		struct lw_stack_entry *stack = pending->stack;
+		add_live_locked(pending->addr, pending->size, stack,
+				pending->kind);
+		lw_writer_alloc(&writer, pending->kind, pending->addr,
+				pending->size, stack ? stack->id : 0);
+	}
+out:
+	pthread_mutex_unlock(&lock);
+}
+
+/* ---- steps and phases ---- */
+
+static uint64_t next_string_id = 1;
+
+void lw_record_step(void)
+{
+	if (!lw_enter())
+		return;
+	pthread_mutex_lock(&lock);
+	if (ensure_trace_locked()) {
+		note_thread_and_time_locked();
+		lw_writer_tag(&writer, LW_REC_STEP);
+		flush_locked();
+	}
+	pthread_mutex_unlock(&lock);
+	lw_leave();
+}
+
+void lw_record_phase_begin(const char *name)
+{
+	uint8_t payload[LW_VARINT_MAX];
+
+	if (!lw_enter())
+		return;
+	if (!name)
+		name = "(null)";
+	pthread_mutex_lock(&lock);
+	if (ensure_trace_locked()) {
+		uint64_t id = next_string_id++;
+		note_thread_and_time_locked();
+		lw_writer_string(&writer, id, name);
+		size_t n = lw_varint_put(payload, id);
+		lw_writer_ext(&writer, LW_REC_PHASE_BEGIN, payload, n);
+		flush_locked();
+	}
+	pthread_mutex_unlock(&lock);
+	lw_leave();
+}
+
+void lw_record_phase_end(void)
+{
+	if (!lw_enter())
+		return;
+	pthread_mutex_lock(&lock);
+	if (ensure_trace_locked()) {
+		note_thread_and_time_locked();
+		lw_writer_tag(&writer, LW_REC_PHASE_END);
+		flush_locked();
+	}
+	pthread_mutex_unlock(&lock);
+	lw_leave();
+}
+
+/* ---- process life ---- */
+
+static void before_fork(void)
+{
+	pthread_mutex_lock(&lock);
+	lw_arena_lock_for_fork();
+}
+
+static void after_fork_in_parent(void)
+{
+	lw_arena_unlock_after_fork();
+	pthread_mutex_unlock(&lock);
+}
+
+/*
+ * The child must never write into its parent's trace: it drops the
+ * inherited buffer and file, forgets the parent's allocations, and opens a
+ * trace of its own if it allocates.
+ */
+static void after_fork_in_child(void)
+{
+	struct lw_live *e, *tmp;
+	struct lw_stack_entry *s, *stmp;
+
+	lw_arena_unlock_after_fork();
+	thread_id = 0;
+	if (trace_state == TRACE_OPEN)
+		lw_writer_abandon(&writer);
+	trace_state = TRACE_NONE;
+	trace_gen++;
+	HASH_ITER(hh, live_table, e, tmp) {
+		HASH_DEL(live_table, e);
+		lw_arena_free(e);
+	}
+	memset(live_bytes, 0, sizeof(live_bytes));
+	memset(live_count, 0, sizeof(live_count));
+	HASH_ITER(hh, stack_table, s, stmp) {
+		for (struct lw_stack_entry *c = s; c; c = c->collision)
+			c->device_live_bytes = c->device_live_count = 0;
+	}
+	lw_modules_reset();
+	dropped_events = dropped_reported = unknown_frees = 0;
+	warnings_in_trace_mask = 0;
+	pthread_mutex_unlock(&lock);
+}
+
+static void init_once_fn(void)
+{
+	int state = LW_STATE_ACTIVE;
+
+	lw_in_hook = 1; /* nothing below may be recorded */
+	if (getauxval(AT_SECURE)) {
+		/* setuid and other secure-execution programs: hands off. */
+		state = LW_STATE_OFF;
+		goto done;
+	}
+	lw_config_load(&config);
+	if (config.disabled) {
+		state = LW_STATE_OFF;
+		goto done;
+	}
+	lw_unwind_init();
+	pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+done:
+	lw_in_hook = 0;
+	__atomic_store_n(&lw_state, state, __ATOMIC_RELEASE);
+}
+
+void lw_init(void)
+{
+	pthread_once(&init_once, init_once_fn);
+}
+
+void lw_shutdown(void)
+{
+	struct lw_summary summary;
+	int have_summary = 0;
+
+	if (__atomic_load_n(&lw_state, __ATOMIC_ACQUIRE) != LW_STATE_ACTIVE)
+		return;
+	lw_in_hook = 1;
+	pthread_mutex_lock(&lock);
+	if (trace_state == TRACE_OPEN) {
+		note_thread_and_time_locked();
+		lw_writer_close(&writer, 1, dropped_events);
+		if (!config.quiet) {
+			lw_summary_init(&summary, trace_path,
+					live_bytes[LW_MEM_DEVICE] +
+						live_bytes[LW_MEM_MANAGED],
+					live_count[LW_MEM_DEVICE] +
+						live_count[LW_MEM_MANAGED],
+					unknown_frees);
+			struct lw_stack_entry *s, *tmp;
+			HASH_ITER(hh, stack_table, s, tmp) {
+				for (struct lw_stack_entry *c = s; c;
+				     c = c->collision)
+					if (c->device_live_count)
+						lw_summary_add_site(
+							&summary, c->frames,
+							c->depth,
+							c->device_live_bytes,
+							c->device_live_count);
+			}
+			have_summary = 1;
+		}
+		trace_state = TRACE_FAILED; /* nothing more is written */
+	}
+	__atomic_store_n(&lw_state, LW_STATE_CLOSED, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&lock);
+	if (have_summary)
+		lw_summary_print(&summary);
+	lw_in_hook = 0;
+}
+
+__attribute__((destructor)) static void leakwatch_fini(void)
+{
+	lw_shutdown();
+}

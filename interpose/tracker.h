@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The tracker: what the hooks call. It keeps the live allocations and the
+ * distinct stacks, owns the trace, and handles the process's life (lazy
+ * start, fork, exit).
+ *
+ * A hook does: if (lw_enter()) { call the real function; record; lw_leave(); }
+ * else { call the real function }. lw_enter() is false when the thread is
+ * already inside a hook (the runtime calling itself, a signal handler), when
+ * leakwatch is off for this process, and after the trace was closed at exit.
+ */
+#ifndef LW_TRACKER_H
+#define LW_TRACKER_H
+
+#include <stdint.h>
+
+#include "lw-format.h"
+
+enum lw_state {
+	LW_STATE_UNINIT = 0,
+	LW_STATE_ACTIVE,
+	LW_STATE_OFF,    /* disabled, secure execution, or a fatal failure */
+	LW_STATE_CLOSED, /* the trace was closed at exit */
+};
+
+enum lw_warning {
+	LW_WARN_NO_RUNTIME,
+	LW_WARN_TRACE_OPEN,
+	LW_WARN_TRACE_WRITE,
+	LW_WARN_OUT_OF_MEMORY,
+	LW_WARN_BAD_ENV,
+	LW_WARN_COUNT,
+};
+
+extern __thread int lw_in_hook __attribute__((tls_model("initial-exec")));
+extern int lw_state;
+
+void lw_init(void);
+
+/* True if this call is to be recorded; then lw_leave() must follow. */
+static inline int lw_enter(void)
+{
+	if (lw_in_hook)
+		return 0;
+	int state = __atomic_load_n(&lw_state, __ATOMIC_ACQUIRE);
+	if (state != LW_STATE_ACTIVE) {
+		if (state != LW_STATE_UNINIT)
+			return 0;
+		lw_init();
+		if (__atomic_load_n(&lw_state, __ATOMIC_ACQUIRE) !=
+		    LW_STATE_ACTIVE)
+			return 0;
+	}
+	lw_in_hook = 1;
+	return 1;
+}
+
+static inline void lw_leave(void)
+{
+	lw_in_hook = 0;
+}
+
+/* Records a successful allocation; ptr NULL is ignored. stream is the raw
+ * cudaStream_t (0 = legacy default stream). */
+void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
+		     uint64_t size, uint64_t stream);
+
+/*
+ * Frees are recorded *before* the real call, so that no other thread can be
+ * handed the same address and record its allocation first. If the real call
+ * fails, lw_free_end() puts the allocation back.
+ */
+struct lw_pending_free {
+	uintptr_t addr;
+	uint64_t size;
+	void *stack;
+	uint8_t kind;
+	uint8_t known;
+};
+
+void lw_free_begin(const void *ptr, struct lw_pending_free *pending);
+void lw_free_end(struct lw_pending_free *pending, int succeeded);
+
+/* The public API's work (see include/leakwatch.h). */
+void lw_record_step(void);
+void lw_record_phase_begin(const char *name);
+void lw_record_phase_end(void);
+
+/* Prints "leakwatch: warning: ..." once per kind, and records it in the
+ * trace. The format is always a literal of the shim's. */
+void lw_warn_once(enum lw_warning kind, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Closes the trace and prints the exit summary (the library destructor). */
+void lw_shutdown(void);
+
+#endif

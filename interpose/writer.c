@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lw-format.h"
+
+/* Room for the largest record built in place: a string-bearing one is
+ * written through lw_writer_ext, which checks its own size. */
+#define HOT_RECORD_MAX (1 + 3 * LW_VARINT_MAX)
+
+static int open_trace_file(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		      0600);
+	if (fd >= 0 || errno != EEXIST)
+		return fd >= 0 ? fd : -errno;
+
+	/*
+	 * The file exists. Reuse it only if it is a plain file of ours with a
+	 * single name: in a shared directory someone else's file, or a link
+	 * planted to make us overwrite one, is left alone.
+	 */
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid() || st.st_nlink != 1) {
+		close(fd);
+		return -EEXIST;
+	}
+	if (ftruncate(fd, 0) < 0 || fchmod(fd, 0600) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	int flags = fcntl(fd, F_GETFL);
+	if (flags >= 0)
+		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+	return fd;
+}
+
+static void put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+int lw_writer_open(struct lw_writer *w, const char *path, uint64_t start_ns,
+		   uint32_t pid)
+{
+	struct rlimit rl;
+	int fd = open_trace_file(path);
+
+	if (fd < 0)
+		return fd;
+	w->fd = fd;
+	w->failed = 0;
+	w->failure_errno = 0;
+	w->used = 0;
+	w->file_offset = 0;
+	w->prev_addr = 0;
+	w->events = 0;
+	/* Writing past RLIMIT_FSIZE raises SIGXFSZ, which kills the program
+	 * by default: stop short of the limit instead. */
+	w->file_limit = UINT64_MAX;
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		w->file_limit = rl.rlim_cur;
+
+	uint8_t *h = w->buf;
+	memset(h, 0, LW_TRACE_HEADER_SIZE);
+	memcpy(h, LW_TRACE_MAGIC, LW_TRACE_MAGIC_SIZE);
+	put_u16(h + 8, LW_TRACE_VERSION);
+	put_u16(h + 10, LW_TRACE_HEADER_SIZE);
+	put_u32(h + 12, 0);
+	put_u64(h + 16, start_ns);
+	put_u32(h + 24, pid);
+	w->used = LW_TRACE_HEADER_SIZE;
+	return lw_writer_flush(w);
+}
+
+int lw_writer_flush(struct lw_writer *w)
+{
+	size_t done = 0;
+
+	if (w->fd < 0 || w->failed) {
+		w->used = 0;
+		return w->failed ? -w->failure_errno : 0;
+	}
+	if (w->file_offset + w->used > w->file_limit) {
+		w->failed = 1;
+		w->failure_errno = EFBIG;
+		w->used = 0;
+		return -EFBIG;
+	}
+	while (done < w->used) {
+		ssize_t n = write(w->fd, w->buf + done, w->used - done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			w->failed = 1;
+			w->failure_errno = errno;
+			break;
+		}
+		if (n == 0) {
+			w->failed = 1;
+			w->failure_errno = EIO;
+			break;
+		}
+		done += (size_t)n;
+	}
+	w->file_offset += done;
+	w->used = 0;
+	return w->failed ? -w->failure_errno : 0;
+}
+
+void lw_writer_close(struct lw_writer *w, int end_record, uint64_t dropped)
+{
+	if (w->fd < 0)
+		return;
+	if (end_record) {
+		uint8_t payload[2 * LW_VARINT_MAX];
+		size_t n = lw_varint_put(payload, w->events);
+		n += lw_varint_put(payload + n, dropped);
+		lw_writer_ext(w, LW_REC_END, payload, n);
+	}
+	lw_writer_flush(w);
+	close(w->fd);
+	w->fd = -1;
+}
+
+void lw_writer_abandon(struct lw_writer *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
+	w->used = 0;
+}
+
+/* Makes room for n bytes; false when nothing can be written any more. */
+static inline int reserve(struct lw_writer *w, size_t n)
+{
+	if (w->fd < 0 || w->failed)
+		return 0;
+	if (w->used + n > LW_WRITER_BUFFER_SIZE && lw_writer_flush(w) < 0)
+		return 0;
+	return 1;
+}
+
+static inline void put_addr(struct lw_writer *w, uint64_t addr)
+{
+	int64_t delta = (int64_t)(addr - w->prev_addr);
+	w->used += lw_varint_put(w->buf + w->used, lw_zigzag_encode(delta));
+	w->prev_addr = addr;
+}
+
+void lw_writer_alloc(struct lw_writer *w, unsigned kind, uint64_t addr,
+		     uint64_t size, uint64_t stack_id)
+{
+	if (!reserve(w, HOT_RECORD_MAX))
+		return;
+	w->buf[w->used++] = (uint8_t)(LW_REC_ALLOC_BASE + kind);
+	put_addr(w, addr);
+	w->used += lw_varint_put(w->buf + w->used, size);
+	w->used += lw_varint_put(w->buf + w->used, stack_id);
+	w->events++;
+}
+
+void lw_writer_free(struct lw_writer *w, uint64_t addr)
+{
+	if (!reserve(w, HOT_RECORD_MAX))
+		return;
+	w->buf[w->used++] = LW_REC_FREE;
+	put_addr(w, addr);
+	w->events++;
+}
+
+void lw_writer_tag(struct lw_writer *w, uint8_t tag)
+{
+	if (!reserve(w, 1))
+		return;
+	w->buf[w->used++] = tag;
+	w->events++;
+}
+
+void lw_writer_tag_u64(struct lw_writer *w, uint8_t tag, uint64_t v)
+{
+	if (!reserve(w, 1 + LW_VARINT_MAX))
+		return;
+	w->buf[w->used++] = tag;
+	w->used += lw_varint_put(w->buf + w->used, v);
+}
+
+void lw_writer_context(struct lw_writer *w, unsigned api, int64_t device,
+		       uint64_t stream)
+{
+	if (!reserve(w, HOT_RECORD_MAX))
+		return;
+	w->buf[w->used++] = LW_REC_CONTEXT;
+	w->used += lw_varint_put(w->buf + w->used, api);
+	w->used += lw_varint_put(w->buf + w->used, lw_zigzag_encode(device));
+	w->used += lw_varint_put(w->buf + w->used, stream);
+}
+
+void lw_writer_ext(struct lw_writer *w, uint8_t tag, const uint8_t *payload,
+		   size_t len)
+{
+	size_t total = 1 + LW_VARINT_MAX + len;
+
+	if (total > LW_WRITER_BUFFER_SIZE) /* never produced by the shim */
+		return;
+	if (!reserve(w, total))
+		return;
+	w->buf[w->used++] = tag;
+	w->used += lw_varint_put(w->buf + w->used, len);
+	memcpy(w->buf + w->used, payload, len);
+	w->used += len;
+}
+
+void lw_writer_stack(struct lw_writer *w, uint64_t id, const uintptr_t *frames,
+		     unsigned depth)
+{
+	uint8_t payload[(2 + 256) * LW_VARINT_MAX];
+	uint64_t prev = 0;
+	size_t n;
+
+	if (depth > 256)
+		depth = 256;
+	n = lw_varint_put(payload, id);
+	n += lw_varint_put(payload + n, depth);
+	for (unsigned i = 0; i < depth; i++) {
+		int64_t delta = (int64_t)(frames[i] - prev);
+		n += lw_varint_put(payload + n, lw_zigzag_encode(delta));
+		prev = frames[i];
+	}
+	lw_writer_ext(w, LW_REC_STACK, payload, n);
+}
+
+/* Appends a length-prefixed string, cut at limit bytes. */
+static size_t put_string(uint8_t *p, const char *s, size_t len, size_t limit)
+{
+	if (len > limit)
+		len = limit;
+	size_t n = lw_varint_put(p, len);
+	memcpy(p + n, s, len);
+	return n + len;
+}
+
+#define STRING_LIMIT 4096
+
+void lw_writer_string(struct lw_writer *w, uint64_t id, const char *s)
+{
+	uint8_t payload[LW_VARINT_MAX + STRING_LIMIT];
+	size_t len = strlen(s);
+	size_t n = lw_varint_put(payload, id);
+
+	if (len > STRING_LIMIT)
+		len = STRING_LIMIT;
+	memcpy(payload + n, s, len);
+	lw_writer_ext(w, LW_REC_STRING, payload, n + len);
+}
+
+void lw_writer_info(struct lw_writer *w, const char *key, const char *value,
+		    size_t value_len)
+{
+	uint8_t payload[3 * LW_VARINT_MAX + 64 + 2 * STRING_LIMIT];
+	size_t n = put_string(payload, key, strlen(key), 64);
+
+	n += put_string(payload + n, value, value_len, 2 * STRING_LIMIT);
+	lw_writer_ext(w, LW_REC_INFO, payload, n);
+}
+
+void lw_writer_module(struct lw_writer *w, uint64_t bias, uint64_t start,
+		      uint64_t end, const char *path)
+{
+	uint8_t payload[4 * LW_VARINT_MAX + STRING_LIMIT];
+	size_t n = lw_varint_put(payload, bias);
+
+	n += lw_varint_put(payload + n, start);
+	n += lw_varint_put(payload + n, end);
+	n += put_string(payload + n, path, strlen(path), STRING_LIMIT);
+	lw_writer_ext(w, LW_REC_MODULE, payload, n);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The trace writer: encodes records (common/lw-format.h) into a bounded
+ * buffer and writes it to the trace file with write(2). Not thread-safe:
+ * the tracker serialises calls under its lock.
+ *
+ * Once a write fails (disk full, file size limit, I/O error) the writer
+ * stops for good and reports it once; the program is not affected.
+ */
+#ifndef LW_WRITER_H
+#define LW_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LW_WRITER_BUFFER_SIZE (64 * 1024)
+
+struct lw_writer {
+	int fd;              /* -1 when closed */
+	int failed;          /* a write failed: nothing more is written */
+	int failure_errno;
+	size_t used;         /* bytes in buf */
+	uint64_t file_offset;
+	uint64_t file_limit; /* RLIMIT_FSIZE, or UINT64_MAX */
+	uint64_t prev_addr;  /* for delta-coding addresses */
+	uint64_t events;
+	uint8_t buf[LW_WRITER_BUFFER_SIZE];
+};
+
+/*
+ * Creates the trace file at path (mode 0600, never following a symbolic
+ * link, never taking over another user's file) and writes the header.
+ * Returns 0 or -errno.
+ */
+int lw_writer_open(struct lw_writer *w, const char *path, uint64_t start_ns,
+		   uint32_t pid);
+
+/* Writes out the buffer. Returns 0 or -errno (the writer is then failed). */
+int lw_writer_flush(struct lw_writer *w);
+
+/* Flushes and closes. With end_record, first appends the END record. */
+void lw_writer_close(struct lw_writer *w, int end_record, uint64_t dropped);
+
+/* Forgets the buffer and the file without writing (a forked child). */
+void lw_writer_abandon(struct lw_writer *w);
+
+void lw_writer_alloc(struct lw_writer *w, unsigned kind, uint64_t addr,
+		     uint64_t size, uint64_t stack_id);
+void lw_writer_free(struct lw_writer *w, uint64_t addr);
+/* A record with no fields (STEP, PHASE_END). */
+void lw_writer_tag(struct lw_writer *w, uint8_t tag);
+/* A hot record with one varint field (TIME, THREAD). */
+void lw_writer_tag_u64(struct lw_writer *w, uint8_t tag, uint64_t v);
+void lw_writer_context(struct lw_writer *w, unsigned api, int64_t device,
+		       uint64_t stream);
+/* An extension record with a ready-made payload. */
+void lw_writer_ext(struct lw_writer *w, uint8_t tag, const uint8_t *payload,
+		   size_t len);
+void lw_writer_stack(struct lw_writer *w, uint64_t id, const uintptr_t *frames,
+		     unsigned depth);
+/* STRING, WARNING, PHASE_BEGIN-like records made of varints and strings. */
+void lw_writer_string(struct lw_writer *w, uint64_t id, const char *s);
+void lw_writer_info(struct lw_writer *w, const char *key, const char *value,
+		    size_t value_len);
+void lw_writer_module(struct lw_writer *w, uint64_t bias, uint64_t start,
+		      uint64_t end, const char *path);
+
+#endif
