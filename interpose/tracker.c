@@ -625,10 +625,16 @@ static void after_fork_in_child(void)
 	}
 	memset(live_bytes, 0, sizeof(live_bytes));
 	memset(live_count, 0, sizeof(live_count));
+	/* Stack ids start again at 1 in the child's trace. */
 	HASH_ITER(hh, stack_table, s, stmp) {
-		for (struct lw_stack_entry *c = s; c; c = c->collision)
-			c->device_live_bytes = c->device_live_count = 0;
+		HASH_DEL(stack_table, s);
+		while (s) {
+			struct lw_stack_entry *next = s->collision;
+			lw_arena_free(s);
+			s = next;
+		}
 	}
+	next_stack_id = 1;
 	lw_modules_reset();
 	dropped_events = dropped_reported = unknown_frees = 0;
 	warnings_in_trace_mask = 0;

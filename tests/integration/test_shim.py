@@ -1,0 +1,285 @@
+# SPDX-License-Identifier: MIT
+"""Integration tests: real programs, compiled against the real CUDA headers,
+run on the stand-in runtime under LD_PRELOAD=libleakwatch.so."""
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+from lwtest import (CLI, LIB, Run, check, check_eq, functions, main, prog,
+                    report, site_with)
+
+KIND_OF_API = {
+    "cudaMallocManaged": "managed",
+    "cudaMallocHost": "pinned_host",
+    "cudaHostAlloc": "pinned_host",
+    "cudaHostRegister": "host_registered",
+}
+
+
+def leaky_loop():
+    run = Run([prog("leaky_loop"), "100", "4096"]).expect_ok()
+    trace = run.trace()
+    check_eq(stat.S_IMODE(os.stat(trace).st_mode), 0o600, "trace mode")
+    rep = report(trace)
+    check_eq(rep["truncated"], False, "truncated")
+    check_eq(rep["steps"], 100, "steps")
+    check_eq(rep["live_bytes_at_exit"], 100 * 4096, "live bytes at exit")
+    check_eq(rep["live_count_at_exit"], 100, "live count at exit")
+    top = rep["sites"][0]
+    check_eq(top["frames"][0]["function"], "leak_one_buffer", "top site")
+    check_eq((top["live_count"], top["live_bytes"]), (100, 409600),
+             "top site live count and bytes")
+    check_eq(top["kind"], "device", "top site kind")
+    check("main" in functions(top), f"main not in {functions(top)}")
+    check(top["frames"][0]["file"].endswith("leaky_loop.c"),
+          f"file of the leaking frame: {top['frames'][0]['file']}")
+    check(isinstance(top["frames"][0]["line"], int)
+          and top["frames"][0]["line"] > 0, "line of the leaking frame")
+    check_eq(len(rep["sites"]), 1, "live sites (weights and temporaries "
+             "are freed)")
+    # The peak holds the 1 MiB of weights plus leaked buffers.
+    check(rep["peak"]["bytes"] >= (1 << 20) + 409600,
+          f"peak {rep['peak']}")
+    # The shim's own exit summary, in the spirit of LeakSanitizer.
+    check("leakwatch: 400.0 KiB of device memory live at exit in 100 "
+          "allocations" in run.stderr, f"exit summary: {run.stderr}")
+    check("leak_one_buffer" in run.stderr, "summary names the site")
+    check(trace in run.stderr, "summary names the trace")
+    text = report(trace, fmt="text")
+    check("leak_one_buffer" in text and "leaky_loop.c:" in text,
+          f"text report: {text}")
+
+
+def clean_loop():
+    run = Run([prog("clean_loop"), "50"]).expect_ok()
+    rep = report(run.trace())
+    check_eq(len(rep["sites"]), 1, "live sites")
+    site = site_with(rep, "keep_until_exit")
+    check_eq((site["live_count"], site["live_bytes"]), (1, 65536),
+             "the buffer really held at exit")
+    check_eq(rep["live_bytes_at_exit"], 65536, "live bytes at exit")
+    check_eq(rep["unknown_frees"], 0, "unknown frees")
+
+
+def every_api():
+    run = Run([prog("every_api")]).expect_ok()
+    rep = report(run.trace())
+    expected = {}
+    for line in run.stdout.splitlines():
+        api, _ptr, size, fate = line.split()
+        kind = KIND_OF_API.get(api, "device")
+        e = expected.setdefault(kind, {"allocations": 0, "live_bytes": 0,
+                                       "live_count": 0})
+        e["allocations"] += 1
+        if fate == "kept":
+            e["live_bytes"] += int(size)
+            e["live_count"] += 1
+    check(len(expected) == 4, f"every kind exercised: {expected}")
+    for kind, e in expected.items():
+        got = rep["kinds"][kind]
+        for field in e:
+            check_eq(got[field], e[field], f"{kind} {field}")
+    check_eq(rep["unknown_frees"], 0, "unknown frees")
+    kinds = {s["kind"] for s in rep["sites"]}
+    check_eq(kinds, set(expected), "kinds of the live sites")
+
+
+def threads():
+    run = Run([prog("threads"), "8", "20000"], timeout=300).expect_ok()
+    m = re.search(r"expected_live_count (\d+) expected_live_bytes (\d+)",
+                  run.stdout)
+    check(m, f"program output: {run.stdout}")
+    rep = report(run.trace())
+    check_eq(rep["live_count_at_exit"], int(m.group(1)), "live count")
+    check_eq(rep["live_bytes_at_exit"], int(m.group(2)), "live bytes")
+    check_eq(rep["unknown_frees"], 0, "unknown frees")
+    check_eq(rep["allocations"] - rep["frees"], int(m.group(1)),
+             "allocations minus frees")
+
+
+def forker():
+    run = Run([prog("forker")]).expect_ok()
+    pids = dict(line.split() for line in run.stdout.splitlines())
+    check_eq(len(run.traces()), 2, "one trace per process that allocated")
+    parent = report(run.trace(pids["parent"]))
+    child = report(run.trace(pids["child"]))
+    check_eq(parent["pid"], int(pids["parent"]), "parent trace pid")
+    check_eq(child["pid"], int(pids["child"]), "child trace pid")
+    check_eq(child["live_count_at_exit"], 3, "child live count")
+    check_eq(child["live_bytes_at_exit"], 3 * 777, "child live bytes")
+    check_eq(child["kinds"]["device"]["allocations"], 3,
+             "the child's trace holds only the child's allocations")
+    check_eq(parent["live_count_at_exit"], 2, "parent live count")
+    check(all(s["live_bytes"] != 777 for s in parent["sites"]),
+          "the child never wrote into the parent's trace")
+    check_eq(parent["truncated"], False, "parent trace complete")
+    check_eq(child["truncated"], False, "child trace complete")
+
+
+def failing_alloc():
+    run = Run([prog("failing_alloc")],
+              env={"FAKECUDA_CAPACITY": str(1 << 20)}).expect_ok()
+    check_eq(run.stdout.strip(), "ok", "return codes passed through")
+    rep = report(run.trace())
+    check_eq(rep["kinds"]["device"]["allocations"], 1,
+             "a failed allocation is not recorded")
+    check_eq(rep["live_count_at_exit"], 1, "live count")
+    check_eq(rep["live_bytes_at_exit"], 512 << 10, "live bytes")
+    check_eq(rep["unknown_frees"], 0, "failed frees are not counted")
+
+
+def rtld_local():
+    lib = os.environ["LW_TESTEXT"]
+    run = Run([sys.executable, prog("rtld_local"), lib]).expect_ok()
+    check_eq(run.stdout.strip(), "ok", "allocations through RTLD_LOCAL")
+    rep = report(run.trace())
+    check_eq(rep["live_count_at_exit"], 2, "live count")
+    check_eq(rep["live_bytes_at_exit"], 2000, "live bytes")
+
+
+UNKNOWN_FREE = r"""
+import ctypes, os, sys
+fake = ctypes.CDLL(os.path.join(sys.argv[1], "libcudart.so.13"))
+# A function taken from a handle resolves inside the library: this
+# allocation bypasses the shim, as memory from a path it does not hook does.
+p = ctypes.c_void_p()
+assert fake.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(4096)) == 0
+ext = ctypes.CDLL(sys.argv[2])
+ext.testext_alloc.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+ext.testext_free.argtypes = [ctypes.c_void_p]
+q = ctypes.c_void_p()
+assert ext.testext_alloc(1000, ctypes.byref(q)) == 0
+# Freed through the hooked path: passes through, counted as unknown.
+assert ext.testext_free(p) == 0
+print("ok")
+"""
+
+
+def unknown_free():
+    run = Run([sys.executable, "-c", UNKNOWN_FREE,
+               os.environ["LW_FAKECUDA_DIR"], os.environ["LW_TESTEXT"]])
+    run.expect_ok()
+    rep = report(run.trace())
+    check_eq(rep["unknown_frees"], 1, "unknown frees")
+    check_eq(rep["live_count_at_exit"], 1, "live count")
+    check("free" in run.stderr and "outside" in run.stderr,
+          f"the exit summary counts the unknown free: {run.stderr}")
+
+
+def no_cuda():
+    run = Run([prog("no_cuda")]).expect_ok()
+    check_eq(run.traces(), [], "traces of a process that allocated nothing")
+    check_eq(run.stderr, "", "stderr of a process that allocated nothing")
+
+
+def quiet():
+    run = Run([prog("leaky_loop"), "10", "100"],
+              env={"LEAKWATCH_QUIET": "1"}).expect_ok()
+    check_eq(run.stderr, "", "LEAKWATCH_QUIET=1 silences the summary")
+    check_eq(len(run.traces()), 1, "the trace is still written")
+
+
+def killed():
+    """SIGKILL mid-run: the trace reads back up to the last flush."""
+    run_dir_probe = Run([prog("no_cuda")])  # a fresh directory to use
+    d = run_dir_probe.dir
+    env = dict(os.environ, LD_PRELOAD=LIB,
+               LEAKWATCH_OUT=os.path.join(d, "trace-%p.trace"))
+    p = subprocess.Popen([prog("leaky_loop"), "100000000", "64"], env=env,
+                         cwd=d, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    trace = os.path.join(d, f"trace-{p.pid}.trace")
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if os.path.exists(trace) and os.path.getsize(trace) > 100000:
+            break
+        time.sleep(0.05)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    rep = report(trace)
+    check_eq(rep["truncated"], True, "a killed process's trace is "
+             "reported as truncated")
+    check(rep["steps"] > 0, "steps up to the last flush are read")
+    check(rep["live_count_at_exit"] >= rep["steps"],
+          "leaked buffers up to the last flush are read")
+    text = report(trace, fmt="text")
+    check("TRUNCATED" in text, f"text report says so: {text[:400]}")
+
+
+def symlink_not_followed():
+    probe = Run([prog("no_cuda")])
+    d = probe.dir
+    victim = os.path.join(d, "victim")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    os.symlink(victim, os.path.join(d, "planted.trace"))
+    run = Run([prog("leaky_loop"), "5", "100"],
+              env={"LEAKWATCH_OUT": os.path.join(d, "planted.trace")})
+    run.expect_ok()
+    with open(victim) as f:
+        check_eq(f.read(), "precious\n", "the link's target is untouched")
+    check(run.stderr.count("leakwatch: warning:") == 1,
+          f"one warning line: {run.stderr}")
+
+
+def unwritable():
+    run = Run([prog("leaky_loop"), "20", "100"],
+              env={"LEAKWATCH_OUT": "/nonexistent-dir/x-%p.trace"})
+    run.expect_ok()
+    lines = [l for l in run.stderr.splitlines() if l.startswith("leakwatch")]
+    check_eq(len(lines), 1, f"one warning line, got: {run.stderr}")
+    check("cannot write the trace /nonexistent-dir/x-" in lines[0],
+          f"warning names the path: {lines[0]}")
+
+
+def exports():
+    out = subprocess.run(["nm", "-D", "--defined-only", LIB],
+                         capture_output=True, text=True, check=True).stdout
+    got = sorted(l.split()[-1] for l in out.splitlines() if l.strip())
+    with open(os.environ["LW_EXPORTS"]) as f:
+        want = sorted(l.strip() for l in f if l.strip())
+    check_eq(got, want, "symbols exported by libleakwatch.so")
+    needed = subprocess.run(["readelf", "-d", LIB], capture_output=True,
+                            text=True, check=True).stdout
+    check("libcudart" not in needed and "libcuda.so" not in needed,
+          "libleakwatch.so must not depend on the CUDA libraries")
+
+
+def run_command():
+    """`leakwatch run`: report afterwards, exit status forwarded."""
+    probe = Run([prog("no_cuda")])
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LEAKWATCH_")}
+    p = subprocess.run([CLI, "run", "--", prog("leaky_loop"), "30", "1000"],
+                       cwd=probe.dir, env=env, capture_output=True,
+                       text=True, timeout=120)
+    check_eq(p.returncode, 0, f"exit status; stderr: {p.stderr}")
+    check("leak_one_buffer" in p.stderr, f"report printed: {p.stderr}")
+    check("leaky_loop.c:" in p.stderr, "with file:line")
+    p = subprocess.run([CLI, "run", "--format", "json", "-o", "r.json", "--",
+                        prog("leaky_loop"), "30", "1000"], cwd=probe.dir,
+                       env=env, capture_output=True, text=True, timeout=120)
+    check_eq(p.returncode, 0, "exit status with -o")
+    with open(os.path.join(probe.dir, "r.json")) as f:
+        rep = json.load(f)
+    check_eq(rep["live_count_at_exit"], 30, "JSON report of the run")
+    p = subprocess.run([CLI, "run", "--", "sh", "-c", "exit 3"],
+                       cwd=probe.dir, env=env, capture_output=True,
+                       text=True, timeout=60)
+    check_eq(p.returncode, 3, "the program's own exit status")
+    p = subprocess.run([CLI, "run", "--", "sh", "-c", "kill -9 $$"],
+                       cwd=probe.dir, env=env, capture_output=True,
+                       text=True, timeout=60)
+    check_eq(p.returncode, 128 + 9, "killed by a signal: 128+N")
+
+
+if __name__ == "__main__":
+    sys.exit(main({f.__name__: f for f in [
+        leaky_loop, clean_loop, every_api, threads, forker, failing_alloc,
+        rtld_local, unknown_free, no_cuda, quiet, killed,
+        symlink_not_followed, unwritable, exports, run_command]}))
