@@ -113,7 +113,8 @@ enum lw_record_tag {
 	/* PHASE_BEGIN: varint string id of the phase name. */
 	LW_REC_PHASE_BEGIN = 0x43,
 	/* INFO: string key, string value. Keys: "exe", "cmdline" (arguments
-	 * separated by NUL), "cwd", "leakwatch", "cudart" (the runtime's path). */
+	 * separated by NUL), "cwd", "leakwatch", "cudart" (the runtime's path),
+	 * "python" (the CPython version, when Python frames are recorded). */
 	LW_REC_INFO = 0x44,
 	/* WARNING: the text of a warning the shim printed (once). */
 	LW_REC_WARNING = 0x45,
@@ -122,6 +123,31 @@ enum lw_record_tag {
 	/* DROPPED: varint number of events that could not be recorded since the
 	 * previous DROPPED record (leakwatch's own memory exhausted, ...). */
 	LW_REC_DROPPED = 0x47,
+	/* PYCODE: a Python code object, written before the first PYSTACK that
+	 * uses it: varint code id (ids start at 1), varint file-name string
+	 * id, varint qualified-name string id, varint first line. */
+	LW_REC_PYCODE = 0x48,
+	/* PYSTACK: the Python frames of a stack, written right after its
+	 * STACK record: varint stack id, varint frame count, then per frame
+	 * (innermost first) varint code id and varint ((line + 1) << 1 |
+	 * entry), line -1 meaning unknown and entry set on the frame where
+	 * an evaluation-loop activation was entered from C; then varint count
+	 * of evaluation-loop native frames and, ascending, the index of each
+	 * in the STACK's frames. A reader merges them: the Python frames up to
+	 * and including each entry frame take the place of the corresponding
+	 * evaluation-loop frame, in order. When the counts of activations and
+	 * evaluation frames differ, it puts all Python frames innermost. */
+	LW_REC_PYSTACK = 0x49,
+	/* MARK: varint enum lw_mark, then nothing defined yet. */
+	LW_REC_MARK = 0x4a,
+};
+
+enum lw_mark {
+	/* The program's own code finished: for Python, the first atexit
+	 * callback, before the interpreter clears module globals. What is
+	 * live here is what the program leaked; what is live at the END
+	 * record is what was still allocated when the process exited. */
+	LW_MARK_PROGRAM_END = 1,
 };
 
 /* Longest LEB128 encoding of a 64-bit value. */

@@ -25,18 +25,20 @@ void lw_format_bytes(char *out, size_t size, uint64_t bytes)
 }
 
 void lw_summary_init(struct lw_summary *s, const char *trace_path,
-		     uint64_t live_bytes, uint64_t live_count,
+		     const char *when, uint64_t live_bytes, uint64_t live_count,
 		     uint64_t unknown_frees)
 {
 	memset(s, 0, sizeof(*s));
 	snprintf(s->trace_path, sizeof(s->trace_path), "%s", trace_path);
+	s->when = when;
 	s->live_bytes = live_bytes;
 	s->live_count = live_count;
 	s->unknown_frees = unknown_frees;
 }
 
 void lw_summary_add_site(struct lw_summary *s, const uintptr_t *frames,
-			 unsigned depth, uint64_t bytes, uint64_t count)
+			 unsigned depth, const char *python, uint64_t bytes,
+			 uint64_t count)
 {
 	unsigned pos;
 
@@ -54,6 +56,7 @@ void lw_summary_add_site(struct lw_summary *s, const uintptr_t *frames,
 	site->count = count;
 	site->depth = depth < LW_SUMMARY_FRAMES ? depth : LW_SUMMARY_FRAMES;
 	memcpy(site->frames, frames, site->depth * sizeof(*frames));
+	snprintf(site->python, sizeof(site->python), "%s", python ? python : "");
 }
 
 static void put(const char *line, int n, size_t size)
@@ -100,13 +103,13 @@ void lw_summary_print(const struct lw_summary *s)
 
 	if (!s->live_count) {
 		n = snprintf(line, sizeof(line),
-			     "leakwatch: no device memory live at exit\n");
+			     "leakwatch: no device memory live %s\n", s->when);
 		put(line, n, sizeof(line));
 	} else {
 		lw_format_bytes(bytes, sizeof(bytes), s->live_bytes);
 		n = snprintf(line, sizeof(line),
-			     "leakwatch: %s of device memory live at exit in "
-			     "%llu allocation%s from %llu site%s\n", bytes,
+			     "leakwatch: %s of device memory live %s in "
+			     "%llu allocation%s from %llu site%s\n", bytes, s->when,
 			     (unsigned long long)s->live_count,
 			     s->live_count == 1 ? "" : "s",
 			     (unsigned long long)s->sites_total,
@@ -120,6 +123,15 @@ void lw_summary_print(const struct lw_summary *s)
 			where[f][0] = '\0';
 		for (unsigned f = 0; f < site->depth; f++)
 			describe(where[f], sizeof(where[f]), site->frames[f]);
+		if (site->python[0]) {
+			n = snprintf(line, sizeof(line),
+				     "leakwatch:   %s in %llu allocation%s at "
+				     "%s\n", bytes,
+				     (unsigned long long)site->count,
+				     site->count == 1 ? "" : "s", site->python);
+			put(line, n, sizeof(line));
+			continue;
+		}
 		n = snprintf(line, sizeof(line),
 			     "leakwatch:   %s in %llu allocation%s at %s%s%s\n",
 			     bytes, (unsigned long long)site->count,

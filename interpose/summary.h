@@ -17,24 +17,28 @@
 
 struct lw_summary_site {
 	uint64_t bytes, count;
+	char python[160]; /* "function (file.py:line)", or "" */
 	unsigned depth;
 	uintptr_t frames[LW_SUMMARY_FRAMES];
 };
 
 struct lw_summary {
 	char trace_path[PATH_MAX];
+	const char *when; /* "at exit", ...: a literal */
 	uint64_t live_bytes, live_count, unknown_frees, sites_total;
 	unsigned nsites;
 	struct lw_summary_site sites[LW_SUMMARY_SITES];
 };
 
 void lw_summary_init(struct lw_summary *s, const char *trace_path,
-		     uint64_t live_bytes, uint64_t live_count,
+		     const char *when, uint64_t live_bytes, uint64_t live_count,
 		     uint64_t unknown_frees);
 
-/* Offers one site; the summary keeps the largest few. */
+/* Offers one site; the summary keeps the largest few. python names the
+ * site's innermost Python frame, or is NULL. */
 void lw_summary_add_site(struct lw_summary *s, const uintptr_t *frames,
-			 unsigned depth, uint64_t bytes, uint64_t count);
+			 unsigned depth, const char *python, uint64_t bytes,
+			 uint64_t count);
 
 /* Writes the summary to stderr. */
 void lw_summary_print(const struct lw_summary *s);

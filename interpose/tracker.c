@@ -17,6 +17,8 @@
 #include "arena.h"
 #include "config.h"
 #include "modules.h"
+#include "pyframes.h"
+#include "pyhooks.h"
 #include "real.h"
 #include "summary.h"
 #include "unwind.h"
@@ -51,11 +53,18 @@ struct lw_live {
 	UT_hash_handle hh;
 };
 
+/*
+ * A distinct stack: its native return addresses, then for each Python frame
+ * two words, the code object and (line << 1 | entry). Python frames are part
+ * of the identity: the same native path from two lines of a script is two
+ * sites.
+ */
 struct lw_stack_entry {
 	uint64_t hash;
 	struct lw_stack_entry *collision; /* same hash, other frames */
 	uint32_t id;
-	uint32_t depth;
+	uint32_t depth;    /* native frames */
+	uint32_t py_depth; /* Python frames */
 	uint32_t trace_gen; /* the trace its STACK record went to */
 	uint64_t device_live_bytes, device_live_count;
 	UT_hash_handle hh;
@@ -84,6 +93,30 @@ static unsigned last_api = UINT_MAX;
 static int64_t last_device = INT64_MIN;
 static uint64_t last_stream;
 static uint64_t last_time_ns, last_flush_ns;
+
+/* A Python code object as the trace knows it. */
+struct lw_code_entry {
+	const void *code;
+	uint64_t id;
+	uint64_t file_id, name_id; /* string ids */
+	uint32_t trace_gen;
+	UT_hash_handle hh;
+};
+
+/* An interned string (file and function names, phase names). */
+struct lw_string_entry {
+	uint64_t id;
+	uint32_t trace_gen;
+	UT_hash_handle hh;
+	char text[];
+};
+
+static struct lw_code_entry *code_table;
+static struct lw_string_entry *string_table;
+static uint64_t next_code_id = 1, next_string_id = 1;
+static int python_frames;      /* CPython frames can be read */
+static struct lw_summary program_end_summary;
+static int have_program_end_summary;
 
 static char warnings[LW_WARN_COUNT][256];
 static unsigned warned_mask, warnings_in_trace_mask;
@@ -182,6 +215,9 @@ static void write_process_info_locked(void)
 	if (getcwd(buf, sizeof(buf)))
 		lw_writer_info(&writer, "cwd", buf, strlen(buf));
 	lw_writer_info(&writer, "leakwatch", LW_VERSION, strlen(LW_VERSION));
+	if (python_frames)
+		lw_writer_info(&writer, "python", lw_py_version(),
+			       strlen(lw_py_version()));
 	const char *cudart = lw_real_runtime_path();
 	if (cudart)
 		lw_writer_info(&writer, "cudart", cudart, strlen(cudart));
@@ -300,35 +336,147 @@ static void note_context_locked(enum lw_api api, int64_t device,
 	last_stream = stream;
 }
 
+/* ---- Python code objects and strings ---- */
+
+/* The id of a string in this trace, writing its STRING record the first
+ * time. 0 if leakwatch's memory is exhausted. Under the lock. */
+static uint64_t intern_string_locked(const char *text)
+{
+	struct lw_string_entry *e;
+	size_t len = strlen(text);
+
+	HASH_FIND(hh, string_table, text, len, e);
+	if (!e) {
+		e = lw_arena_alloc(sizeof(*e) + len + 1);
+		if (!e)
+			return 0;
+		memcpy(e->text, text, len + 1);
+		e->id = next_string_id++;
+		table_oom = 0;
+		HASH_ADD_KEYPTR(hh, string_table, e->text, len, e);
+		if (table_oom) {
+			lw_arena_free(e);
+			return 0;
+		}
+	}
+	if (e->trace_gen != trace_gen) {
+		lw_writer_string(&writer, e->id, e->text);
+		e->trace_gen = trace_gen;
+	}
+	return e->id;
+}
+
+/*
+ * The id of a code object in this trace, writing its PYCODE record the first
+ * time. Its names are read again whenever a new stack refers to it, so that
+ * a code object that died and whose address was reused by another one gets a
+ * new id instead of the old names. Under the lock, in the thread whose frames
+ * hold the code object alive.
+ */
+static uint64_t intern_code_locked(const void *code)
+{
+	char file[1024], name[512];
+	struct lw_code_entry *e;
+	int first_line = 0;
+
+	if (lw_py_code_info(code, file, sizeof(file), name, sizeof(name),
+			    &first_line) < 0)
+		return 0;
+	uint64_t file_id = intern_string_locked(file);
+	uint64_t name_id = intern_string_locked(name);
+
+	HASH_FIND(hh, code_table, &code, sizeof(code), e);
+	if (e && (e->file_id != file_id || e->name_id != name_id)) {
+		HASH_DEL(code_table, e);
+		lw_arena_free(e);
+		e = NULL;
+	}
+	if (!e) {
+		e = lw_arena_alloc(sizeof(*e));
+		if (!e)
+			return 0;
+		e->code = code;
+		e->id = next_code_id++;
+		e->file_id = file_id;
+		e->name_id = name_id;
+		table_oom = 0;
+		HASH_ADD(hh, code_table, code, sizeof(e->code), e);
+		if (table_oom) {
+			lw_arena_free(e);
+			return 0;
+		}
+	}
+	if (e->trace_gen != trace_gen) {
+		uint8_t payload[4 * LW_VARINT_MAX];
+		size_t n = lw_varint_put(payload, e->id);
+		n += lw_varint_put(payload + n, e->file_id);
+		n += lw_varint_put(payload + n, e->name_id);
+		n += lw_varint_put(payload + n, (uint64_t)(first_line > 0 ? first_line : 0));
+		lw_writer_ext(&writer, LW_REC_PYCODE, payload, n);
+		e->trace_gen = trace_gen;
+	}
+	return e->id;
+}
+
+/* The PYSTACK record of a stack with Python frames. Under the lock. */
+static void write_pystack_locked(const struct lw_stack_entry *s)
+{
+	uint8_t payload[(3 + 2 * LW_MAX_PY_FRAMES + LW_MAX_FRAMES) *
+			LW_VARINT_MAX];
+	const uintptr_t *py = s->frames + s->depth;
+	size_t n = lw_varint_put(payload, s->id);
+	unsigned nevals = 0;
+	uint8_t evals[LW_MAX_FRAMES];
+
+	n += lw_varint_put(payload + n, s->py_depth);
+	for (unsigned i = 0; i < s->py_depth; i++) {
+		n += lw_varint_put(payload + n, intern_code_locked(
+						       (const void *)py[2 * i]));
+		n += lw_varint_put(payload + n, py[2 * i + 1]);
+	}
+	for (unsigned i = 0; i < s->depth; i++)
+		if (lw_py_is_eval_address(s->frames[i]))
+			evals[nevals++] = (uint8_t)i;
+	n += lw_varint_put(payload + n, nevals);
+	for (unsigned i = 0; i < nevals; i++)
+		n += lw_varint_put(payload + n, evals[i]);
+	lw_writer_ext(&writer, LW_REC_PYSTACK, payload, n);
+}
+
 /* ---- stacks ---- */
 
 static struct lw_stack_entry *find_stack_locked(uint64_t hash,
 						const uintptr_t *frames,
-						unsigned depth)
+						unsigned depth,
+						unsigned py_depth)
 {
 	struct lw_stack_entry *s;
+	size_t words = depth + 2 * (size_t)py_depth;
 
 	HASH_FIND(hh, stack_table, &hash, sizeof(hash), s);
 	for (; s; s = s->collision)
-		if (s->depth == depth &&
-		    memcmp(s->frames, frames, depth * sizeof(*frames)) == 0)
+		if (s->depth == depth && s->py_depth == py_depth &&
+		    memcmp(s->frames, frames, words * sizeof(*frames)) == 0)
 			return s;
 	return NULL;
 }
 
 static struct lw_stack_entry *add_stack_locked(uint64_t hash,
 					       const uintptr_t *frames,
-					       unsigned depth)
+					       unsigned depth,
+					       unsigned py_depth)
 {
 	struct lw_stack_entry *s, *head;
+	size_t words = depth + 2 * (size_t)py_depth;
 
-	s = lw_arena_alloc(sizeof(*s) + depth * sizeof(*frames));
+	s = lw_arena_alloc(sizeof(*s) + words * sizeof(*frames));
 	if (!s)
 		return NULL;
 	s->hash = hash;
 	s->id = next_stack_id++;
 	s->depth = depth;
-	memcpy(s->frames, frames, depth * sizeof(*frames));
+	s->py_depth = py_depth;
+	memcpy(s->frames, frames, words * sizeof(*frames));
 
 	HASH_FIND(hh, stack_table, &hash, sizeof(hash), head);
 	if (head) {
@@ -352,10 +500,12 @@ static struct lw_stack_entry *add_stack_locked(uint64_t hash,
  * thread inside dlopen() holds while it may call into a hook).
  */
 static struct lw_stack_entry *intern_stack_locked(const uintptr_t *frames,
-						  unsigned depth)
+						  unsigned depth,
+						  unsigned py_depth)
 {
-	uint64_t hash = lw_stack_hash(frames, depth);
-	struct lw_stack_entry *s = find_stack_locked(hash, frames, depth);
+	uint64_t hash = lw_stack_hash(frames, depth + 2 * py_depth);
+	struct lw_stack_entry *s = find_stack_locked(hash, frames, depth,
+						     py_depth);
 
 	if (!s) {
 		if (!lw_modules_cover(frames, depth)) {
@@ -367,9 +517,9 @@ static struct lw_stack_entry *intern_stack_locked(const uintptr_t *frames,
 				lw_modules_merge(&scan, &writer);
 			lw_modules_scan_release(&scan);
 		}
-		s = find_stack_locked(hash, frames, depth);
+		s = find_stack_locked(hash, frames, depth, py_depth);
 		if (!s)
-			s = add_stack_locked(hash, frames, depth);
+			s = add_stack_locked(hash, frames, depth, py_depth);
 		if (!s) {
 			lw_warn_once(LW_WARN_OUT_OF_MEMORY,
 				     "leakwatch's own memory is exhausted; "
@@ -379,6 +529,8 @@ static struct lw_stack_entry *intern_stack_locked(const uintptr_t *frames,
 	}
 	if (s->trace_gen != trace_gen && trace_state == TRACE_OPEN) {
 		lw_writer_stack(&writer, s->id, s->frames, s->depth);
+		if (s->py_depth)
+			write_pystack_locked(s);
 		s->trace_gen = trace_gen;
 	}
 	return s;
@@ -441,6 +593,21 @@ static int add_live_locked(uintptr_t addr, uint64_t size,
 	return 1;
 }
 
+/* Appends the calling thread's Python frames as (code, line << 1 | entry)
+ * word pairs; returns how many frames. */
+static unsigned capture_python(uintptr_t *out)
+{
+	struct lw_py_frame py[LW_MAX_PY_FRAMES];
+	unsigned n = lw_py_capture(py, LW_MAX_PY_FRAMES);
+
+	for (unsigned i = 0; i < n; i++) {
+		out[2 * i] = (uintptr_t)py[i].code;
+		out[2 * i + 1] = ((uintptr_t)(uint32_t)(py[i].line + 1) << 1) |
+				 py[i].entry;
+	}
+	return n;
+}
+
 typedef int (*cudaGetDevice_fn)(int *device);
 
 static int64_t current_device(void)
@@ -457,8 +624,8 @@ static int64_t current_device(void)
 void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
 		     uint64_t size, uint64_t stream)
 {
-	uintptr_t frames[LW_MAX_FRAMES];
-	unsigned depth;
+	uintptr_t frames[LW_MAX_FRAMES + 2 * LW_MAX_PY_FRAMES];
+	unsigned depth, py_depth = 0;
 	int64_t device = -1;
 
 	if (!ptr)
@@ -467,11 +634,14 @@ void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
 		device = current_device();
 	/* The expensive part, done before taking any lock. */
 	depth = lw_unwind(frames, config.max_frames);
+	if (python_frames)
+		py_depth = capture_python(frames + depth);
 
 	pthread_mutex_lock(&lock);
 	if (!ensure_trace_locked())
 		goto out;
-	struct lw_stack_entry *stack = intern_stack_locked(frames, depth);
+	struct lw_stack_entry *stack = intern_stack_locked(frames, depth,
+							   py_depth);
 	if (trace_state != TRACE_OPEN)
 		goto out;
 	if (!add_live_locked((uintptr_t)ptr, size, stack, kind)) {
@@ -538,8 +708,6 @@ out:
 
 /* ---- steps and phases ---- */
 
-static uint64_t next_string_id = 1;
-
 void lw_record_step(void)
 {
 	if (!lw_enter())
@@ -564,10 +732,8 @@ void lw_record_phase_begin(const char *name)
 		name = "(null)";
 	pthread_mutex_lock(&lock);
 	if (ensure_trace_locked()) {
-		uint64_t id = next_string_id++;
 		note_thread_and_time_locked();
-		lw_writer_string(&writer, id, name);
-		size_t n = lw_varint_put(payload, id);
+		size_t n = lw_varint_put(payload, intern_string_locked(name));
 		lw_writer_ext(&writer, LW_REC_PHASE_BEGIN, payload, n);
 		flush_locked();
 	}
@@ -584,6 +750,77 @@ void lw_record_phase_end(void)
 		note_thread_and_time_locked();
 		lw_writer_tag(&writer, LW_REC_PHASE_END);
 		flush_locked();
+	}
+	pthread_mutex_unlock(&lock);
+	lw_leave();
+}
+
+/*
+ * "function (file.py:line)" for the innermost Python frame of a stack, when
+ * its code objects are known to be alive (at the program-end mark, not
+ * during finalization).
+ */
+static void describe_python(const struct lw_stack_entry *s, int alive,
+			    char *out, size_t size)
+{
+	char file[256], name[128];
+	int first_line;
+
+	out[0] = '\0';
+	if (!alive || !s->py_depth)
+		return;
+	const uintptr_t *py = s->frames + s->depth;
+	if (lw_py_code_info((const void *)py[0], file, sizeof(file), name,
+			    sizeof(name), &first_line) < 0)
+		return;
+	const char *base = strrchr(file, '/');
+	long line = (long)(py[1] >> 1) - 1;
+	snprintf(out, size, "%.64s (%.72s:%ld)", name, base ? base + 1 : file,
+		 line);
+}
+
+/* Fills a summary of the device memory live now. Under the lock. */
+static void summarize_locked(struct lw_summary *summary, const char *when,
+			     int with_python)
+{
+	struct lw_stack_entry *s, *tmp;
+
+	lw_summary_init(summary, trace_path, when,
+			live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED],
+			live_count[LW_MEM_DEVICE] + live_count[LW_MEM_MANAGED],
+			unknown_frees);
+	HASH_ITER(hh, stack_table, s, tmp) {
+		for (struct lw_stack_entry *c = s; c; c = c->collision) {
+			char python[160];
+			if (!c->device_live_count)
+				continue;
+			describe_python(c, with_python, python,
+					sizeof(python));
+			lw_summary_add_site(summary, c->frames, c->depth,
+					    python[0] ? python : NULL,
+					    c->device_live_bytes,
+					    c->device_live_count);
+		}
+	}
+}
+
+void lw_record_mark(enum lw_mark mark)
+{
+	uint8_t payload[LW_VARINT_MAX];
+
+	if (!lw_enter())
+		return;
+	pthread_mutex_lock(&lock);
+	if (trace_state == TRACE_OPEN) {
+		note_thread_and_time_locked();
+		size_t n = lw_varint_put(payload, mark);
+		lw_writer_ext(&writer, LW_REC_MARK, payload, n);
+		flush_locked();
+		if (mark == LW_MARK_PROGRAM_END && !config.quiet) {
+			summarize_locked(&program_end_summary,
+					 "when the program's code finished", 1);
+			have_program_end_summary = 1;
+		}
 	}
 	pthread_mutex_unlock(&lock);
 	lw_leave();
@@ -635,6 +872,18 @@ static void after_fork_in_child(void)
 		}
 	}
 	next_stack_id = 1;
+	struct lw_code_entry *c, *ctmp;
+	HASH_ITER(hh, code_table, c, ctmp) {
+		HASH_DEL(code_table, c);
+		lw_arena_free(c);
+	}
+	struct lw_string_entry *str, *strtmp;
+	HASH_ITER(hh, string_table, str, strtmp) {
+		HASH_DEL(string_table, str);
+		lw_arena_free(str);
+	}
+	next_code_id = next_string_id = 1;
+	have_program_end_summary = 0;
 	lw_modules_reset();
 	dropped_events = dropped_reported = unknown_frees = 0;
 	warnings_in_trace_mask = 0;
@@ -657,6 +906,22 @@ static void init_once_fn(void)
 		goto done;
 	}
 	lw_unwind_init();
+	switch (lw_py_init()) {
+	case LW_PY_SUPPORTED:
+		python_frames = 1;
+		lw_py_schedule_program_end_mark();
+		break;
+	case LW_PY_UNSUPPORTED:
+		lw_py_schedule_program_end_mark();
+		break;
+	case LW_PY_NOT_PYTHON:
+		break;
+	}
+	if (lw_py_init() == LW_PY_UNSUPPORTED)
+		lw_warn_once(LW_WARN_PYTHON,
+			     "Python %s is not supported for Python frames; "
+			     "allocation sites show native frames only",
+			     lw_py_version());
 	pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 done:
 	lw_in_hook = 0;
@@ -680,24 +945,13 @@ void lw_shutdown(void)
 	if (trace_state == TRACE_OPEN) {
 		note_thread_and_time_locked();
 		lw_writer_close(&writer, 1, dropped_events);
-		if (!config.quiet) {
-			lw_summary_init(&summary, trace_path,
-					live_bytes[LW_MEM_DEVICE] +
-						live_bytes[LW_MEM_MANAGED],
-					live_count[LW_MEM_DEVICE] +
-						live_count[LW_MEM_MANAGED],
-					unknown_frees);
-			struct lw_stack_entry *s, *tmp;
-			HASH_ITER(hh, stack_table, s, tmp) {
-				for (struct lw_stack_entry *c = s; c;
-				     c = c->collision)
-					if (c->device_live_count)
-						lw_summary_add_site(
-							&summary, c->frames,
-							c->depth,
-							c->device_live_bytes,
-							c->device_live_count);
-			}
+		if (have_program_end_summary) {
+			/* In a Python program, what its code left allocated;
+			 * finalization frees much of it afterwards. */
+			summary = program_end_summary;
+			have_summary = 1;
+		} else if (!config.quiet) {
+			summarize_locked(&summary, "at exit", 0);
 			have_summary = 1;
 		}
 		trace_state = TRACE_FAILED; /* nothing more is written */

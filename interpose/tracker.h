@@ -29,6 +29,7 @@ enum lw_warning {
 	LW_WARN_TRACE_WRITE,
 	LW_WARN_OUT_OF_MEMORY,
 	LW_WARN_BAD_ENV,
+	LW_WARN_PYTHON,
 	LW_WARN_COUNT,
 };
 
@@ -85,6 +86,9 @@ void lw_free_end(struct lw_pending_free *pending, int succeeded);
 void lw_record_step(void);
 void lw_record_phase_begin(const char *name);
 void lw_record_phase_end(void);
+
+/* Records a MARK (see common/lw-format.h) and flushes. */
+void lw_record_mark(enum lw_mark mark);
 
 /* Prints "leakwatch: warning: ..." once per kind, and records it in the
  * trace. The format is always a literal of the shim's. */

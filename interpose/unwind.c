@@ -56,12 +56,20 @@ unsigned lw_unwind(uintptr_t *frames, unsigned max)
 
 uint64_t lw_stack_hash(const uintptr_t *frames, unsigned depth)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
+	/* Four independent lanes, so the multiplies overlap instead of
+	 * forming one long dependency chain (stacks are tens of frames). */
+	const uint64_t k = 0x9e3779b97f4a7c15ull;
+	uint64_t lane[4] = { depth, k, k << 1, k << 2 };
+	unsigned i = 0;
 
-	for (unsigned i = 0; i < depth; i++) {
-		h ^= (uint64_t)frames[i];
-		h *= 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
+	for (; i + 4 <= depth; i += 4)
+		for (unsigned j = 0; j < 4; j++)
+			lane[j] = (lane[j] ^ frames[i + j]) * k;
+	for (; i < depth; i++)
+		lane[0] = (lane[0] ^ frames[i]) * k;
+	uint64_t h = lane[0] ^ (lane[1] >> 1) ^ (lane[2] >> 2) ^ (lane[3] >> 3);
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
 	return h ? h : 1;
 }
