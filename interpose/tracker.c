@@ -20,25 +20,12 @@
 #include "pyframes.h"
 #include "pyhooks.h"
 #include "real.h"
+#include "stacks.h"
 #include "summary.h"
 #include "unwind.h"
 #include "writer.h"
 
-/* uthash draws on leakwatch's arena and must never exit() on failure. */
-static int table_oom;
-#define uthash_malloc(size) lw_arena_alloc(size)
-#define uthash_free(ptr, size) lw_arena_free(ptr)
-#define HASH_NONFATAL_OOM 1
-#define uthash_nonfatal_oom(obj) (table_oom = 1)
-/* Keys are 64-bit addresses and stack hashes: one multiply mixes enough. */
-#define HASH_FUNCTION(keyptr, keylen, hashv)                                  \
-	do {                                                                  \
-		uint64_t k_;                                                  \
-		memcpy(&k_, (keyptr), sizeof(k_));                            \
-		k_ *= 0x9e3779b97f4a7c15ull;                                  \
-		(hashv) = (unsigned)(k_ >> 32);                               \
-	} while (0)
-#include <uthash.h>
+static int table_oom; /* see lw-uthash.h */
 
 __thread int lw_in_hook __attribute__((tls_model("initial-exec")));
 int lw_state = LW_STATE_UNINIT;
@@ -53,24 +40,6 @@ struct lw_live {
 	UT_hash_handle hh;
 };
 
-/*
- * A distinct stack: its native return addresses, then for each Python frame
- * two words, the code object and (line << 1 | entry). Python frames are part
- * of the identity: the same native path from two lines of a script is two
- * sites.
- */
-struct lw_stack_entry {
-	uint64_t hash;
-	struct lw_stack_entry *collision; /* same hash, other frames */
-	uint32_t id;
-	uint32_t depth;    /* native frames */
-	uint32_t py_depth; /* Python frames */
-	uint32_t trace_gen; /* the trace its STACK record went to */
-	uint64_t device_live_bytes, device_live_count;
-	UT_hash_handle hh;
-	uintptr_t frames[];
-};
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
@@ -81,8 +50,6 @@ static uint32_t trace_gen = 1;
 static char trace_path[PATH_MAX];
 
 static struct lw_live *live_table;
-static struct lw_stack_entry *stack_table;
-static uint32_t next_stack_id = 1;
 static uint64_t dropped_events, dropped_reported;
 static uint64_t unknown_frees;
 static uint64_t live_bytes[LW_MEM_KIND_MAX + 1], live_count[LW_MEM_KIND_MAX + 1];
@@ -94,26 +61,6 @@ static int64_t last_device = INT64_MIN;
 static uint64_t last_stream;
 static uint64_t last_time_ns, last_flush_ns;
 
-/* A Python code object as the trace knows it. */
-struct lw_code_entry {
-	const void *code;
-	uint64_t id;
-	uint64_t file_id, name_id; /* string ids */
-	uint32_t trace_gen;
-	UT_hash_handle hh;
-};
-
-/* An interned string (file and function names, phase names). */
-struct lw_string_entry {
-	uint64_t id;
-	uint32_t trace_gen;
-	UT_hash_handle hh;
-	char text[];
-};
-
-static struct lw_code_entry *code_table;
-static struct lw_string_entry *string_table;
-static uint64_t next_code_id = 1, next_string_id = 1;
 static int python_frames;      /* CPython frames can be read */
 static struct lw_summary program_end_summary;
 static int have_program_end_summary;
@@ -336,162 +283,7 @@ static void note_context_locked(enum lw_api api, int64_t device,
 	last_stream = stream;
 }
 
-/* ---- Python code objects and strings ---- */
-
-/* The id of a string in this trace, writing its STRING record the first
- * time. 0 if leakwatch's memory is exhausted. Under the lock. */
-static uint64_t intern_string_locked(const char *text)
-{
-	struct lw_string_entry *e;
-	size_t len = strlen(text);
-
-	HASH_FIND(hh, string_table, text, len, e);
-	if (!e) {
-		e = lw_arena_alloc(sizeof(*e) + len + 1);
-		if (!e)
-			return 0;
-		memcpy(e->text, text, len + 1);
-		e->id = next_string_id++;
-		table_oom = 0;
-		HASH_ADD_KEYPTR(hh, string_table, e->text, len, e);
-		if (table_oom) {
-			lw_arena_free(e);
-			return 0;
-		}
-	}
-	if (e->trace_gen != trace_gen) {
-		lw_writer_string(&writer, e->id, e->text);
-		e->trace_gen = trace_gen;
-	}
-	return e->id;
-}
-
-/*
- * The id of a code object in this trace, writing its PYCODE record the first
- * time. Its names are read again whenever a new stack refers to it, so that
- * a code object that died and whose address was reused by another one gets a
- * new id instead of the old names. Under the lock, in the thread whose frames
- * hold the code object alive.
- */
-static uint64_t intern_code_locked(const void *code)
-{
-	char file[1024], name[512];
-	struct lw_code_entry *e;
-	int first_line = 0;
-
-	if (lw_py_code_info(code, file, sizeof(file), name, sizeof(name),
-			    &first_line) < 0)
-		return 0;
-	uint64_t file_id = intern_string_locked(file);
-	uint64_t name_id = intern_string_locked(name);
-
-	HASH_FIND(hh, code_table, &code, sizeof(code), e);
-	if (e && (e->file_id != file_id || e->name_id != name_id)) {
-		HASH_DEL(code_table, e);
-		lw_arena_free(e);
-		e = NULL;
-	}
-	if (!e) {
-		e = lw_arena_alloc(sizeof(*e));
-		if (!e)
-			return 0;
-		e->code = code;
-		e->id = next_code_id++;
-		e->file_id = file_id;
-		e->name_id = name_id;
-		table_oom = 0;
-		HASH_ADD(hh, code_table, code, sizeof(e->code), e);
-		if (table_oom) {
-			lw_arena_free(e);
-			return 0;
-		}
-	}
-	if (e->trace_gen != trace_gen) {
-		uint8_t payload[4 * LW_VARINT_MAX];
-		size_t n = lw_varint_put(payload, e->id);
-		n += lw_varint_put(payload + n, e->file_id);
-		n += lw_varint_put(payload + n, e->name_id);
-		n += lw_varint_put(payload + n, (uint64_t)(first_line > 0 ? first_line : 0));
-		lw_writer_ext(&writer, LW_REC_PYCODE, payload, n);
-		e->trace_gen = trace_gen;
-	}
-	return e->id;
-}
-
-/* The PYSTACK record of a stack with Python frames. Under the lock. */
-static void write_pystack_locked(const struct lw_stack_entry *s)
-{
-	uint8_t payload[(3 + 2 * LW_MAX_PY_FRAMES + LW_MAX_FRAMES) *
-			LW_VARINT_MAX];
-	const uintptr_t *py = s->frames + s->depth;
-	size_t n = lw_varint_put(payload, s->id);
-	unsigned nevals = 0;
-	uint8_t evals[LW_MAX_FRAMES];
-
-	n += lw_varint_put(payload + n, s->py_depth);
-	for (unsigned i = 0; i < s->py_depth; i++) {
-		n += lw_varint_put(payload + n, intern_code_locked(
-						       (const void *)py[2 * i]));
-		n += lw_varint_put(payload + n, py[2 * i + 1]);
-	}
-	for (unsigned i = 0; i < s->depth; i++)
-		if (lw_py_is_eval_address(s->frames[i]))
-			evals[nevals++] = (uint8_t)i;
-	n += lw_varint_put(payload + n, nevals);
-	for (unsigned i = 0; i < nevals; i++)
-		n += lw_varint_put(payload + n, evals[i]);
-	lw_writer_ext(&writer, LW_REC_PYSTACK, payload, n);
-}
-
 /* ---- stacks ---- */
-
-static struct lw_stack_entry *find_stack_locked(uint64_t hash,
-						const uintptr_t *frames,
-						unsigned depth,
-						unsigned py_depth)
-{
-	struct lw_stack_entry *s;
-	size_t words = depth + 2 * (size_t)py_depth;
-
-	HASH_FIND(hh, stack_table, &hash, sizeof(hash), s);
-	for (; s; s = s->collision)
-		if (s->depth == depth && s->py_depth == py_depth &&
-		    memcmp(s->frames, frames, words * sizeof(*frames)) == 0)
-			return s;
-	return NULL;
-}
-
-static struct lw_stack_entry *add_stack_locked(uint64_t hash,
-					       const uintptr_t *frames,
-					       unsigned depth,
-					       unsigned py_depth)
-{
-	struct lw_stack_entry *s, *head;
-	size_t words = depth + 2 * (size_t)py_depth;
-
-	s = lw_arena_alloc(sizeof(*s) + words * sizeof(*frames));
-	if (!s)
-		return NULL;
-	s->hash = hash;
-	s->id = next_stack_id++;
-	s->depth = depth;
-	s->py_depth = py_depth;
-	memcpy(s->frames, frames, words * sizeof(*frames));
-
-	HASH_FIND(hh, stack_table, &hash, sizeof(hash), head);
-	if (head) {
-		s->collision = head->collision;
-		head->collision = s;
-		return s;
-	}
-	table_oom = 0;
-	HASH_ADD(hh, stack_table, hash, sizeof(s->hash), s);
-	if (table_oom) {
-		lw_arena_free(s);
-		return NULL;
-	}
-	return s;
-}
 
 /*
  * Finds or adds the stack, making sure the objects its addresses lie in are
@@ -503,9 +295,8 @@ static struct lw_stack_entry *intern_stack_locked(const uintptr_t *frames,
 						  unsigned depth,
 						  unsigned py_depth)
 {
-	uint64_t hash = lw_stack_hash(frames, depth + 2 * py_depth);
-	struct lw_stack_entry *s = find_stack_locked(hash, frames, depth,
-						     py_depth);
+	uint64_t hash = lw_stacks_hash(frames, depth, py_depth);
+	struct lw_stack_entry *s = lw_stacks_find(hash, frames, depth, py_depth);
 
 	if (!s) {
 		if (!lw_modules_cover(frames, depth)) {
@@ -517,9 +308,9 @@ static struct lw_stack_entry *intern_stack_locked(const uintptr_t *frames,
 				lw_modules_merge(&scan, &writer);
 			lw_modules_scan_release(&scan);
 		}
-		s = find_stack_locked(hash, frames, depth, py_depth);
+		s = lw_stacks_find(hash, frames, depth, py_depth);
 		if (!s)
-			s = add_stack_locked(hash, frames, depth, py_depth);
+			s = lw_stacks_add(hash, frames, depth, py_depth);
 		if (!s) {
 			lw_warn_once(LW_WARN_OUT_OF_MEMORY,
 				     "leakwatch's own memory is exhausted; "
@@ -527,12 +318,8 @@ static struct lw_stack_entry *intern_stack_locked(const uintptr_t *frames,
 			return NULL;
 		}
 	}
-	if (s->trace_gen != trace_gen && trace_state == TRACE_OPEN) {
-		lw_writer_stack(&writer, s->id, s->frames, s->depth);
-		if (s->py_depth)
-			write_pystack_locked(s);
-		s->trace_gen = trace_gen;
-	}
+	if (trace_state == TRACE_OPEN)
+		lw_stacks_write(s, &writer, trace_gen);
 	return s;
 }
 
@@ -733,7 +520,8 @@ void lw_record_phase_begin(const char *name)
 	pthread_mutex_lock(&lock);
 	if (ensure_trace_locked()) {
 		note_thread_and_time_locked();
-		size_t n = lw_varint_put(payload, intern_string_locked(name));
+		size_t n = lw_varint_put(payload, lw_strings_intern(
+						  &writer, trace_gen, name));
 		lw_writer_ext(&writer, LW_REC_PHASE_BEGIN, payload, n);
 		flush_locked();
 	}
@@ -755,53 +543,40 @@ void lw_record_phase_end(void)
 	lw_leave();
 }
 
-/*
- * "function (file.py:line)" for the innermost Python frame of a stack, when
- * its code objects are known to be alive (at the program-end mark, not
- * during finalization).
- */
-static void describe_python(const struct lw_stack_entry *s, int alive,
-			    char *out, size_t size)
-{
-	char file[256], name[128];
-	int first_line;
+/* Fills a summary of the device memory live now. Under the lock. */
+struct summary_ctx {
+	struct lw_summary *summary;
+	int with_python;
+};
 
-	out[0] = '\0';
-	if (!alive || !s->py_depth)
+static void summarize_stack(struct lw_stack_entry *s, void *data)
+{
+	struct summary_ctx *ctx = data;
+	char python[160] = "";
+
+	if (!s->device_live_count)
 		return;
-	const uintptr_t *py = s->frames + s->depth;
-	if (lw_py_code_info((const void *)py[0], file, sizeof(file), name,
-			    sizeof(name), &first_line) < 0)
-		return;
-	const char *base = strrchr(file, '/');
-	long line = (long)(py[1] >> 1) - 1;
-	snprintf(out, size, "%.64s (%.72s:%ld)", name, base ? base + 1 : file,
-		 line);
+	if (ctx->with_python)
+		lw_stacks_python_location(s, python, sizeof(python));
+	lw_summary_add_site(ctx->summary, s->frames, s->depth,
+			    python[0] ? python : NULL, s->device_live_bytes,
+			    s->device_live_count);
 }
 
-/* Fills a summary of the device memory live now. Under the lock. */
+/*
+ * Fills a summary of the device memory live now; with_python names Python
+ * lines, only while the code objects are alive. Under the lock.
+ */
 static void summarize_locked(struct lw_summary *summary, const char *when,
 			     int with_python)
 {
-	struct lw_stack_entry *s, *tmp;
+	struct summary_ctx ctx = { summary, with_python };
 
 	lw_summary_init(summary, trace_path, when,
 			live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED],
 			live_count[LW_MEM_DEVICE] + live_count[LW_MEM_MANAGED],
 			unknown_frees);
-	HASH_ITER(hh, stack_table, s, tmp) {
-		for (struct lw_stack_entry *c = s; c; c = c->collision) {
-			char python[160];
-			if (!c->device_live_count)
-				continue;
-			describe_python(c, with_python, python,
-					sizeof(python));
-			lw_summary_add_site(summary, c->frames, c->depth,
-					    python[0] ? python : NULL,
-					    c->device_live_bytes,
-					    c->device_live_count);
-		}
-	}
+	lw_stacks_for_each(summarize_stack, &ctx);
 }
 
 void lw_record_mark(enum lw_mark mark)
@@ -848,7 +623,6 @@ static void after_fork_in_parent(void)
 static void after_fork_in_child(void)
 {
 	struct lw_live *e, *tmp;
-	struct lw_stack_entry *s, *stmp;
 
 	lw_arena_unlock_after_fork();
 	thread_id = 0;
@@ -862,27 +636,8 @@ static void after_fork_in_child(void)
 	}
 	memset(live_bytes, 0, sizeof(live_bytes));
 	memset(live_count, 0, sizeof(live_count));
-	/* Stack ids start again at 1 in the child's trace. */
-	HASH_ITER(hh, stack_table, s, stmp) {
-		HASH_DEL(stack_table, s);
-		while (s) {
-			struct lw_stack_entry *next = s->collision;
-			lw_arena_free(s);
-			s = next;
-		}
-	}
-	next_stack_id = 1;
-	struct lw_code_entry *c, *ctmp;
-	HASH_ITER(hh, code_table, c, ctmp) {
-		HASH_DEL(code_table, c);
-		lw_arena_free(c);
-	}
-	struct lw_string_entry *str, *strtmp;
-	HASH_ITER(hh, string_table, str, strtmp) {
-		HASH_DEL(string_table, str);
-		lw_arena_free(str);
-	}
-	next_code_id = next_string_id = 1;
+	/* Stack, code and string ids start again at 1 in the child's trace. */
+	lw_stacks_reset();
 	have_program_end_summary = 0;
 	lw_modules_reset();
 	dropped_events = dropped_reported = unknown_frees = 0;

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+#include "stacks.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "lw-format.h"
+#include "pyframes.h"
+#include "unwind.h"
+#include "writer.h"
+
+static int table_oom;
+
+/* A Python code object as the trace knows it. */
+struct lw_code_entry {
+	const void *code;
+	uint64_t id;
+	uint64_t file_id, name_id; /* string ids */
+	uint32_t trace_gen;
+	UT_hash_handle hh;
+};
+
+/* An interned string (file and function names, phase names). */
+struct lw_string_entry {
+	uint64_t id;
+	uint32_t trace_gen;
+	UT_hash_handle hh;
+	char text[];
+};
+
+static struct lw_stack_entry *stack_table;
+static struct lw_code_entry *code_table;
+static struct lw_string_entry *string_table;
+static uint32_t next_stack_id = 1;
+static uint64_t next_code_id = 1, next_string_id = 1;
+
+uint64_t lw_stacks_hash(const uintptr_t *frames, unsigned depth,
+			unsigned py_depth)
+{
+	return lw_stack_hash(frames, depth + 2 * py_depth);
+}
+
+struct lw_stack_entry *lw_stacks_find(uint64_t hash, const uintptr_t *frames,
+				      unsigned depth, unsigned py_depth)
+{
+	struct lw_stack_entry *s;
+	size_t words = depth + 2 * (size_t)py_depth;
+
+	HASH_FIND(hh, stack_table, &hash, sizeof(hash), s);
+	for (; s; s = s->collision)
+		if (s->depth == depth && s->py_depth == py_depth &&
+		    memcmp(s->frames, frames, words * sizeof(*frames)) == 0)
+			return s;
+	return NULL;
+}
+
+struct lw_stack_entry *lw_stacks_add(uint64_t hash, const uintptr_t *frames,
+				     unsigned depth, unsigned py_depth)
+{
+	struct lw_stack_entry *s, *head;
+	size_t words = depth + 2 * (size_t)py_depth;
+
+	s = lw_arena_alloc(sizeof(*s) + words * sizeof(*frames));
+	if (!s)
+		return NULL;
+	s->hash = hash;
+	s->id = next_stack_id++;
+	s->depth = depth;
+	s->py_depth = py_depth;
+	memcpy(s->frames, frames, words * sizeof(*frames));
+
+	HASH_FIND(hh, stack_table, &hash, sizeof(hash), head);
+	if (head) {
+		s->collision = head->collision;
+		head->collision = s;
+		return s;
+	}
+	table_oom = 0;
+	HASH_ADD(hh, stack_table, hash, sizeof(s->hash), s);
+	if (table_oom) {
+		lw_arena_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+uint64_t lw_strings_intern(struct lw_writer *w, uint32_t gen,
+			   const char *text)
+{
+	struct lw_string_entry *e;
+	size_t len = strlen(text);
+
+	HASH_FIND(hh, string_table, text, len, e);
+	if (!e) {
+		e = lw_arena_alloc(sizeof(*e) + len + 1);
+		if (!e)
+			return 0;
+		memcpy(e->text, text, len + 1);
+		e->id = next_string_id++;
+		table_oom = 0;
+		HASH_ADD_KEYPTR(hh, string_table, e->text, len, e);
+		if (table_oom) {
+			lw_arena_free(e);
+			return 0;
+		}
+	}
+	if (e->trace_gen != gen) {
+		lw_writer_string(w, e->id, e->text);
+		e->trace_gen = gen;
+	}
+	return e->id;
+}
+
+/*
+ * The id of a code object in this trace, writing its PYCODE record the first
+ * time. Its names are read again whenever a new stack refers to it, so that
+ * a code object that died and whose address was reused by another one gets a
+ * new id instead of the old names. Called in the thread whose frames
+ * hold the code object alive.
+ */
+static uint64_t intern_code(struct lw_writer *w, uint32_t gen,
+			    const void *code)
+{
+	char file[1024], name[512];
+	struct lw_code_entry *e;
+	int first_line = 0;
+
+	if (lw_py_code_info(code, file, sizeof(file), name, sizeof(name),
+			    &first_line) < 0)
+		return 0;
+	uint64_t file_id = lw_strings_intern(w, gen, file);
+	uint64_t name_id = lw_strings_intern(w, gen, name);
+
+	HASH_FIND(hh, code_table, &code, sizeof(code), e);
+	if (e && (e->file_id != file_id || e->name_id != name_id)) {
+		HASH_DEL(code_table, e);
+		lw_arena_free(e);
+		e = NULL;
+	}
+	if (!e) {
+		e = lw_arena_alloc(sizeof(*e));
+		if (!e)
+			return 0;
+		e->code = code;
+		e->id = next_code_id++;
+		e->file_id = file_id;
+		e->name_id = name_id;
+		table_oom = 0;
+		HASH_ADD(hh, code_table, code, sizeof(e->code), e);
+		if (table_oom) {
+			lw_arena_free(e);
+			return 0;
+		}
+	}
+	if (e->trace_gen != gen) {
+		uint8_t payload[4 * LW_VARINT_MAX];
+		size_t n = lw_varint_put(payload, e->id);
+		n += lw_varint_put(payload + n, e->file_id);
+		n += lw_varint_put(payload + n, e->name_id);
+		n += lw_varint_put(payload + n, (uint64_t)(first_line > 0 ? first_line : 0));
+		lw_writer_ext(w, LW_REC_PYCODE, payload, n);
+		e->trace_gen = gen;
+	}
+	return e->id;
+}
+
+/* The PYSTACK record of a stack with Python frames. */
+static void write_pystack(const struct lw_stack_entry *s, struct lw_writer *w,
+			  uint32_t gen)
+{
+	uint8_t payload[(3 + 2 * LW_MAX_PY_FRAMES + LW_MAX_FRAMES) *
+			LW_VARINT_MAX];
+	const uintptr_t *py = s->frames + s->depth;
+	size_t n = lw_varint_put(payload, s->id);
+	unsigned nevals = 0;
+	uint8_t evals[LW_MAX_FRAMES];
+
+	n += lw_varint_put(payload + n, s->py_depth);
+	for (unsigned i = 0; i < s->py_depth; i++) {
+		n += lw_varint_put(payload + n, intern_code(w, gen,
+						       (const void *)py[2 * i]));
+		n += lw_varint_put(payload + n, py[2 * i + 1]);
+	}
+	for (unsigned i = 0; i < s->depth; i++)
+		if (lw_py_is_eval_address(s->frames[i]))
+			evals[nevals++] = (uint8_t)i;
+	n += lw_varint_put(payload + n, nevals);
+	for (unsigned i = 0; i < nevals; i++)
+		n += lw_varint_put(payload + n, evals[i]);
+	lw_writer_ext(w, LW_REC_PYSTACK, payload, n);
+}
+
+void lw_stacks_write(struct lw_stack_entry *s, struct lw_writer *w,
+		     uint32_t gen)
+{
+	if (s->trace_gen == gen)
+		return;
+	lw_writer_stack(w, s->id, s->frames, s->depth);
+	if (s->py_depth)
+		write_pystack(s, w, gen);
+	s->trace_gen = gen;
+}
+
+void lw_stacks_for_each(void (*fn)(struct lw_stack_entry *s, void *ctx),
+			void *ctx)
+{
+	struct lw_stack_entry *s, *tmp;
+
+	HASH_ITER(hh, stack_table, s, tmp) {
+		for (struct lw_stack_entry *c = s; c; c = c->collision)
+			fn(c, ctx);
+	}
+}
+
+/*
+ * "function (file.py:line)" for the innermost Python frame of a stack, when
+ * its code objects are known to be alive.
+ */
+void lw_stacks_python_location(const struct lw_stack_entry *s, char *out,
+			       size_t size)
+{
+	char file[256], name[128];
+	int first_line;
+
+	out[0] = '\0';
+	if (!s->py_depth)
+		return;
+	const uintptr_t *py = s->frames + s->depth;
+	if (lw_py_code_info((const void *)py[0], file, sizeof(file), name,
+			    sizeof(name), &first_line) < 0)
+		return;
+	const char *base = strrchr(file, '/');
+	long line = (long)(py[1] >> 1) - 1;
+	snprintf(out, size, "%.64s (%.72s:%ld)", name, base ? base + 1 : file,
+		 line);
+}
+
+void lw_stacks_reset(void)
+{
+	struct lw_stack_entry *s, *stmp;
+	struct lw_code_entry *c, *ctmp;
+	struct lw_string_entry *str, *strtmp;
+
+	HASH_ITER(hh, stack_table, s, stmp) {
+		HASH_DEL(stack_table, s);
+		while (s) {
+			struct lw_stack_entry *next = s->collision;
+			lw_arena_free(s);
+			s = next;
+		}
+	}
+	HASH_ITER(hh, code_table, c, ctmp) {
+		HASH_DEL(code_table, c);
+		lw_arena_free(c);
+	}
+	HASH_ITER(hh, string_table, str, strtmp) {
+		HASH_DEL(string_table, str);
+		lw_arena_free(str);
+	}
+	next_stack_id = 1;
+	next_code_id = next_string_id = 1;
+}
