@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* What main.c and run.c share: the subcommands and reporting of files. */
+#ifndef LW_COMMANDS_H
+#define LW_COMMANDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "render.h"
+
+/* Exit status for bad usage and unusable input. */
+#define LW_EXIT_USAGE 2
+
+enum lw_format {
+	LW_FORMAT_TEXT,
+	LW_FORMAT_JSON,
+};
+
+struct lw_output_options {
+	enum lw_format format;
+	struct lw_report_options report;
+	/* JSON: wrap even a single report in {"reports": [...]}. */
+	bool json_list;
+};
+
+/*
+ * Reports each trace in paths to out. A trace that cannot be read gets one
+ * line "leakwatch: PATH: PROBLEM" on stderr and is skipped. Returns the
+ * number of such traces, or a negative errno when out could not be written.
+ */
+int lw_report_files(FILE *out, const char *const *paths, size_t count,
+		    const struct lw_output_options *options);
+
+/* Prints "leakwatch: " and the formatted line to stderr. */
+__attribute__((format(printf, 1, 2)))
+void lw_error(const char *fmt, ...);
+
+/* Parsers for option values; print the problem and return -EINVAL. */
+int lw_parse_format(const char *value, enum lw_format *out);
+int lw_parse_count(const char *option, const char *value, size_t *out);
+
+/* Reports an option getopt_long rejected (it returned '?' or ':'). */
+void lw_bad_option(int c, char **argv);
+
+int lw_cmd_run(int argc, char **argv);
+void lw_run_usage(FILE *out);
+
+#endif

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The JSON report: `leakwatch report --format json` (and `leakwatch run
+ * --format json`). This comment is its documentation; the interface is
+ * stable: fields may be added at the end of an object, never removed,
+ * renamed, reordered or given another meaning. Version: "leakwatch_report": 1.
+ *
+ * One trace gives one report object. Several traces (or `leakwatch run`
+ * finding zero or several) give
+ *     {"leakwatch_report": 1, "reports": [REPORT, ...]}
+ * in the order the traces were named; a trace that cannot be read is left
+ * out (its error goes to stderr and the exit status is 2).
+ *
+ * REPORT, keys always present and in this order:
+ *   "leakwatch_report"  1: the version of this format.
+ *   "trace"             the trace's path as given on the command line (or
+ *                       as the shim recorded it, for `leakwatch run`).
+ *   "pid"               process id of the traced process (trace header).
+ *   "command"           its arguments, argv[0] first (INFO "cmdline"); []
+ *                       when not recorded.
+ *   "exe"               absolute path of its executable (INFO "exe"), or
+ *                       null.
+ *   "truncated"         true when the trace ends early (the process was
+ *                       killed, crashed or is still running): everything
+ *                       below covers the trace up to its last complete
+ *                       record, and "at exit" means "at the end of the
+ *                       trace".
+ *   "events"            ALLOC, FREE, STEP, PHASE_BEGIN and PHASE_END records
+ *                       read.
+ *   "allocations"       ALLOC records (every kind of memory).
+ *   "frees"             FREE records, unknown frees included.
+ *   "steps"             STEP records (training steps the program marked).
+ *   "live_bytes_at_exit", "live_count_at_exit"
+ *                       device memory (device + managed kinds) still
+ *                       allocated at the report point: when the program's
+ *                       own code finished if the trace marks that moment (a
+ *                       Python program, before the interpreter's
+ *                       finalization frees module globals; "report_point"
+ *                       says which), else at the end of the trace.
+ *   "peak"              {"bytes": B, "step": S}: the most device memory
+ *                       (device + managed) live at once, first reached
+ *                       after S STEP records (S == "steps" when after the
+ *                       last one; 0 when there are none).
+ *   "kinds"             {"device": K, "managed": K, "pinned_host": K,
+ *                       "host_registered": K}, each K being
+ *                       {"live_bytes", "live_count", "allocations",
+ *                       "bytes_allocated"}: live at the report point, and
+ *                       made over the whole trace.
+ *   "unknown_frees"     FREEs of an address that was not live (allocated
+ *                       before tracing began, or freed twice); frees of
+ *                       address 0 are not counted.
+ *   "warnings"          strings: the warnings the shim recorded.
+ *   "sites"             every allocation site with memory live at the
+ *                       report point, of any kind, largest live_bytes first
+ *                       (then live_count, then id): objects of
+ *       "id"            the stack id in the trace (0: no stack captured;
+ *                       the same id appears once per kind of memory).
+ *       "kind"          "device", "managed", "pinned_host" or
+ *                       "host_registered".
+ *       "live_bytes", "live_count"     live at the report point;
+ *       "allocations", "bytes_allocated" made here over the whole trace.
+ *       "frames"        the call stack, innermost first (the caller of the
+ *                       CUDA function first), every recorded frame, with
+ *                       the Python frames of the stack in place of the
+ *                       interpreter's evaluation-loop frames that ran them
+ *                       (all innermost when the trace does not say which):
+ *                       objects of
+ *           "function"  function name (demangled; for Python the
+ *                       qualified name), or null;
+ *           "file"      source file (absolute when the debug info allows;
+ *                       for Python the code object's file name), or null;
+ *           "line"      line number, or null;
+ *           "python"    true for a Python frame, false for a native one;
+ *           "module"    path of the executable or library holding the
+ *                       address, or null (always for Python);
+ *           "address"   the return address, a hex string "0x..." (null
+ *                       for Python);
+ *           "module_offset"  (added) the address minus the module's load
+ *                       bias, "0x...", as `addr2line -e MODULE` takes it;
+ *                       null without a module.
+ *                       A call that was inlined gives several consecutive
+ *                       frames with the same address, innermost first.
+ * Added after the fields above:
+ *   "dropped_events"    events the shim could not record (the numbers
+ *                       above undercount when this is not 0).
+ *   "reused_live_addresses"  ALLOCs at an address that was still live (the
+ *                       earlier allocation is counted as freed).
+ *   "phases"            [{"name": N, "begins": C}] for each named phase, in
+ *                       the order the names were defined.
+ *   "info"              {key: value}: the INFO records ("exe", "cmdline"
+ *                       with NULs, "cwd", "leakwatch", "cudart", ...), the
+ *                       last value of each key.
+ *   "notes"             strings: why some frames could not be symbolized.
+ *   "report_point"      "program_end" or "end": the moment the live_*
+ *                       numbers and "sites" describe (see above).
+ *   "live_bytes_at_end", "live_count_at_end"
+ *                       device memory allocated at the end of the trace
+ *                       (after finalization), whatever the report point.
+ *
+ * Numbers are unsigned integers (they may exceed 2^53). Strings from the
+ * trace are escaped (control characters as \u00XX); bytes that are not
+ * UTF-8 become U+FFFD.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render.h"
+
+static void newline(FILE *out, unsigned indent)
+{
+	putc('\n', out);
+	for (unsigned i = 0; i < indent; i++)
+		putc(' ', out);
+}
+
+static void put_key(FILE *out, unsigned indent, const char *key)
+{
+	newline(out, indent);
+	fprintf(out, "\"%s\": ", key);
+}
+
+static void put_str(FILE *out, const char *s)
+{
+	lw_put_json_string(out, s, strlen(s));
+}
+
+static void put_bytes_or_null(FILE *out, const struct lw_bytes *b)
+{
+	if (b)
+		lw_put_json_string(out, b->data, b->len);
+	else
+		fputs("null", out);
+}
+
+static void put_command(FILE *out, const struct lw_model *m)
+{
+	const struct lw_bytes *cmdline = lw_model_info(m, "cmdline");
+	size_t start = 0, len = cmdline ? cmdline->len : 0;
+
+	putc('[', out);
+	if (len && cmdline->data[len - 1] == 0)
+		len--;
+	for (size_t i = 0; cmdline && cmdline->len && i <= len; i++) {
+		if (i < len && cmdline->data[i] != 0)
+			continue;
+		if (start)
+			fputs(", ", out);
+		lw_put_json_string(out, cmdline->data + start, i - start);
+		start = i + 1;
+	}
+	putc(']', out);
+}
+
+static void put_totals(FILE *out, const struct lw_totals *t)
+{
+	fprintf(out, "{\"live_bytes\": %" PRIu64 ", \"live_count\": %" PRIu64 ", \"allocations\": %" PRIu64 ", \"bytes_allocated\": %" PRIu64 "}",
+		t->live_bytes, t->live_count, t->allocations,
+		t->bytes_allocated);
+}
+
+static void put_frame(FILE *out, const struct lw_symbol *sym,
+		      const struct lw_sym_frame *f)
+{
+	fputs("{\"function\": ", out);
+	if (f->function)
+		put_str(out, f->function);
+	else
+		fputs("null", out);
+	fputs(", \"file\": ", out);
+	if (f->file)
+		put_str(out, f->file);
+	else
+		fputs("null", out);
+	if (f->line)
+		fprintf(out, ", \"line\": %u", f->line);
+	else
+		fputs(", \"line\": null", out);
+	fputs(", \"python\": false, \"module\": ", out);
+	if (sym->module)
+		put_str(out, sym->module);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"address\": \"0x%" PRIx64 "\", \"module_offset\": ",
+		sym->address);
+	if (sym->module)
+		fprintf(out, "\"0x%" PRIx64 "\"}", sym->offset);
+	else
+		fputs("null}", out);
+}
+
+static void put_pyframe(FILE *out, const struct lw_model *m,
+			const struct lw_trace_pyframe *f)
+{
+	struct lw_bytes function, file;
+
+	lw_model_pyframe_names(m, f, &function, &file);
+	fputs("{\"function\": ", out);
+	put_bytes_or_null(out, function.data ? &function : NULL);
+	fputs(", \"file\": ", out);
+	put_bytes_or_null(out, file.data ? &file : NULL);
+	if (f->line > 0)
+		fprintf(out, ", \"line\": %" PRId64, f->line);
+	else
+		fputs(", \"line\": null", out);
+	fputs(", \"python\": true, \"module\": null, \"address\": null, \"module_offset\": null}",
+	      out);
+}
+
+static int put_site(FILE *out, const struct lw_report *r, uint32_t site,
+		    unsigned indent)
+{
+	const struct lw_site *s = &r->model->sites[site];
+	struct lw_totals t = lw_model_site_totals(r->model, site);
+	struct lw_frame *frames;
+	size_t count;
+	bool first = true;
+	int rc;
+
+	newline(out, indent);
+	putc('{', out);
+	put_key(out, indent + 2, "id");
+	fprintf(out, "%" PRIu64 ",", s->stack_id);
+	put_key(out, indent + 2, "kind");
+	fprintf(out, "\"%s\",", lw_kind_name(s->kind));
+	put_key(out, indent + 2, "live_bytes");
+	fprintf(out, "%" PRIu64 ",", t.live_bytes);
+	put_key(out, indent + 2, "live_count");
+	fprintf(out, "%" PRIu64 ",", t.live_count);
+	put_key(out, indent + 2, "allocations");
+	fprintf(out, "%" PRIu64 ",", t.allocations);
+	put_key(out, indent + 2, "bytes_allocated");
+	fprintf(out, "%" PRIu64 ",", t.bytes_allocated);
+	put_key(out, indent + 2, "frames");
+	putc('[', out);
+	rc = lw_model_stack(r->model, s->stack_id, &frames, &count);
+	for (size_t i = 0; i < count && rc == 0; i++) {
+		const struct lw_symbol *sym;
+
+		if (frames[i].python) {
+			if (!first)
+				putc(',', out);
+			newline(out, indent + 4);
+			put_pyframe(out, r->model, frames[i].py);
+			first = false;
+			continue;
+		}
+		rc = lw_symbolize(r->symbolizer, frames[i].address, &sym);
+		for (unsigned j = 0; rc == 0 && j < sym->frame_count; j++) {
+			if (!first)
+				putc(',', out);
+			newline(out, indent + 4);
+			put_frame(out, sym, &sym->frames[j]);
+			first = false;
+		}
+	}
+	free(frames);
+	if (rc < 0)
+		return rc;
+	if (!first)
+		newline(out, indent + 2);
+	putc(']', out);
+	newline(out, indent);
+	putc('}', out);
+	return 0;
+}
+
+static void put_phases(FILE *out, const struct lw_model *m, unsigned indent)
+{
+	bool first = true;
+
+	putc('[', out);
+	for (size_t i = 0; i < m->string_count; i++) {
+		const struct lw_string *s = &m->strings[i];
+
+		if (!s->phase_begins)
+			continue;
+		if (!first)
+			putc(',', out);
+		newline(out, indent + 2);
+		fputs("{\"name\": ", out);
+		lw_put_json_string(out, s->text.data, s->text.len);
+		fprintf(out, ", \"begins\": %" PRIu64 "}", s->phase_begins);
+		first = false;
+	}
+	if (!first)
+		newline(out, indent);
+	putc(']', out);
+}
+
+static void put_info(FILE *out, const struct lw_model *m, unsigned indent)
+{
+	bool first = true;
+
+	putc('{', out);
+	for (size_t i = 0; i < m->info_count; i++) {
+		const struct lw_info *info = &m->infos[i];
+		const struct lw_bytes *last;
+
+		/* Only the last value of a key, so that keys are unique. */
+		last = lw_model_info_bytes(m, info->key);
+		if (last != &info->value)
+			continue;
+		if (!first)
+			putc(',', out);
+		newline(out, indent + 2);
+		lw_put_json_string(out, info->key.data, info->key.len);
+		fputs(": ", out);
+		lw_put_json_string(out, info->value.data, info->value.len);
+		first = false;
+	}
+	if (!first)
+		newline(out, indent);
+	putc('}', out);
+}
+
+static void put_string_list(FILE *out, const struct lw_bytes *items,
+			    const char *const *strs, size_t count,
+			    unsigned indent)
+{
+	putc('[', out);
+	for (size_t i = 0; i < count; i++) {
+		if (i)
+			putc(',', out);
+		newline(out, indent + 2);
+		if (items)
+			lw_put_json_string(out, items[i].data, items[i].len);
+		else
+			put_str(out, strs[i]);
+	}
+	if (count)
+		newline(out, indent);
+	putc(']', out);
+}
+
+int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
+		   bool first)
+{
+	const struct lw_model *m = r->model;
+	unsigned in = nested ? 4 : 0, k = in + 2;
+	const char *const *notes;
+	uint32_t *sites;
+	size_t site_count, note_count;
+	int rc;
+
+	rc = lw_model_live_sites(m, &sites, &site_count);
+	if (rc < 0)
+		return rc;
+	if (nested) {
+		if (!first)
+			putc(',', out);
+		newline(out, in);
+	}
+	fputs("{", out);
+	put_key(out, k, "leakwatch_report");
+	fputs("1,", out);
+	put_key(out, k, "trace");
+	put_str(out, r->path);
+	putc(',', out);
+	put_key(out, k, "pid");
+	fprintf(out, "%" PRIu32 ",", m->header.pid);
+	put_key(out, k, "command");
+	put_command(out, m);
+	putc(',', out);
+	put_key(out, k, "exe");
+	put_bytes_or_null(out, lw_model_info(m, "exe"));
+	putc(',', out);
+	put_key(out, k, "truncated");
+	fputs(r->result->truncated ? "true," : "false,", out);
+	put_key(out, k, "events");
+	fprintf(out, "%" PRIu64 ",", m->events);
+	put_key(out, k, "allocations");
+	fprintf(out, "%" PRIu64 ",", m->allocations);
+	put_key(out, k, "frees");
+	fprintf(out, "%" PRIu64 ",", m->frees);
+	put_key(out, k, "steps");
+	fprintf(out, "%" PRIu64 ",", m->steps);
+	put_key(out, k, "live_bytes_at_exit");
+	fprintf(out, "%" PRIu64 ",", lw_model_device_live_bytes(m));
+	put_key(out, k, "live_count_at_exit");
+	fprintf(out, "%" PRIu64 ",", lw_model_device_live_count(m));
+	put_key(out, k, "peak");
+	fprintf(out, "{\"bytes\": %" PRIu64 ", \"step\": %" PRIu64 "},",
+		m->peak_bytes, m->peak_step);
+	put_key(out, k, "kinds");
+	putc('{', out);
+	for (unsigned kind = 1; kind <= LW_MEM_KIND_MAX; kind++) {
+		struct lw_totals t = lw_model_kind_totals(m, kind);
+
+		put_key(out, k + 2, lw_kind_name(kind));
+		put_totals(out, &t);
+		if (kind < LW_MEM_KIND_MAX)
+			putc(',', out);
+	}
+	newline(out, k);
+	fputs("},", out);
+	put_key(out, k, "unknown_frees");
+	fprintf(out, "%" PRIu64 ",", m->unknown_frees);
+	put_key(out, k, "warnings");
+	put_string_list(out, m->warnings, NULL, m->warning_count, k);
+	putc(',', out);
+	put_key(out, k, "sites");
+	putc('[', out);
+	for (size_t i = 0; i < site_count && rc == 0; i++) {
+		if (i)
+			putc(',', out);
+		rc = put_site(out, r, sites[i], k + 2);
+	}
+	free(sites);
+	if (rc < 0)
+		return rc;
+	if (site_count)
+		newline(out, k);
+	fputs("],", out);
+
+	put_key(out, k, "dropped_events");
+	fprintf(out, "%" PRIu64 ",", lw_model_dropped(m));
+	put_key(out, k, "reused_live_addresses");
+	fprintf(out, "%" PRIu64 ",", m->reused_live_addresses);
+	put_key(out, k, "phases");
+	put_phases(out, m, k);
+	putc(',', out);
+	put_key(out, k, "info");
+	put_info(out, m, k);
+	putc(',', out);
+	put_key(out, k, "notes");
+	note_count = lw_symbolizer_notes(r->symbolizer, &notes);
+	put_string_list(out, NULL, notes, note_count, k);
+	putc(',', out);
+	put_key(out, k, "report_point");
+	fputs(m->have_program_end ? "\"program_end\"," : "\"end\",", out);
+	put_key(out, k, "live_bytes_at_end");
+	fprintf(out, "%" PRIu64 ",", lw_model_device_live_bytes_at_end(m));
+	put_key(out, k, "live_count_at_end");
+	fprintf(out, "%" PRIu64, lw_model_device_live_count_at_end(m));
+	newline(out, in);
+	putc('}', out);
+	if (!nested)
+		putc('\n', out);
+	return 0;
+}
+
+void lw_json_begin_list(FILE *out)
+{
+	fputs("{\"leakwatch_report\": 1, \"reports\": [", out);
+}
+
+void lw_json_end_list(FILE *out)
+{
+	fputs("\n]}\n", out);
+}

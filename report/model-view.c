@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Questions a report asks of a model: totals at the report point, sites in
+ * order, stacks with their Python frames merged in, names.
+ */
+#include "model.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct lw_live_count site_live(const struct lw_model *m, uint32_t site)
+{
+	struct lw_live_count c = { 0, 0 };
+
+	if (!m->have_program_end) {
+		c.live_bytes = m->sites[site].totals.live_bytes;
+		c.live_count = m->sites[site].totals.live_count;
+	} else if (site < m->program_end_site_count) {
+		c = m->program_end_sites[site];
+	}
+	return c;
+}
+
+struct lw_totals lw_model_site_totals(const struct lw_model *m, uint32_t site)
+{
+	struct lw_totals t = m->sites[site].totals;
+	struct lw_live_count c = site_live(m, site);
+
+	t.live_bytes = c.live_bytes;
+	t.live_count = c.live_count;
+	return t;
+}
+
+struct lw_totals lw_model_kind_totals(const struct lw_model *m, unsigned kind)
+{
+	struct lw_totals t = m->kinds[kind];
+
+	if (m->have_program_end) {
+		t.live_bytes = m->program_end_kinds[kind].live_bytes;
+		t.live_count = m->program_end_kinds[kind].live_count;
+	}
+	return t;
+}
+
+uint64_t lw_model_device_live_bytes(const struct lw_model *m)
+{
+	return lw_model_kind_totals(m, LW_MEM_DEVICE).live_bytes +
+	       lw_model_kind_totals(m, LW_MEM_MANAGED).live_bytes;
+}
+
+uint64_t lw_model_device_live_count(const struct lw_model *m)
+{
+	return lw_model_kind_totals(m, LW_MEM_DEVICE).live_count +
+	       lw_model_kind_totals(m, LW_MEM_MANAGED).live_count;
+}
+
+uint64_t lw_model_device_live_bytes_at_end(const struct lw_model *m)
+{
+	return m->kinds[LW_MEM_DEVICE].live_bytes +
+	       m->kinds[LW_MEM_MANAGED].live_bytes;
+}
+
+uint64_t lw_model_device_live_count_at_end(const struct lw_model *m)
+{
+	return m->kinds[LW_MEM_DEVICE].live_count +
+	       m->kinds[LW_MEM_MANAGED].live_count;
+}
+
+uint64_t lw_model_dropped(const struct lw_model *m)
+{
+	/* END carries the total; DROPPED records the increments. */
+	return m->end_dropped > m->dropped ? m->end_dropped : m->dropped;
+}
+
+const struct lw_bytes *lw_model_info_bytes(const struct lw_model *m,
+					   struct lw_bytes key)
+{
+	for (size_t i = m->info_count; i-- > 0;) {
+		const struct lw_bytes *k = &m->infos[i].key;
+
+		if (k->len == key.len && memcmp(k->data, key.data, key.len) == 0)
+			return &m->infos[i].value;
+	}
+	return NULL;
+}
+
+const struct lw_bytes *lw_model_info(const struct lw_model *m, const char *key)
+{
+	struct lw_bytes k = { (const uint8_t *)key, strlen(key) };
+
+	return lw_model_info_bytes(m, k);
+}
+
+const uint64_t *lw_model_frames(const struct lw_model *m, uint64_t stack_id,
+				uint32_t *count)
+{
+	const struct lw_stack *st;
+
+	if (stack_id == 0 || stack_id >= m->stack_count) {
+		*count = 0;
+		return NULL;
+	}
+	st = &m->stacks[stack_id];
+	*count = st->frame_count;
+	return st->frame_count ? m->frames + st->first_frame : NULL;
+}
+
+static const struct lw_pycode *find_pycode(const struct lw_model *m,
+					    uint64_t id)
+{
+	if (id - 1 < m->pycode_count && m->pycodes[id - 1].id == id)
+		return &m->pycodes[id - 1];
+	for (size_t i = m->pycode_count; i-- > 0;) {
+		if (m->pycodes[i].id == id)
+			return &m->pycodes[i];
+	}
+	return NULL;
+}
+
+void lw_model_pyframe_names(const struct lw_model *m,
+			    const struct lw_trace_pyframe *frame,
+			    struct lw_bytes *function, struct lw_bytes *file)
+{
+	const struct lw_pycode *code = find_pycode(m, frame->code_id);
+	const struct lw_string *s;
+
+	function->data = file->data = NULL;
+	function->len = file->len = 0;
+	if (!code)
+		return;
+	if ((s = lw_model_string(m, code->name_string)))
+		*function = s->text;
+	if ((s = lw_model_string(m, code->file_string)))
+		*file = s->text;
+}
+
+int lw_model_stack(const struct lw_model *m, uint64_t stack_id,
+		   struct lw_frame **out, size_t *count)
+{
+	const struct lw_stack *st;
+	const struct lw_trace_pyframe *py;
+	const uint32_t *evals;
+	struct lw_frame *frames;
+	uint32_t entries = 0;
+	size_t n = 0, p = 0, e = 0;
+	bool merge;
+
+	*out = NULL;
+	*count = 0;
+	if (stack_id == 0 || stack_id >= m->stack_count)
+		return 0;
+	st = &m->stacks[stack_id];
+	if (st->frame_count + st->pyframe_count == 0)
+		return 0;
+	frames = calloc(st->frame_count + st->pyframe_count, sizeof(*frames));
+	if (!frames)
+		return -ENOMEM;
+	py = st->pyframe_count ? m->pyframes + st->first_pyframe : NULL;
+	evals = st->eval_count ? m->evals + st->first_eval : NULL;
+	for (uint32_t i = 0; i < st->pyframe_count; i++)
+		entries += py[i].entry;
+	/* One activation per evaluation frame, the outermost Python frame
+	 * closing the last one; otherwise they cannot be lined up. */
+	merge = st->eval_count && entries == st->eval_count &&
+		py[st->pyframe_count - 1].entry &&
+		evals[st->eval_count - 1] < st->frame_count;
+	if (!merge) {
+		for (uint32_t i = 0; i < st->pyframe_count; i++) {
+			frames[n].python = true;
+			frames[n++].py = &py[i];
+		}
+	}
+	for (uint32_t i = 0; i < st->frame_count; i++) {
+		if (merge && e < st->eval_count && evals[e] == i) {
+			/* This activation's frames, up to its entry frame. */
+			do {
+				frames[n].python = true;
+				frames[n++].py = &py[p];
+			} while (!py[p++].entry);
+			e++;
+			continue;
+		}
+		frames[n++].address = m->frames[st->first_frame + i];
+	}
+	*out = frames;
+	*count = n;
+	return 0;
+}
+
+struct site_key {
+	uint64_t live_bytes;
+	uint64_t live_count;
+	uint64_t stack_id;
+	uint32_t index;
+	uint8_t kind;
+};
+
+static int compare_sites(const void *pa, const void *pb)
+{
+	const struct site_key *a = pa, *b = pb;
+
+	if (a->live_bytes != b->live_bytes)
+		return a->live_bytes > b->live_bytes ? -1 : 1;
+	if (a->live_count != b->live_count)
+		return a->live_count > b->live_count ? -1 : 1;
+	if (a->stack_id != b->stack_id)
+		return a->stack_id < b->stack_id ? -1 : 1;
+	return (int)a->kind - (int)b->kind;
+}
+
+int lw_model_live_sites(const struct lw_model *m, uint32_t **out,
+			size_t *count)
+{
+	struct site_key *keys;
+	uint32_t *indices;
+	size_t n = 0;
+
+	*out = NULL;
+	*count = 0;
+	for (uint32_t i = 0; i < m->site_count; i++)
+		n += site_live(m, i).live_count > 0;
+	if (n == 0)
+		return 0;
+	keys = calloc(n, sizeof(*keys));
+	indices = calloc(n, sizeof(*indices));
+	if (!keys || !indices) {
+		free(keys);
+		free(indices);
+		return -ENOMEM;
+	}
+	n = 0;
+	for (uint32_t i = 0; i < m->site_count; i++) {
+		struct lw_live_count c = site_live(m, i);
+
+		if (c.live_count == 0)
+			continue;
+		keys[n].live_bytes = c.live_bytes;
+		keys[n].live_count = c.live_count;
+		keys[n].stack_id = m->sites[i].stack_id;
+		keys[n].kind = m->sites[i].kind;
+		keys[n].index = i;
+		n++;
+	}
+	qsort(keys, n, sizeof(*keys), compare_sites);
+	for (size_t i = 0; i < n; i++)
+		indices[i] = keys[i].index;
+	free(keys);
+	*out = indices;
+	*count = n;
+	return 0;
+}
+
+const char *lw_kind_name(unsigned kind)
+{
+	switch (kind) {
+	case LW_MEM_DEVICE:
+		return "device";
+	case LW_MEM_MANAGED:
+		return "managed";
+	case LW_MEM_PINNED_HOST:
+		return "pinned_host";
+	case LW_MEM_HOST_REGISTERED:
+		return "host_registered";
+	default:
+		return "unknown";
+	}
+}

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The analysis state built from one trace: live allocations, allocation
+ * sites, per-kind totals, the device-memory peak and what the trace says
+ * about its process.
+ *
+ * Its memory grows with the number of live allocations and of distinct
+ * stacks, strings and modules, never with the number of events. Byte strings
+ * (struct lw_bytes) point into the trace buffer, which must outlive the
+ * model.
+ */
+#ifndef LW_MODEL_H
+#define LW_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lw-format.h"
+#include "trace-reader.h"
+
+#define LW_NO_SITE UINT32_MAX
+
+struct lw_totals {
+	uint64_t live_bytes;
+	uint64_t live_count;
+	uint64_t allocations;
+	uint64_t bytes_allocated;
+};
+
+/* Allocations of one kind made from one stack. */
+struct lw_site {
+	uint64_t stack_id;	/* 0: no stack captured */
+	struct lw_totals totals;
+	uint32_t next_site;	/* same stack, another kind; LW_NO_SITE */
+	uint8_t kind;		/* enum lw_mem_kind */
+};
+
+struct lw_stack {
+	size_t first_frame;	/* index into lw_model.frames */
+	uint32_t frame_count;
+	uint32_t first_site;	/* LW_NO_SITE until an ALLOC uses it */
+	/* Its Python frames (PYSTACK), in lw_model.pyframes and .evals. */
+	size_t first_pyframe;
+	size_t first_eval;
+	uint32_t pyframe_count;
+	uint32_t eval_count;
+};
+
+struct lw_pycode {
+	uint64_t id;
+	uint64_t file_string;	/* STRING ids */
+	uint64_t name_string;
+	uint64_t first_line;
+};
+
+/* Live memory at one moment. */
+struct lw_live_count {
+	uint64_t live_bytes;
+	uint64_t live_count;
+};
+
+/* One frame of a stack as reported: native or Python. */
+struct lw_frame {
+	bool python;
+	uint64_t address;			/* native: return address */
+	const struct lw_trace_pyframe *py;	/* Python */
+};
+
+/* A live allocation; an empty hash slot has site == LW_NO_SITE. */
+struct lw_live {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t site;
+};
+
+struct lw_string {
+	uint64_t id;
+	struct lw_bytes text;
+	uint64_t phase_begins;	/* PHASE_BEGIN records naming it */
+};
+
+struct lw_info {
+	struct lw_bytes key;
+	struct lw_bytes value;
+};
+
+struct lw_model {
+	struct lw_trace_header header;
+
+	/* Live allocations: open addressing, linear probing, keyed by addr. */
+	struct lw_live *live;
+	size_t live_capacity;	/* a power of two */
+	size_t live_used;
+	unsigned live_shift;	/* 64 - log2(live_capacity) */
+
+	struct lw_site *sites;
+	uint32_t site_count;
+	size_t site_capacity;
+
+	/* Indexed by stack id; [0] is the "no stack" stack. */
+	struct lw_stack *stacks;
+	uint64_t stack_count;
+	size_t stack_capacity;
+	uint64_t *frames;
+	size_t frame_count;
+	size_t frame_capacity;
+
+	/* Indexed by enum lw_mem_kind; [0] unused. */
+	struct lw_totals kinds[LW_MEM_KIND_MAX + 1];
+
+	uint64_t events;	/* ALLOC, FREE, STEP, PHASE_BEGIN, PHASE_END */
+	uint64_t allocations;
+	uint64_t frees;
+	uint64_t unknown_frees;
+	uint64_t reused_live_addresses;
+	uint64_t steps;
+	uint64_t live_device_bytes;	/* device + managed */
+	uint64_t peak_bytes;
+	uint64_t peak_step;	/* STEP records before the peak */
+
+	uint64_t phase_depth;
+	uint64_t unbalanced_phase_ends;
+	uint64_t unnamed_phase_begins;	/* naming an undefined string */
+	uint64_t phase_begins;
+
+	struct lw_string *strings;
+	size_t string_count, string_capacity;
+	struct lw_info *infos;
+	size_t info_count, info_capacity;
+	struct lw_bytes *warnings;
+	size_t warning_count, warning_capacity;
+	struct lw_trace_module *modules;
+	size_t module_count, module_capacity;
+
+	bool have_end;
+	uint64_t end_events;
+	uint64_t end_dropped;
+	uint64_t dropped;	/* sum of DROPPED records */
+
+	struct lw_pycode *pycodes;
+	size_t pycode_count, pycode_capacity;
+	struct lw_trace_pyframe *pyframes;
+	size_t pyframe_count, pyframe_capacity;
+	uint32_t *evals;
+	size_t eval_count, eval_capacity;
+
+	/*
+	 * The first PROGRAM_END mark (a Python program's own code finished;
+	 * finalization frees much afterwards): what was live then, per kind
+	 * and per site (sites made later were empty then).
+	 */
+	bool have_program_end;
+	uint64_t program_end_steps;
+	struct lw_live_count program_end_kinds[LW_MEM_KIND_MAX + 1];
+	struct lw_live_count *program_end_sites;
+	uint32_t program_end_site_count;
+};
+
+/* The callbacks that feed a struct lw_model (the ctx) from lw_trace_read. */
+extern const struct lw_trace_ops lw_model_ops;
+
+/* Returns 0 or -ENOMEM. lw_model_fini() releases it either way. */
+int lw_model_init(struct lw_model *model);
+void lw_model_fini(struct lw_model *model);
+
+/*
+ * A report describes live memory at one moment, the report point: the
+ * PROGRAM_END mark when the trace has one, else the end of the trace.
+ *
+ * Totals of a kind (enum lw_mem_kind) or a site: live_* at the report
+ * point, allocations and bytes_allocated over the whole trace.
+ */
+struct lw_totals lw_model_kind_totals(const struct lw_model *model,
+				      unsigned kind);
+struct lw_totals lw_model_site_totals(const struct lw_model *model,
+				      uint32_t site);
+
+/* Live device memory (device + managed kinds) at the report point. */
+uint64_t lw_model_device_live_bytes(const struct lw_model *model);
+uint64_t lw_model_device_live_count(const struct lw_model *model);
+/* The same at the end of the trace. */
+uint64_t lw_model_device_live_bytes_at_end(const struct lw_model *model);
+uint64_t lw_model_device_live_count_at_end(const struct lw_model *model);
+
+/* Events dropped by the writer, as far as the trace says. */
+uint64_t lw_model_dropped(const struct lw_model *model);
+
+/* The last value of an INFO key, or NULL. */
+const struct lw_bytes *lw_model_info(const struct lw_model *model,
+				     const char *key);
+const struct lw_bytes *lw_model_info_bytes(const struct lw_model *model,
+					   struct lw_bytes key);
+
+/* The STRING with this id, or NULL. */
+const struct lw_string *lw_model_string(const struct lw_model *model,
+					uint64_t id);
+
+/* The frames of a stack (innermost first); NULL with *count 0 for id 0. */
+const uint64_t *lw_model_frames(const struct lw_model *model,
+				uint64_t stack_id, uint32_t *count);
+
+/*
+ * The frames of a stack as reported, innermost first: the native frames
+ * with the Python frames of its PYSTACK merged in (each activation of the
+ * evaluation loop in place of the native frame that runs it; all of them
+ * innermost when the two do not match up). On success *out is malloc'ed
+ * (NULL when there are no frames). Returns 0 or -ENOMEM.
+ */
+int lw_model_stack(const struct lw_model *model, uint64_t stack_id,
+		   struct lw_frame **out, size_t *count);
+
+/* The function and file of a Python frame; data NULL where unknown. */
+void lw_model_pyframe_names(const struct lw_model *model,
+			    const struct lw_trace_pyframe *frame,
+			    struct lw_bytes *function, struct lw_bytes *file);
+
+/*
+ * Sites with memory live at the report point, largest first (live bytes,
+ * then live count, then stack id and kind). On success *out is a malloc'ed
+ * array of site indices the caller frees (NULL when there are none).
+ * Returns 0 or -ENOMEM.
+ */
+int lw_model_live_sites(const struct lw_model *model, uint32_t **out,
+			size_t *count);
+
+/* "device", "managed", "pinned_host", "host_registered". */
+const char *lw_kind_name(unsigned kind);
+
+#endif

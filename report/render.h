@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The report renderers (text.c, json.c) and the output helpers they share.
+ */
+#ifndef LW_RENDER_H
+#define LW_RENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+#include "symbolize.h"
+#include "trace-reader.h"
+
+/* Everything known about one trace that was read. */
+struct lw_report {
+	const char *path;	/* as the user named it */
+	const struct lw_model *model;
+	const struct lw_trace_result *result;
+	struct lw_symbolizer *symbolizer;
+};
+
+struct lw_report_options {
+	size_t top;	/* sites shown in text; 0: all */
+	size_t frames;	/* frames per site in text; 0: all */
+};
+
+#define LW_DEFAULT_TOP 10
+#define LW_DEFAULT_FRAMES 12
+
+/* Text report. Returns 0 or a negative errno (-ENOMEM). */
+int lw_render_text(FILE *out, const struct lw_report *report,
+		   const struct lw_report_options *options);
+
+/*
+ * JSON report. A single trace is one object (nested false). Several are
+ * wrapped: lw_json_begin_list(), lw_render_json(..., nested true, first)
+ * for each, lw_json_end_list(). Returns 0 or a negative errno.
+ */
+int lw_render_json(FILE *out, const struct lw_report *report, bool nested,
+		   bool first);
+void lw_json_begin_list(FILE *out);
+void lw_json_end_list(FILE *out);
+
+/* "0 B", "512 B", "400.0 KiB", "1.4 MiB"... */
+#define LW_SIZE_BUF 32
+const char *lw_format_size(char buf[LW_SIZE_BUF], uint64_t bytes);
+
+/*
+ * Writes bytes from a trace for a terminal: valid UTF-8 as it is, control
+ * characters and invalid bytes escaped (\n, \t, \xNN), so that a trace
+ * cannot move the cursor or change colours.
+ */
+void lw_put_text(FILE *out, const void *data, size_t len);
+void lw_put_text_str(FILE *out, const char *s);
+
+/* Writes a JSON string literal; invalid UTF-8 becomes U+FFFD. */
+void lw_put_json_string(FILE *out, const void *data, size_t len);
+
+/*
+ * Length of the valid UTF-8 sequence at s (1 to 4), or 0 if s does not
+ * start one (overlong forms, surrogates and code points above U+10FFFF
+ * are invalid). *cp receives the code point.
+ */
+size_t lw_utf8_sequence(const uint8_t *s, size_t len, uint32_t *cp);
+
+#endif

@@ -1,0 +1,503 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `leakwatch run`: runs a program with libleakwatch.so preloaded, waits for
+ * it, then reports every trace its processes wrote.
+ *
+ * The shim learns where to write from LEAKWATCH_OUT and appends the absolute
+ * path of each trace it opens, one line per write(), to the private file
+ * named by LEAKWATCH_MANIFEST: that is how the traces of child processes
+ * (each exec'd process writes its own) are found.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "lw-report-config.h"
+
+#define LIBRARY_NAME "libleakwatch.so"
+
+#if defined(__x86_64__)
+#define MULTIARCH "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define MULTIARCH "aarch64-linux-gnu"
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define MULTIARCH "powerpc64le-linux-gnu"
+#elif defined(__i386__)
+#define MULTIARCH "i386-linux-gnu"
+#else
+#define MULTIARCH NULL
+#endif
+
+extern char **environ;
+
+static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP };
+#define N_FORWARDED (sizeof(forwarded_signals) / sizeof(forwarded_signals[0]))
+
+static volatile sig_atomic_t child_pid;
+
+void lw_run_usage(FILE *out)
+{
+	fputs("usage: leakwatch run [--trace PATTERN] [--format text|json] [-o FILE] [--no-report] -- CMD [ARGS...]\n"
+	      "\n"
+	      "Runs CMD with the leakwatch shim preloaded, then reports the GPU memory that\n"
+	      "each of its processes left allocated (on standard error, or in FILE).\n"
+	      "\n"
+	      "  --trace PATTERN     where traces go (default: $LEAKWATCH_OUT, or\n"
+	      "                      leakwatch-%p.trace; %p is the process id)\n"
+	      "  --format text|json  report format (default text)\n"
+	      "  -o, --output FILE   write the report to FILE\n"
+	      "  --top N, --frames N as for `leakwatch report`\n"
+	      "  --no-report         only list the traces written\n"
+	      "  -h, --help          show this help\n"
+	      "\n"
+	      "The shim is $LEAKWATCH_LIB, or " LIBRARY_NAME " from the build tree or the\n"
+	      "installation. The exit status is CMD's (128+N if a signal N killed it; 127\n"
+	      "if CMD was not found, 126 if it could not be run; 2 for bad usage).\n",
+	      out);
+}
+
+static bool readable(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	       access(path, R_OK) == 0;
+}
+
+/* Tries dir/rel; on success stores its real path in out (PATH_MAX). */
+static bool try_library(const char *dir, const char *rel, char *out,
+			char *looked, size_t looked_size)
+{
+	char path[PATH_MAX];
+	size_t used = strlen(looked);
+
+	if (snprintf(path, sizeof(path), "%s%s%s", dir, dir[0] ? "/" : "",
+		     rel) >= (int)sizeof(path))
+		return false;
+	if (readable(path) && realpath(path, out))
+		return true;
+	snprintf(looked + used, looked_size - used, "%s%s", used ? ", " : "",
+		 path);
+	return false;
+}
+
+static int find_library(char *out)
+{
+	const char *env = getenv("LEAKWATCH_LIB");
+	char exe_dir[PATH_MAX], looked[2048] = "";
+	ssize_t n;
+
+	if (env && env[0]) {
+		if (readable(env) && realpath(env, out))
+			return 0;
+		lw_error("LEAKWATCH_LIB=%s: %s", env,
+			 errno ? strerror(errno) : "not a readable file");
+		return -ENOENT;
+	}
+	n = readlink("/proc/self/exe", exe_dir, sizeof(exe_dir) - 1);
+	if (n > 0) {
+		char *slash;
+
+		exe_dir[n] = 0;
+		slash = strrchr(exe_dir, '/');
+		if (slash)
+			*slash = 0;
+		/* The build tree: build/report/leakwatch beside
+		 * build/interpose/libleakwatch.so. */
+		if (try_library(exe_dir, "../interpose/" LIBRARY_NAME, out,
+				looked, sizeof(looked)))
+			return 0;
+	}
+	if (try_library(LW_LIBDIR, LIBRARY_NAME, out, looked, sizeof(looked)))
+		return 0;
+	if (n > 0) {
+		if (try_library(exe_dir, "../lib/" LIBRARY_NAME, out, looked,
+				sizeof(looked)))
+			return 0;
+		if (MULTIARCH &&
+		    try_library(exe_dir, "../lib/" MULTIARCH "/" LIBRARY_NAME,
+				out, looked, sizeof(looked)))
+			return 0;
+	}
+	lw_error("cannot find " LIBRARY_NAME " (looked for %s; set LEAKWATCH_LIB to its path)",
+		 looked);
+	return -ENOENT;
+}
+
+static int set_environment(const char *library, const char *trace_pattern,
+			   const char *manifest)
+{
+	const char *preload = getenv("LD_PRELOAD");
+	char *value = NULL;
+	int rc;
+
+	/* ld.so splits LD_PRELOAD at spaces and colons. */
+	if (strpbrk(library, " :")) {
+		lw_error("cannot preload %s: its path has a space or a colon",
+			 library);
+		return -EINVAL;
+	}
+	if (preload && preload[0])
+		rc = asprintf(&value, "%s:%s", library, preload);
+	else
+		rc = asprintf(&value, "%s", library);
+	if (rc < 0)
+		return -ENOMEM;
+	rc = setenv("LD_PRELOAD", value, 1);
+	free(value);
+	if (rc == 0 && trace_pattern)
+		rc = setenv("LEAKWATCH_OUT", trace_pattern, 1);
+	if (rc == 0)
+		rc = setenv("LEAKWATCH_OUT", "leakwatch-%p.trace", 0);
+	if (rc == 0)
+		rc = setenv("LEAKWATCH_MANIFEST", manifest, 1);
+	if (rc == 0)
+		rc = setenv("LEAKWATCH_QUIET", "1", 1);
+	return rc == 0 ? 0 : -errno;
+}
+
+/*
+ * A signal meant for the program. One the terminal generated (Ctrl-C, a
+ * hangup: si_code SI_KERNEL) already went to the whole foreground process
+ * group, the program included: sending it again would interrupt its
+ * clean-up. One sent to leakwatch alone (kill PID) is passed on.
+ */
+static void forward_signal(int sig, siginfo_t *info, void *context)
+{
+	pid_t pid = (pid_t)child_pid;
+	int saved_errno = errno;
+
+	(void)context;
+	if (pid > 0 && (!info || info->si_code != SI_KERNEL))
+		kill(pid, sig);
+	errno = saved_errno;
+}
+
+/* Installs forward_signal() for the signals not ignored (nohup). */
+static void install_handlers(struct sigaction *old, bool *installed)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < N_FORWARDED; i++) {
+		installed[i] = false;
+		if (sigaction(forwarded_signals[i], NULL, &old[i]) < 0 ||
+		    old[i].sa_handler == SIG_IGN)
+			continue;
+		installed[i] = sigaction(forwarded_signals[i], &sa, NULL) == 0;
+	}
+}
+
+static void restore_handlers(const struct sigaction *old,
+			     const bool *installed)
+{
+	for (size_t i = 0; i < N_FORWARDED; i++) {
+		if (installed[i])
+			sigaction(forwarded_signals[i], &old[i], NULL);
+	}
+}
+
+/*
+ * Runs argv; returns its wait status in *status, or a negative errno when
+ * it could not be started.
+ */
+static int run_child(char **argv, int *status)
+{
+	struct sigaction old[N_FORWARDED];
+	bool installed[N_FORWARDED];
+	posix_spawnattr_t attr;
+	sigset_t block, saved;
+	siginfo_t info;
+	pid_t pid;
+	int rc;
+
+	sigemptyset(&block);
+	for (size_t i = 0; i < N_FORWARDED; i++)
+		sigaddset(&block, forwarded_signals[i]);
+	/* Blocked until child_pid is set, so that none is lost. */
+	sigprocmask(SIG_BLOCK, &block, &saved);
+	install_handlers(old, installed);
+
+	rc = posix_spawnattr_init(&attr);
+	if (rc == 0) {
+		posix_spawnattr_setsigmask(&attr, &saved);
+		posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+		rc = posix_spawnp(&pid, argv[0], NULL, &attr, argv, environ);
+		posix_spawnattr_destroy(&attr);
+	}
+	if (rc != 0) {
+		restore_handlers(old, installed);
+		sigprocmask(SIG_SETMASK, &saved, NULL);
+		return -rc;
+	}
+	child_pid = pid;
+	sigprocmask(SIG_SETMASK, &saved, NULL);
+
+	/* Wait without reaping: until it is reaped, the pid cannot be reused
+	 * by another process that a late signal would then hit. */
+	do {
+		rc = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT);
+	} while (rc < 0 && errno == EINTR);
+	sigprocmask(SIG_BLOCK, &block, NULL);
+	child_pid = 0;
+	restore_handlers(old, installed);
+	sigprocmask(SIG_SETMASK, &saved, NULL);
+
+	while (waitpid(pid, status, 0) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+static int make_manifest(char *path, size_t size)
+{
+	const char *tmp = getenv("TMPDIR");
+	int fd;
+
+	if (!tmp || !tmp[0])
+		tmp = "/tmp";
+	if (snprintf(path, size, "%s/leakwatch-manifest-XXXXXX", tmp) >=
+	    (int)size)
+		return -ENAMETOOLONG;
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+/*
+ * Reads the manifest into a list of distinct paths, in order. On success
+ * *paths (and *text, which the paths point into) are malloc'ed.
+ */
+static int read_manifest(const char *manifest, char **text, char ***paths,
+			 size_t *count)
+{
+	size_t capacity = 4096, len = 0, n = 0;
+	char *buf = malloc(capacity), **list = NULL;
+	int fd = open(manifest, O_RDONLY | O_CLOEXEC);
+
+	*count = 0;
+	if (!buf || fd < 0) {
+		int err = fd < 0 ? -errno : -ENOMEM;
+
+		if (fd >= 0)
+			close(fd);
+		free(buf);
+		return err;
+	}
+	for (;;) {
+		ssize_t got;
+
+		if (len + 1 >= capacity) {
+			char *p = realloc(buf, capacity * 2);
+
+			if (!p)
+				goto nomem;
+			buf = p;
+			capacity *= 2;
+		}
+		got = read(fd, buf + len, capacity - len - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		len += (size_t)got;
+	}
+	close(fd);
+	fd = -1;
+	buf[len] = 0;
+	list = calloc(len / 2 + 1, sizeof(*list));
+	if (!list)
+		goto nomem;
+	for (char *line = buf, *next; line < buf + len; line = next) {
+		bool seen = false;
+
+		next = strchr(line, '\n');
+		next = next ? next + 1 : buf + len;
+		if (next[-1] == '\n')
+			next[-1] = 0;
+		if (!line[0])
+			continue;
+		for (size_t i = 0; i < n && !seen; i++)
+			seen = strcmp(list[i], line) == 0;
+		if (!seen)
+			list[n++] = line;
+	}
+	*text = buf;
+	*paths = list;
+	*count = n;
+	return 0;
+
+nomem:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return -ENOMEM;
+}
+
+static int exit_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+static void report_traces(FILE *out, const char *manifest, bool no_report,
+			  const struct lw_output_options *options)
+{
+	char *text = NULL, **paths = NULL;
+	size_t count = 0;
+	int rc;
+
+	rc = read_manifest(manifest, &text, &paths, &count);
+	if (rc < 0) {
+		lw_error("cannot read the list of traces %s: %s", manifest,
+			 strerror(-rc));
+		return;
+	}
+	if (count == 0)
+		lw_error("no trace was written (the program made no CUDA allocation)");
+	if (no_report) {
+		for (size_t i = 0; i < count; i++) {
+			fputs("leakwatch: trace written to ", stderr);
+			lw_put_text_str(stderr, paths[i]);
+			putc('\n', stderr);
+		}
+	} else if (count || options->format == LW_FORMAT_JSON) {
+		struct lw_output_options o = *options;
+
+		o.json_list = count == 0;
+		rc = lw_report_files(out, (const char *const *)paths, count, &o);
+		if (rc < 0)
+			lw_error("cannot write the report: %s", strerror(-rc));
+	}
+	free(paths);
+	free(text);
+}
+
+int lw_cmd_run(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "trace", required_argument, NULL, 't' },
+		{ "format", required_argument, NULL, 'F' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "top", required_argument, NULL, 'T' },
+		{ "frames", required_argument, NULL, 'N' },
+		{ "no-report", no_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct lw_output_options options = {
+		.format = LW_FORMAT_TEXT,
+		.report = { .top = LW_DEFAULT_TOP, .frames = LW_DEFAULT_FRAMES },
+	};
+	const char *trace_pattern = NULL, *output = NULL;
+	char library[PATH_MAX], manifest[PATH_MAX];
+	bool no_report = false;
+	FILE *out = stderr;
+	int c, rc, status = 0, exit_code;
+
+	opterr = 0;
+	/* "+": stop at the first argument that is not an option (CMD). */
+	while ((c = getopt_long(argc, argv, "+:o:h", long_options, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			trace_pattern = optarg;
+			break;
+		case 'F':
+			if (lw_parse_format(optarg, &options.format) < 0)
+				return LW_EXIT_USAGE;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'T':
+			if (lw_parse_count("--top", optarg,
+					   &options.report.top) < 0)
+				return LW_EXIT_USAGE;
+			break;
+		case 'N':
+			if (lw_parse_count("--frames", optarg,
+					   &options.report.frames) < 0)
+				return LW_EXIT_USAGE;
+			break;
+		case 'R':
+			no_report = true;
+			break;
+		case 'h':
+			lw_run_usage(stdout);
+			return 0;
+		default:
+			lw_bad_option(c, argv);
+			return LW_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		lw_error("run: no command given (usage: leakwatch run [OPTIONS] -- CMD [ARGS...])");
+		return LW_EXIT_USAGE;
+	}
+	if (trace_pattern && !trace_pattern[0]) {
+		lw_error("--trace needs a file name pattern");
+		return LW_EXIT_USAGE;
+	}
+	if (find_library(library) < 0)
+		return LW_EXIT_USAGE;
+	/* Opened before the run, so that a bad path fails before it. */
+	if (output && !(out = fopen(output, "w"))) {
+		lw_error("%s: %s", output, strerror(errno));
+		return LW_EXIT_USAGE;
+	}
+	rc = make_manifest(manifest, sizeof(manifest));
+	if (rc < 0) {
+		const char *tmp = getenv("TMPDIR");
+
+		lw_error("cannot create a temporary file in %s: %s",
+			 tmp && tmp[0] ? tmp : "/tmp", strerror(-rc));
+		exit_code = LW_EXIT_USAGE;
+		goto out;
+	}
+	rc = set_environment(library, trace_pattern, manifest);
+	if (rc < 0) {
+		if (rc != -EINVAL)
+			lw_error("cannot set the environment: %s",
+				 strerror(-rc));
+		exit_code = LW_EXIT_USAGE;
+		goto remove_manifest;
+	}
+	rc = run_child(argv + optind, &status);
+	if (rc == -ENOENT && !strchr(argv[optind], '/')) {
+		lw_error("%s: command not found", argv[optind]);
+		exit_code = 127;
+	} else if (rc == -ENOENT) {
+		lw_error("%s: %s", argv[optind], strerror(-rc));
+		exit_code = 127;
+	} else if (rc < 0) {
+		lw_error("%s: %s", argv[optind], strerror(-rc));
+		exit_code = 126;
+	} else {
+		report_traces(out, manifest, no_report, &options);
+		exit_code = exit_status(status);
+	}
+remove_manifest:
+	unlink(manifest);
+out:
+	if (out != stderr && fclose(out) != 0)
+		lw_error("%s: %s", output, strerror(errno));
+	return exit_code;
+}

@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Symbolization of return addresses with libdwfl, in an offline session:
+ * each module of the trace is reported with dwfl_report_elf() at the load
+ * bias the trace recorded, on first use. Inlined calls are expanded the way
+ * eu-addr2line -i does: the DWARF scopes around the address give one frame
+ * per inlined function, each placed at the call site recorded in the next.
+ */
+#include "symbolize.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lw-report-config.h"
+
+#if LW_HAVE_LIBDW
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#endif
+
+#if LW_HAVE_CXA_DEMANGLE
+/* From libstdc++ (<cxxabi.h>, which is C++); it has C linkage. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
+			    int *status);
+#endif
+
+enum module_state {
+	MODULE_UNTRIED,
+	MODULE_READY,
+	MODULE_UNUSABLE,
+};
+
+struct sym_module {
+	const struct lw_trace_module *record;
+	char *path;		/* NUL-terminated copy of the recorded path */
+	const char *basename;
+	enum module_state state;
+#if LW_HAVE_LIBDW
+	Dwfl_Module *dwfl_module;
+#endif
+};
+
+struct cache_slot {
+	uint64_t address;
+	struct lw_symbol *symbol;	/* NULL: empty slot */
+};
+
+struct lw_symbolizer {
+	const struct lw_model *model;
+	struct sym_module *modules;
+	size_t module_count;
+#if LW_HAVE_LIBDW
+	Dwfl *dwfl;
+#endif
+	struct cache_slot *cache;
+	size_t cache_capacity;	/* a power of two */
+	size_t cache_used;
+	char **notes;
+	size_t note_count;
+	bool noted_no_libdw;
+};
+
+bool lw_symbolizer_have_libdw(void)
+{
+	return LW_HAVE_LIBDW;
+}
+
+__attribute__((format(printf, 2, 3)))
+static int add_note(struct lw_symbolizer *s, const char *fmt, ...)
+{
+	char **notes;
+	char *text;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	notes = realloc(s->notes, (s->note_count + 1) * sizeof(*notes));
+	if (!notes) {
+		free(text);
+		return -ENOMEM;
+	}
+	s->notes = notes;
+	notes[s->note_count++] = text;
+	return 0;
+}
+
+struct lw_symbolizer *lw_symbolizer_new(const struct lw_model *model)
+{
+	struct lw_symbolizer *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->model = model;
+	s->cache_capacity = 256;
+	s->cache = calloc(s->cache_capacity, sizeof(*s->cache));
+	if (model->module_count)
+		s->modules = calloc(model->module_count, sizeof(*s->modules));
+	if (!s->cache || (model->module_count && !s->modules))
+		goto error;
+	for (size_t i = 0; i < model->module_count; i++) {
+		const struct lw_trace_module *rec = &model->modules[i];
+		struct sym_module *m = &s->modules[i];
+		const char *slash;
+
+		m->record = rec;
+		m->path = strndup((const char *)rec->path.data, rec->path.len);
+		if (!m->path)
+			goto error;
+		s->module_count = i + 1;
+		slash = strrchr(m->path, '/');
+		m->basename = slash ? slash + 1 : m->path;
+	}
+	return s;
+
+error:
+	lw_symbolizer_free(s);
+	return NULL;
+}
+
+static void free_symbol(struct lw_symbol *sym)
+{
+	for (unsigned i = 0; i < sym->frame_count; i++) {
+		free((char *)sym->frames[i].function);
+		free((char *)sym->frames[i].file);
+	}
+	free(sym->frames);
+	free(sym);
+}
+
+void lw_symbolizer_free(struct lw_symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; s->cache && i < s->cache_capacity; i++) {
+		if (s->cache[i].symbol)
+			free_symbol(s->cache[i].symbol);
+	}
+	free(s->cache);
+	for (size_t i = 0; i < s->module_count; i++)
+		free(s->modules[i].path);
+	free(s->modules);
+	for (size_t i = 0; i < s->note_count; i++)
+		free(s->notes[i]);
+	free(s->notes);
+#if LW_HAVE_LIBDW
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+#endif
+	free(s);
+}
+
+size_t lw_symbolizer_notes(const struct lw_symbolizer *s,
+			   const char *const **notes)
+{
+	*notes = (const char *const *)s->notes;
+	return s->note_count;
+}
+
+/* The module covering pc; the latest record wins where they overlap (a
+ * library unloaded and another loaded in its place). */
+static struct sym_module *find_module(struct lw_symbolizer *s, uint64_t pc)
+{
+	for (size_t i = s->module_count; i-- > 0;) {
+		const struct lw_trace_module *rec = s->modules[i].record;
+
+		if (pc >= rec->start && pc < rec->end)
+			return &s->modules[i];
+	}
+	return NULL;
+}
+
+static char *demangle(const char *name)
+{
+#if LW_HAVE_CXA_DEMANGLE
+	if (name[0] == '_' && name[1] == 'Z') {
+		int status = -1;
+		char *d = __cxa_demangle(name, NULL, NULL, &status);
+
+		if (d && status == 0)
+			return d;
+		free(d);
+	}
+#endif
+	return strdup(name);
+}
+
+/*
+ * file, made absolute against dir when relative, with "." and ".." resolved
+ * by name: compilers record paths like "../src/x.c" relative to the build
+ * directory, or "/build/../src/x.c". A copy of file when it is relative and
+ * dir is unknown.
+ */
+static char *absolute_path(const char *dir, const char *file)
+{
+	size_t len;
+	char *path, *out;
+
+	if (file[0] != '/' && (!dir || dir[0] != '/'))
+		return strdup(file);
+	if (file[0] == '/')
+		dir = "";
+	len = strlen(dir) + strlen(file) + 2;
+	path = malloc(len);
+	out = malloc(len);
+	if (!path || !out) {
+		free(path);
+		free(out);
+		return NULL;
+	}
+	snprintf(path, len, "%s/%s", dir, file);
+	out[0] = 0;
+	len = 0;
+	for (char *save, *part = strtok_r(path, "/", &save); part;
+	     part = strtok_r(NULL, "/", &save)) {
+		if (strcmp(part, ".") == 0)
+			continue;
+		if (strcmp(part, "..") == 0) {
+			char *slash = strrchr(out, '/');
+
+			len = slash ? (size_t)(slash - out) : 0;
+			out[len] = 0;
+			continue;
+		}
+		len += (size_t)sprintf(out + len, "/%s", part);
+	}
+	if (len == 0)
+		strcpy(out, "/");
+	free(path);
+	return out;
+}
+
+/* Appends a frame taking copies of function (demangled) and file (made
+ * absolute against comp_dir). */
+static int push_frame(struct lw_symbol *sym, const char *function,
+		      const char *file, unsigned line, const char *comp_dir)
+{
+	struct lw_sym_frame *frames, *f;
+
+	frames = realloc(sym->frames, (sym->frame_count + 1) * sizeof(*frames));
+	if (!frames)
+		return -ENOMEM;
+	sym->frames = frames;
+	f = &frames[sym->frame_count];
+	f->function = function ? demangle(function) : NULL;
+	f->file = file ? absolute_path(comp_dir, file) : NULL;
+	f->line = line;
+	if ((function && !f->function) || (file && !f->file)) {
+		free((char *)f->function);
+		free((char *)f->file);
+		return -ENOMEM;
+	}
+	sym->frame_count++;
+	return 0;
+}
+
+#if LW_HAVE_LIBDW
+static char *debuginfo_path;
+
+static const Dwfl_Callbacks offline_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+	.debuginfo_path = &debuginfo_path,
+};
+
+static int open_module(struct lw_symbolizer *s, struct sym_module *m)
+{
+	const struct lw_trace_module *rec = m->record;
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	struct stat st;
+	int n, fd;
+
+	m->state = MODULE_UNUSABLE;
+	if (m->path[0] != '/')
+		return 0; /* [vdso], or no file name: nothing to open */
+	if (!s->dwfl) {
+		s->dwfl = dwfl_begin(&offline_callbacks);
+		if (!s->dwfl)
+			return add_note(s, "cannot start libdwfl: %s",
+					dwfl_errmsg(-1));
+	}
+	/* Opened here, not by libdwfl: a path in a trace could name a FIFO
+	 * or a device, and reading one could block forever. */
+	fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return add_note(s, "no symbols for %s (%s): its frames are shown as offsets",
+				m->path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return add_note(s, "no symbols for %s (not a regular file): its frames are shown as offsets",
+				m->path);
+	}
+	dwfl_report_begin_add(s->dwfl);
+	m->dwfl_module = dwfl_report_elf(s->dwfl, m->path, m->path, fd,
+					 rec->load_bias, false);
+	dwfl_report_end(s->dwfl, NULL, NULL);
+	if (!m->dwfl_module) {
+		close(fd); /* consumed only on success */
+		return add_note(s, "no symbols for %s (%s): its frames are shown as offsets",
+				m->path, dwfl_errmsg(-1));
+	}
+	/* A rebuilt file would give plausible but wrong names: refuse it. */
+	n = dwfl_module_build_id(m->dwfl_module, &bits, &vaddr);
+	if (rec->build_id.len && n > 0 &&
+	    ((size_t)n != rec->build_id.len ||
+	     memcmp(bits, rec->build_id.data, (size_t)n) != 0))
+		return add_note(s, "%s changed since the trace was written (its build-id differs): its frames are shown as offsets",
+				m->path);
+	m->state = MODULE_READY;
+	return 0;
+}
+
+static bool is_function_scope(Dwarf_Die *die)
+{
+	int tag = dwarf_tag(die);
+
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_entry_point;
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *name;
+
+	name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name,
+						     &attr));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(
+			die, DW_AT_MIPS_linkage_name, &attr));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name,
+							     &attr));
+	return name;
+}
+
+/* The call site of an inlined subroutine: file and line in the caller. */
+static void call_site(Dwarf_Die *cudie, Dwarf_Die *inlined,
+		      const char **file, unsigned *line)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Files *files;
+	Dwarf_Word value;
+
+	*file = NULL;
+	*line = 0;
+	if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attr),
+			    &value) == 0)
+		*line = value > UINT32_MAX ? 0 : (unsigned)value;
+	if (dwarf_getsrcfiles(cudie, &files, NULL) == 0 &&
+	    dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr),
+			    &value) == 0)
+		*file = dwarf_filesrc(files, value, NULL, NULL);
+}
+
+/*
+ * The compilation unit holding pc. libdwfl finds it through .debug_aranges,
+ * which clang does not emit by default: then the units' own address ranges
+ * are searched.
+ */
+static Dwarf_Die *find_cu(Dwfl_Module *mod, uint64_t pc, Dwarf_Addr *bias)
+{
+	Dwarf_Die *cudie = dwfl_module_addrdie(mod, pc, bias);
+
+	if (cudie)
+		return cudie;
+	for (cudie = dwfl_module_nextcu(mod, NULL, bias); cudie;
+	     cudie = dwfl_module_nextcu(mod, cudie, bias)) {
+		if (dwarf_haspc(cudie, pc - *bias) > 0)
+			return cudie;
+	}
+	return NULL;
+}
+
+static int resolve_dwfl(struct sym_module *m, uint64_t pc,
+			struct lw_symbol *sym)
+{
+	Dwfl_Module *mod = m->dwfl_module;
+	const char *file = NULL, *symbol_name, *comp_dir = NULL;
+	unsigned line = 0;
+	Dwarf_Die *cudie, *scopes = NULL;
+	Dwarf_Addr bias = 0;
+	GElf_Off offset;
+	GElf_Sym elf_sym;
+	bool open_inline = false;
+	int nscopes = 0, rc = 0;
+
+	symbol_name = dwfl_module_addrinfo(mod, pc, &offset, &elf_sym, NULL,
+					   NULL, NULL);
+	cudie = find_cu(mod, pc, &bias);
+	if (cudie) {
+		Dwarf_Attribute attr;
+		Dwarf_Line *src = dwarf_getsrc_die(cudie, pc - bias);
+		int lineno = 0;
+
+		if (src && dwarf_lineno(src, &lineno) == 0 && lineno > 0)
+			line = (unsigned)lineno;
+		if (src)
+			file = dwarf_linesrc(src, NULL, NULL);
+		comp_dir = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir,
+						       &attr));
+		nscopes = dwarf_getscopes(cudie, pc - bias, &scopes);
+	}
+	for (int i = 0; i < nscopes && rc == 0; i++) {
+		Dwarf_Die *die = &scopes[i];
+		const char *name;
+
+		if (!is_function_scope(die))
+			continue;
+		name = die_name(die);
+		rc = push_frame(sym, name ? name : symbol_name, file, line,
+				comp_dir);
+		open_inline = dwarf_tag(die) == DW_TAG_inlined_subroutine;
+		if (!open_inline)
+			break;
+		call_site(cudie, die, &file, &line);
+	}
+	free(scopes);
+	/* No DWARF, or the chain of inlined calls did not reach the function
+	 * that holds them: the symbol table names it. */
+	if (rc == 0 && (sym->frame_count == 0 || open_inline))
+		rc = push_frame(sym, symbol_name, file, line, comp_dir);
+	return rc;
+}
+#endif
+
+static int resolve(struct lw_symbolizer *s, uint64_t address,
+		   struct lw_symbol *sym)
+{
+	/* Return addresses: the call is the instruction before. */
+	uint64_t pc = address ? address - 1 : 0;
+	struct sym_module *m = find_module(s, pc);
+	int rc;
+
+	sym->address = address;
+	if (!m)
+		return push_frame(sym, NULL, NULL, 0, NULL);
+	sym->module = m->path;
+	sym->offset = address - m->record->load_bias;
+#if LW_HAVE_LIBDW
+	if (m->state == MODULE_UNTRIED && (rc = open_module(s, m)) < 0)
+		return rc;
+	if (m->state == MODULE_READY)
+		return resolve_dwfl(m, pc, sym);
+#else
+	if (!s->noted_no_libdw) {
+		s->noted_no_libdw = true;
+		rc = add_note(s, "this leakwatch was built without libdw: frames are shown as module+offset");
+		if (rc < 0)
+			return rc;
+	}
+#endif
+	return push_frame(sym, NULL, NULL, 0, NULL);
+}
+
+static size_t cache_home(const struct lw_symbolizer *s, uint64_t address)
+{
+	return (size_t)((address * 0x9e3779b97f4a7c15ull) >> 32) &
+	       (s->cache_capacity - 1);
+}
+
+static int cache_grow(struct lw_symbolizer *s)
+{
+	size_t capacity = s->cache_capacity * 2;
+	struct cache_slot *table = calloc(capacity, sizeof(*table));
+	struct cache_slot *old = s->cache;
+	size_t old_capacity = s->cache_capacity;
+
+	if (!table)
+		return -ENOMEM;
+	s->cache = table;
+	s->cache_capacity = capacity;
+	for (size_t i = 0; i < old_capacity; i++) {
+		size_t j;
+
+		if (!old[i].symbol)
+			continue;
+		for (j = cache_home(s, old[i].address); table[j].symbol;
+		     j = (j + 1) & (capacity - 1))
+			;
+		table[j] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+int lw_symbolize(struct lw_symbolizer *s, uint64_t address,
+		 const struct lw_symbol **out)
+{
+	struct lw_symbol *sym;
+	size_t i;
+	int rc;
+
+	for (i = cache_home(s, address); s->cache[i].symbol;
+	     i = (i + 1) & (s->cache_capacity - 1)) {
+		if (s->cache[i].address == address) {
+			*out = s->cache[i].symbol;
+			return 0;
+		}
+	}
+	sym = calloc(1, sizeof(*sym));
+	if (!sym)
+		return -ENOMEM;
+	rc = resolve(s, address, sym);
+	if (rc < 0) {
+		free_symbol(sym);
+		return rc;
+	}
+	if ((s->cache_used + 1) * 2 > s->cache_capacity) {
+		if ((rc = cache_grow(s)) < 0) {
+			free_symbol(sym);
+			return rc;
+		}
+		for (i = cache_home(s, address); s->cache[i].symbol;
+		     i = (i + 1) & (s->cache_capacity - 1))
+			;
+	}
+	s->cache[i].address = address;
+	s->cache[i].symbol = sym;
+	s->cache_used++;
+	*out = sym;
+	return 0;
+}

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The text report: a summary of the trace, then the sites that still held
+ * memory when the trace ended, largest first, each with its stack.
+ *
+ * Everything that comes from the trace (paths, names, arguments) goes
+ * through lw_put_text(), never into a format string.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render.h"
+
+/* Whether a shell would need an argument quoted. */
+static bool needs_quotes(const uint8_t *s, size_t len)
+{
+	if (len == 0)
+		return true;
+	for (size_t i = 0; i < len; i++) {
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789_./:=@%+,-", s[i]) || s[i] == 0)
+			return true;
+	}
+	return false;
+}
+
+static void put_argument(FILE *out, const uint8_t *s, size_t len)
+{
+	size_t start = 0;
+
+	if (!needs_quotes(s, len)) {
+		lw_put_text(out, s, len);
+		return;
+	}
+	putc('\'', out);
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] != '\'')
+			continue;
+		lw_put_text(out, s + start, i - start);
+		fputs("'\\''", out);
+		start = i + 1;
+	}
+	lw_put_text(out, s + start, len - start);
+	putc('\'', out);
+}
+
+/* The command line, NUL-separated in the trace, as a shell would take it. */
+static void put_command(FILE *out, const struct lw_model *m)
+{
+	const struct lw_bytes *cmdline = lw_model_info(m, "cmdline");
+	const struct lw_bytes *exe = lw_model_info(m, "exe");
+	size_t start = 0, len;
+
+	if (!cmdline || cmdline->len == 0) {
+		if (exe)
+			lw_put_text(out, exe->data, exe->len);
+		else
+			fputs("(command not recorded)", out);
+		return;
+	}
+	len = cmdline->len;
+	if (cmdline->data[len - 1] == 0)
+		len--; /* a terminating NUL, not an empty last argument */
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && cmdline->data[i] != 0)
+			continue;
+		if (start)
+			putc(' ', out);
+		put_argument(out, cmdline->data + start, i - start);
+		start = i + 1;
+	}
+}
+
+static void put_phases(FILE *out, const struct lw_model *m)
+{
+	bool first = true;
+
+	if (m->phase_begins == 0 && m->unbalanced_phase_ends == 0)
+		return;
+	fputs("  phases:", out);
+	for (size_t i = 0; i < m->string_count; i++) {
+		const struct lw_string *s = &m->strings[i];
+
+		if (!s->phase_begins)
+			continue;
+		fputs(first ? " " : ", ", out);
+		lw_put_text(out, s->text.data, s->text.len);
+		fprintf(out, " (%" PRIu64 ")", s->phase_begins);
+		first = false;
+	}
+	if (m->unnamed_phase_begins)
+		fprintf(out, "%s(unnamed) (%" PRIu64 ")", first ? " " : ", ",
+			m->unnamed_phase_begins);
+	if (m->phase_depth)
+		fprintf(out, "; %" PRIu64 " still open at the end",
+			m->phase_depth);
+	if (m->unbalanced_phase_ends)
+		fprintf(out, "; %" PRIu64 " unbalanced phase end%s",
+			m->unbalanced_phase_ends,
+			m->unbalanced_phase_ends == 1 ? "" : "s");
+	putc('\n', out);
+}
+
+static const char *const kind_labels[] = {
+	NULL, "device", "managed", "pinned host", "registered host",
+};
+
+static void put_summary(FILE *out, const struct lw_report *r,
+			const char *when)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_trace_result *res = r->result;
+	uint64_t live = lw_model_device_live_bytes(m);
+	uint64_t count = lw_model_device_live_count(m);
+	char size[LW_SIZE_BUF];
+
+	fputs("leakwatch: leak report for ", out);
+	lw_put_text_str(out, r->path);
+	fprintf(out, "\n  process %" PRIu32 ": ", m->header.pid);
+	put_command(out, m);
+	putc('\n', out);
+	if (res->truncated)
+		fprintf(out, "  trace: TRUNCATED: the trace ends early (process killed or still running); showing %" PRIu64 " events up to the last flush\n",
+			m->events);
+	else
+		fprintf(out, "  trace: complete, %" PRIu64 " events\n", m->events);
+	if (res->zero_tail)
+		fprintf(out, "  (the last %zu bytes of the file are zeros that were never written)\n",
+			res->zero_tail);
+	if (lw_model_dropped(m))
+		fprintf(out, "  dropped events: %" PRIu64 " (the shim could not record them: the numbers below may be off)\n",
+			lw_model_dropped(m));
+	fprintf(out, "  steps: %" PRIu64 "\n", m->steps);
+	put_phases(out, m);
+
+	fprintf(out, "  peak device memory: %s (%" PRIu64 " bytes)",
+		lw_format_size(size, m->peak_bytes), m->peak_bytes);
+	if (m->peak_bytes && m->steps) {
+		if (m->peak_step < m->steps)
+			fprintf(out, " during step %" PRIu64, m->peak_step);
+		else
+			fputs(" after the last step", out);
+	}
+	fprintf(out, "\n  live device memory %s: %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s\n",
+		when, lw_format_size(size, live), live, count,
+		count == 1 ? "" : "s");
+	if (m->have_program_end) {
+		live = lw_model_device_live_bytes_at_end(m);
+		count = lw_model_device_live_count_at_end(m);
+		fprintf(out, "  live device memory %s: %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s\n",
+			res->truncated ? "at the end of the trace"
+				       : "at exit, after finalization",
+			lw_format_size(size, live), live, count,
+			count == 1 ? "" : "s");
+	}
+	fputs("  by kind:", out);
+	for (unsigned k = 1; k <= LW_MEM_KIND_MAX; k++) {
+		struct lw_totals t = lw_model_kind_totals(m, k);
+
+		fprintf(out, "%s %s %s in %" PRIu64, k == 1 ? "" : ",",
+			kind_labels[k], lw_format_size(size, t.live_bytes),
+			t.live_count);
+	}
+	fprintf(out, "\n  unknown frees: %" PRIu64 "%s\n", m->unknown_frees,
+		m->unknown_frees ? " (memory allocated before tracing began, or freed twice)" : "");
+	if (m->reused_live_addresses)
+		fprintf(out, "  allocations at a still-live address: %" PRIu64 " (their free was not seen; counted as freed)\n",
+			m->reused_live_addresses);
+	for (size_t i = 0; i < m->warning_count; i++) {
+		fputs("  warning from the shim: ", out);
+		lw_put_text(out, m->warnings[i].data, m->warnings[i].len);
+		putc('\n', out);
+	}
+}
+
+/* A source file relative to the traced process's directory when inside. */
+static void put_file(FILE *out, const struct lw_model *m, const void *data,
+		     size_t len)
+{
+	const struct lw_bytes *cwd = lw_model_info(m, "cwd");
+	const char *file = data;
+
+	if (cwd && cwd->len && len > cwd->len + 1 &&
+	    memcmp(file, cwd->data, cwd->len) == 0 &&
+	    (file[cwd->len] == '/' || cwd->data[cwd->len - 1] == '/')) {
+		file += cwd->len;
+		len -= cwd->len;
+		if (*file == '/') {
+			file++;
+			len--;
+		}
+	}
+	lw_put_text(out, file, len);
+}
+
+static void put_module_offset(FILE *out, const struct lw_symbol *sym)
+{
+	const char *slash = strrchr(sym->module, '/');
+
+	lw_put_text_str(out, slash ? slash + 1 : sym->module);
+	fprintf(out, "+0x%" PRIx64, sym->offset);
+}
+
+static void put_frame(FILE *out, const struct lw_model *m,
+		      const struct lw_symbol *sym, const struct lw_sym_frame *f)
+{
+	fputs("       ", out);
+	if (!f->function && !f->file) {
+		if (sym->module)
+			put_module_offset(out, sym);
+		else
+			fprintf(out, "0x%" PRIx64, sym->address);
+		putc('\n', out);
+		return;
+	}
+	lw_put_text_str(out, f->function ? f->function : "??");
+	fputs("  ", out);
+	if (f->file) {
+		put_file(out, m, f->file, strlen(f->file));
+		if (f->line)
+			fprintf(out, ":%u", f->line);
+	} else if (sym->module) {
+		putc('(', out);
+		put_module_offset(out, sym);
+		putc(')', out);
+	}
+	putc('\n', out);
+}
+
+static void put_pyframe(FILE *out, const struct lw_model *m,
+			const struct lw_trace_pyframe *f)
+{
+	struct lw_bytes function, file;
+
+	lw_model_pyframe_names(m, f, &function, &file);
+	fputs("       ", out);
+	if (function.data)
+		lw_put_text(out, function.data, function.len);
+	else
+		fputs("??", out);
+	fputs("  ", out);
+	if (file.data)
+		put_file(out, m, file.data, file.len);
+	else
+		fputs("(unknown Python code)", out);
+	if (f->line > 0)
+		fprintf(out, ":%" PRId64, f->line);
+	putc('\n', out);
+}
+
+static int put_site(FILE *out, const struct lw_report *r, size_t rank,
+		    uint32_t site, size_t max_frames)
+{
+	const struct lw_site *s = &r->model->sites[site];
+	struct lw_totals t = lw_model_site_totals(r->model, site);
+	struct lw_frame *frames;
+	size_t count, shown;
+	char size[LW_SIZE_BUF];
+	int rc;
+
+	fprintf(out, "  #%zu %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s (%s), %" PRIu64 " made here\n",
+		rank, lw_format_size(size, t.live_bytes), t.live_bytes,
+		t.live_count, t.live_count == 1 ? "" : "s",
+		kind_labels[s->kind], t.allocations);
+	rc = lw_model_stack(r->model, s->stack_id, &frames, &count);
+	if (rc < 0)
+		return rc;
+	if (count == 0) {
+		fputs("       (no stack was captured)\n", out);
+		return 0;
+	}
+	shown = max_frames && max_frames < count ? max_frames : count;
+	for (size_t i = 0; i < shown && rc == 0; i++) {
+		const struct lw_symbol *sym;
+
+		if (frames[i].python) {
+			put_pyframe(out, r->model, frames[i].py);
+			continue;
+		}
+		if ((rc = lw_symbolize(r->symbolizer, frames[i].address,
+				       &sym)) < 0)
+			break;
+		for (unsigned j = 0; j < sym->frame_count; j++)
+			put_frame(out, r->model, sym, &sym->frames[j]);
+	}
+	free(frames);
+	if (rc == 0 && shown < count)
+		fprintf(out, "       ... %zu more frame%s\n", count - shown,
+			count - shown == 1 ? "" : "s");
+	return rc;
+}
+
+int lw_render_text(FILE *out, const struct lw_report *r,
+		   const struct lw_report_options *options)
+{
+	const struct lw_model *m = r->model;
+	const char *when = m->have_program_end
+				   ? "when the program's code finished"
+			   : r->result->truncated ? "at the end of the trace"
+						  : "at exit";
+	const char *const *notes;
+	uint32_t *sites;
+	size_t site_count, shown, note_count;
+	int rc;
+
+	put_summary(out, r, when);
+	rc = lw_model_live_sites(m, &sites, &site_count);
+	if (rc < 0)
+		return rc;
+	putc('\n', out);
+	if (lw_model_device_live_count(m) == 0)
+		fprintf(out, "No device memory was live %s.\n", when);
+	if (site_count)
+		fprintf(out, "Live %s, by site (largest first):\n", when);
+	shown = options->top && options->top < site_count ? options->top
+							   : site_count;
+	for (size_t i = 0; i < shown && rc == 0; i++)
+		rc = put_site(out, r, i + 1, sites[i], options->frames);
+	if (rc == 0 && shown < site_count) {
+		uint64_t bytes = 0;
+		char size[LW_SIZE_BUF];
+
+		for (size_t i = shown; i < site_count; i++)
+			bytes += lw_model_site_totals(m, sites[i]).live_bytes;
+		fprintf(out, "  ... %zu more site%s holding %s (%" PRIu64 " bytes) not shown (--top 0 shows all)\n",
+			site_count - shown, site_count - shown == 1 ? "" : "s",
+			lw_format_size(size, bytes), bytes);
+	}
+	free(sites);
+	if (rc < 0)
+		return rc;
+	note_count = lw_symbolizer_notes(r->symbolizer, &notes);
+	for (size_t i = 0; i < note_count; i++) {
+		fputs("note: ", out);
+		lw_put_text_str(out, notes[i]);
+		putc('\n', out);
+	}
+	return 0;
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+#include "trace-file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Reads what cannot be mapped (a pipe, /dev/stdin) into memory. */
+static int read_all(int fd, struct lw_trace_file *tf)
+{
+	size_t capacity = 0, len = 0;
+	uint8_t *buf = NULL;
+
+	for (;;) {
+		ssize_t n;
+
+		if (len == capacity) {
+			size_t next = capacity ? capacity * 2 : 65536;
+			uint8_t *p = next > capacity ? realloc(buf, next) : NULL;
+
+			if (!p) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = p;
+			capacity = next;
+		}
+		n = read(fd, buf + len, capacity - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = -errno;
+
+			free(buf);
+			return err;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	tf->data = buf;
+	tf->len = len;
+	return 0;
+}
+
+static int load(int fd, struct lw_trace_file *tf)
+{
+	struct stat st;
+	void *p;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st.st_mode))
+		return read_all(fd, tf);
+	if (st.st_size == 0)
+		return 0;
+	if ((uint64_t)st.st_size > SIZE_MAX)
+		return -EFBIG;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+	tf->data = p;
+	tf->len = (size_t)st.st_size;
+	tf->mapped = true;
+	return 0;
+}
+
+int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
+		       char *message, size_t message_size)
+{
+	static const uint8_t empty[1];
+	int fd, rc;
+
+	memset(tf, 0, sizeof(*tf));
+	rc = lw_model_init(&tf->model);
+	if (rc < 0)
+		goto error;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		goto error;
+	}
+	rc = load(fd, tf);
+	close(fd);
+	if (rc < 0)
+		goto error;
+	rc = lw_trace_read(tf->data ? tf->data : empty, tf->len, &lw_model_ops,
+			   &tf->model, &tf->result);
+	if (rc < 0) {
+		snprintf(message, message_size, "%s", tf->result.message);
+		return rc;
+	}
+	tf->symbolizer = lw_symbolizer_new(&tf->model);
+	if (!tf->symbolizer) {
+		rc = -ENOMEM;
+		goto error;
+	}
+	tf->report.path = path;
+	tf->report.model = &tf->model;
+	tf->report.result = &tf->result;
+	tf->report.symbolizer = tf->symbolizer;
+	return 0;
+
+error:
+	snprintf(message, message_size, "%s", strerror(-rc));
+	return rc;
+}
+
+void lw_trace_file_close(struct lw_trace_file *tf)
+{
+	lw_symbolizer_free(tf->symbolizer);
+	lw_model_fini(&tf->model);
+	if (tf->mapped)
+		munmap((void *)tf->data, tf->len);
+	else
+		free((void *)tf->data);
+	memset(tf, 0, sizeof(*tf));
+}

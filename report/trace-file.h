@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A trace file read into a model: maps (or reads) the file, parses it and
+ * keeps the mapping alive for the model's byte strings.
+ */
+#ifndef LW_TRACE_FILE_H
+#define LW_TRACE_FILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "render.h"
+#include "symbolize.h"
+#include "trace-reader.h"
+
+struct lw_trace_file {
+	const uint8_t *data;
+	size_t len;
+	bool mapped;
+	struct lw_model model;
+	struct lw_trace_result result;
+	struct lw_symbolizer *symbolizer;
+	struct lw_report report;
+};
+
+/*
+ * Reads the trace at path into tf. Returns 0, or a negative errno with the
+ * problem in words in message (without the path), e.g. "empty file". Call
+ * lw_trace_file_close() in either case.
+ */
+int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
+		       char *message, size_t message_size);
+void lw_trace_file_close(struct lw_trace_file *tf);
+
+#endif

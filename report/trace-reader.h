@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A strict parser of leakwatch traces (common/lw-format.h) held in memory.
+ *
+ * lw_trace_read() is a pure function of its input: it never allocates, never
+ * touches files, and reports what it reads through callbacks, so that it can
+ * be fuzzed and benchmarked on its own.
+ */
+#ifndef LW_TRACE_READER_H
+#define LW_TRACE_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The most frames a STACK record may hold; more means corruption. */
+#define LW_TRACE_MAX_FRAMES 1024
+
+struct lw_trace_header {
+	uint16_t version;
+	uint16_t header_size;
+	uint32_t flags;
+	uint64_t start_time_ns;
+	uint32_t pid;
+};
+
+/* Bytes inside the trace buffer: not NUL-terminated, valid while it is. */
+struct lw_bytes {
+	const uint8_t *data;
+	size_t len;
+};
+
+/* One Python frame of a PYSTACK record. */
+struct lw_trace_pyframe {
+	uint64_t code_id;	/* a PYCODE id */
+	int64_t line;		/* -1: unknown */
+	bool entry;		/* an evaluation-loop activation began here */
+};
+
+struct lw_trace_module {
+	uint64_t load_bias;
+	uint64_t start;
+	uint64_t end;
+	struct lw_bytes path;
+	struct lw_bytes build_id; /* len 0 when the record has none */
+};
+
+/*
+ * What the reader meets, in trace order. Any member may be NULL. A callback
+ * returns 0 to go on, or a negative errno to stop the read, which then
+ * returns that value. Addresses are already decoded (not deltas). Pointers
+ * passed to callbacks are valid only during the call, except the bytes of
+ * struct lw_bytes, which point into the caller's buffer.
+ */
+struct lw_trace_ops {
+	int (*header)(void *ctx, const struct lw_trace_header *header);
+	/* kind is an enum lw_mem_kind; stack_id 0 means no stack captured. */
+	int (*alloc)(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
+		     uint64_t stack_id);
+	int (*free)(void *ctx, uint64_t addr);
+	int (*step)(void *ctx);
+	int (*phase_begin)(void *ctx, uint64_t string_id);
+	int (*phase_end)(void *ctx);
+	int (*time)(void *ctx, uint64_t delta_ns);
+	int (*thread)(void *ctx, uint64_t tid);
+	int (*context)(void *ctx, uint64_t api, int64_t device, uint64_t stream);
+	/* frames: innermost first, count <= LW_TRACE_MAX_FRAMES. */
+	int (*stack)(void *ctx, uint64_t id, const uint64_t *frames,
+		     uint32_t count);
+	int (*module)(void *ctx, const struct lw_trace_module *module);
+	int (*string)(void *ctx, uint64_t id, struct lw_bytes text);
+	int (*info)(void *ctx, struct lw_bytes key, struct lw_bytes value);
+	int (*warning)(void *ctx, struct lw_bytes text);
+	int (*end)(void *ctx, uint64_t events, uint64_t dropped);
+	int (*dropped)(void *ctx, uint64_t count);
+	int (*pycode)(void *ctx, uint64_t id, uint64_t file_string,
+		      uint64_t name_string, uint64_t first_line);
+	/*
+	 * The Python frames of stack stack_id (innermost first, count <=
+	 * LW_TRACE_MAX_FRAMES) and the indices, ascending, of the native
+	 * frames of that stack that run the evaluation loop.
+	 */
+	int (*pystack)(void *ctx, uint64_t stack_id,
+		       const struct lw_trace_pyframe *frames, uint32_t count,
+		       const uint32_t *evals, uint32_t eval_count);
+	/* kind is an enum lw_mark (unknown kinds are passed on too). */
+	int (*mark)(void *ctx, uint64_t kind);
+};
+
+struct lw_trace_result {
+	struct lw_trace_header header;
+	/* An END record was read: the writer closed the trace cleanly. */
+	bool complete;
+	/* The trace stops early (no END record, or a record cut off by the
+	 * end of the buffer): everything up to end_offset was read. */
+	bool truncated;
+	uint64_t records;	/* complete records read */
+	size_t end_offset;	/* just past the last complete record */
+	/* Zero bytes at the end taken as space that was never written (a
+	 * preallocated file, or a crash before the data reached the disk). */
+	size_t zero_tail;
+	/* When the read fails: where and why, as one line of text. */
+	size_t error_offset;
+	char message[192];
+};
+
+/*
+ * Reads the trace in [buf, buf + len), calling ops with ctx for each record.
+ *
+ * Returns 0 for a usable trace, complete or truncated (see result). Returns
+ * -ENODATA for an empty buffer, -EINVAL when it is not a leakwatch trace or
+ * its header is incomplete, -EPROTONOSUPPORT for a newer format version,
+ * -EBADMSG for corruption, or the negative errno a callback returned; in
+ * each case result->message says what is wrong in words (for the messages
+ * of the reader itself, in the form the CLI prints after "path: ").
+ */
+int lw_trace_read(const uint8_t *buf, size_t len,
+		  const struct lw_trace_ops *ops, void *ctx,
+		  struct lw_trace_result *result);
+
+#endif

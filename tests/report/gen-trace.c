@@ -1,0 +1,621 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gen-trace: writes deterministic synthetic leakwatch traces for the report
+ * tests, using nothing but common/lw-format.h.
+ *
+ *     gen-trace SCENARIO OUT
+ *     gen-trace large OUT [EVENTS [SLOTS]]
+ *     gen-trace --list
+ *
+ * Every scenario but "symbols" gives the same bytes on every run. "symbols"
+ * records real return addresses inside this program, with a MODULE record
+ * for its executable, so that the report can be checked to name the
+ * functions below.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <link.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lw-format.h"
+#include "trace-builder.h"
+
+static void std_info(struct out *o)
+{
+	static const char cmdline[] = "./leaky_loop\0" "100\0" "4096";
+
+	rec_info_str(o, "exe", "/home/user/leaky/leaky_loop");
+	rec_info(o, "cmdline", cmdline, sizeof(cmdline) - 1);
+	rec_info_str(o, "cwd", "/home/user/leaky");
+	rec_info_str(o, "leakwatch", "0.1.0");
+	rec_info_str(o, "cudart", "/usr/local/cuda/lib64/libcudart.so.12");
+}
+
+/* The body of a training loop that leaks one 4 KiB buffer per step. */
+static void leak_loop_body(struct out *o, unsigned steps)
+{
+	static const uint64_t leak[] = { 0x401136, 0x4012a0, 0x7f1234029d90 };
+	static const uint64_t temp[] = { 0x401180, 0x4012b0, 0x7f1234029d90 };
+	static const uint64_t weights[] = { 0x4010f0, 0x401290,
+					    0x7f1234029d90 };
+
+	std_info(o);
+	rec_hot1(o, LW_REC_THREAD, PID);
+	rec_context(o, LW_API_CUDA_MALLOC, 0, 0);
+	rec_stack(o, 1, weights, 3);
+	rec_stack(o, 2, temp, 3);
+	rec_stack(o, 3, leak, 3);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7d0000000000, 64 * MiB, 1);
+	for (unsigned i = 0; i < steps; i++) {
+		uint64_t t = 0x7f0000000000 + i * 0x200000ull;
+
+		rec_hot1(o, LW_REC_TIME, 1000000);
+		rec_alloc(o, LW_MEM_DEVICE, t, 1 * MiB, 2);
+		rec_alloc(o, LW_MEM_DEVICE, 0x7e0000000000 + i * 0x1000ull,
+			  4096, 3);
+		rec_free(o, t);
+		rec_simple(o, LW_REC_STEP);
+	}
+}
+
+static void scenario_leak_loop(struct out *o)
+{
+	std_header(o);
+	leak_loop_body(o, 100);
+	rec_free(o, 0x7d0000000000);
+	rec_end(o, 0);
+}
+
+static void scenario_kinds(struct out *o)
+{
+	static const uint64_t s1[] = { 0x401000, 0x402000 };
+	static const uint64_t s2[] = { 0x401100, 0x402000 };
+	static const uint64_t s3[] = { 0x401200, 0x402000 };
+	static const uint64_t s4[] = { 0x401300, 0x402000 };
+	static const uint64_t s5[] = { 0x401400, 0x402000 };
+
+	std_header(o);
+	std_info(o);
+	rec_warning(o, "cudaMallocAsync: the default pool's release threshold is not 0");
+	rec_stack(o, 1, s1, 2);
+	rec_stack(o, 2, s2, 2);
+	rec_stack(o, 3, s3, 2);
+	rec_stack(o, 4, s4, 2);
+	rec_stack(o, 5, s5, 2);
+	rec_context(o, LW_API_CUDA_MALLOC, 0, 0);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000000000, 3 * MiB, 1);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000400000, 1 * MiB, 1);
+	rec_context(o, LW_API_CUDA_MALLOC_MANAGED, 0, 0);
+	rec_alloc(o, LW_MEM_MANAGED, 0x7f1000000000, 2 * MiB, 2);
+	rec_context(o, LW_API_CUDA_HOST_ALLOC, -1, 0);
+	rec_alloc(o, LW_MEM_PINNED_HOST, 0x7f2000000000, 8 * MiB, 3);
+	rec_context(o, LW_API_CUDA_HOST_REGISTER, -1, 0);
+	rec_alloc(o, LW_MEM_HOST_REGISTERED, 0x7f3000000000, 16 * MiB, 4);
+	/* One stack, two kinds. */
+	rec_context(o, LW_API_CUDA_MALLOC_ASYNC, 1, 0x5555);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000800000, 512, 5);
+	rec_context(o, LW_API_CUDA_MALLOC_HOST, -1, 0);
+	rec_alloc(o, LW_MEM_PINNED_HOST, 0x7f2000800000, 1024, 5);
+	/* No stack captured. */
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000900000, 256, 0);
+	rec_simple(o, LW_REC_STEP);
+	/* The free of 0x7f0000400000 was missed: its address comes back. */
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000400000, 2 * MiB, 1);
+	/* Unknown free; cudaFree(NULL). */
+	rec_free(o, 0x7f00deadbe00);
+	rec_free(o, 0);
+	rec_dropped(o, 3);
+	rec_free(o, 0x7f3000000000);
+	rec_free(o, 0x7f1000000000);
+	rec_simple(o, LW_REC_STEP);
+	rec_end(o, 3);
+}
+
+static void scenario_phases(struct out *o)
+{
+	static const uint64_t s1[] = { 0x7f0000001234, 0x7f0000005678,
+				       0x500000, 0x600010 };
+	static const uint8_t junk[] = { 0x01, 0xff, 0xff, 0xff, 0x7e, 0x00 };
+	struct out p = { 0 };
+
+	std_header(o);
+	std_info(o);
+	rec_module(o, 0x7f0000000000, 0x7f0000001000, 0x7f0000100000,
+		   "/nonexistent/lib/libfake.so");
+	rec_module(o, 0x7ffff7fc1000, 0x7ffff7fc1000, 0x7ffff7fc3000, "[vdso]");
+	rec_module(o, 0, 0x500000, 0x501000, "/nonexistent/also-missing");
+	/* Not a regular file: must not be read (a FIFO would block). */
+	rec_module(o, 0, 0x600000, 0x601000, "/dev/null");
+	rec_string(o, 1, "load_model");
+	rec_string(o, 2, "train");
+	rec_string(o, 3, "eval");
+	rec_stack(o, 1, s1, 4);
+	/* Unknown extension records are skipped. */
+	put_bytes(&p, junk, sizeof(junk));
+	rec_ext(o, 0x7e, &p);
+	p.len = 0;
+	rec_ext(o, 0x50, &p);
+	free(p.data);
+
+	rec_phase_begin(o, 1);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f5000000000, 100 * MiB, 1);
+	rec_simple(o, LW_REC_PHASE_END);
+	rec_phase_begin(o, 2);
+	for (unsigned i = 0; i < 3; i++) {
+		rec_phase_begin(o, 3);
+		rec_alloc(o, LW_MEM_DEVICE, 0x7f6000000000 + i * 0x1000ull,
+			  1000, 1);
+		rec_simple(o, LW_REC_PHASE_END);
+		rec_simple(o, LW_REC_STEP);
+	}
+	rec_simple(o, LW_REC_PHASE_END);
+	rec_simple(o, LW_REC_PHASE_END); /* unbalanced */
+	rec_phase_begin(o, 9);	/* names an undefined string */
+	rec_phase_begin(o, 2);	/* left open */
+	rec_end(o, 0);
+}
+
+/* The leak loop, cut inside an ALLOC record. */
+static void scenario_truncated(struct out *o)
+{
+	std_header(o);
+	leak_loop_body(o, 10);
+	put_u8(o, LW_REC_ALLOC_DEVICE);
+	put_u8(o, 0x80); /* a varint that goes on past the end */
+}
+
+/* Cut inside the payload of a STACK record. */
+static void scenario_truncated_ext(struct out *o)
+{
+	std_header(o);
+	leak_loop_body(o, 5);
+	put_u8(o, LW_REC_STACK);
+	put_varint(o, 40);
+	put_varint(o, 4);
+	put_varint(o, 3);
+}
+
+/* A preallocated file: complete records, then zeros. */
+static void scenario_zero_tail(struct out *o)
+{
+	std_header(o);
+	leak_loop_body(o, 5);
+	reserve(o, 4096);
+	memset(o->data + o->len, 0, 4096);
+	o->len += 4096;
+}
+
+static void scenario_header_only(struct out *o)
+{
+	std_header(o);
+}
+
+static void scenario_no_leak(struct out *o)
+{
+	static const uint64_t s1[] = { 0x401000 };
+
+	std_header(o);
+	std_info(o);
+	rec_stack(o, 1, s1, 1);
+	for (unsigned i = 0; i < 4; i++) {
+		rec_alloc(o, LW_MEM_DEVICE, 0x7f0000000000, 1 * MiB, 1);
+		rec_free(o, 0x7f0000000000);
+		rec_simple(o, LW_REC_STEP);
+	}
+	rec_end(o, 0);
+}
+
+static void scenario_host_only(struct out *o)
+{
+	static const uint64_t s1[] = { 0x401000 };
+
+	std_header(o);
+	std_info(o);
+	rec_stack(o, 1, s1, 1);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000000000, 1 * MiB, 1);
+	rec_alloc(o, LW_MEM_PINNED_HOST, 0x7f2000000000, 2 * MiB, 1);
+	rec_free(o, 0x7f0000000000);
+	rec_end(o, 0);
+}
+
+/* 15 sites of 20 frames: more than --top and --frames show by default. */
+static void scenario_many_sites(struct out *o)
+{
+	uint64_t frames[20];
+
+	std_header(o);
+	std_info(o);
+	for (unsigned s = 1; s <= 15; s++) {
+		for (unsigned f = 0; f < 20; f++)
+			frames[f] = 0x400000 + s * 0x10000 + f * 0x10;
+		rec_stack(o, s, frames, 20);
+	}
+	for (unsigned s = 1; s <= 15; s++) {
+		for (unsigned n = 0; n < s; n++)
+			rec_alloc(o, LW_MEM_DEVICE,
+				  0x7f0000000000 + (s * 100 + n) * 0x1000ull,
+				  s * 1000, s);
+	}
+	rec_end(o, 0);
+}
+
+/* Text that must not reach a terminal or a JSON document raw. */
+static void scenario_escapes(struct out *o)
+{
+	static const char cmdline[] = "./prog\0" "arg with space\0" "it's\0"
+				      "\x1b[31mred\x1b[0m\0" "tab\there\0"
+				      "bad\xff\xfe utf8\0" "\xc3\xbcn\xc3\xaf" "c\xc3\xb6" "de\0"
+				      "c1\xc2\x85" "control\0" "quote\"back\\slash";
+	static const uint64_t s1[] = { 0x401000 };
+
+	std_header(o);
+	rec_info_str(o, "exe", "/tmp/we\x01ird/pr\x7fog");
+	rec_info(o, "cmdline", cmdline, sizeof(cmdline) - 1);
+	rec_info_str(o, "cwd", "/tmp");
+	rec_warning(o, "line one\nline two\r\x1b]0;title\x07 \xed\xa0\x80 surrogate");
+	rec_string(o, 1, "ph\xc0\xafse\n");
+	rec_stack(o, 1, s1, 1);
+	rec_phase_begin(o, 1);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000000000, 4096, 1);
+	rec_end(o, 0);
+}
+
+/*
+ * A Python program: Python frames in place of the evaluation loop's native
+ * frames, a stack whose frames cannot be lined up, and the PROGRAM_END mark
+ * before finalization frees the tensors the program kept.
+ */
+static void scenario_python(struct out *o)
+{
+	static const char cmdline[] = "python3\0train.py";
+	static const uint64_t s1[] = { 0x7f0000001000, 0x5000a0,
+				       0x7f0000002000, 0x5000a0, 0x400500 };
+	static const uint64_t s2[] = { 0x7f0000001000, 0x5000a0 };
+	static const uint64_t s3[] = { 0x400600 };
+	static const struct py_frame p1[] = {
+		{ 3, 33, 1 }, { 2, 12, 0 }, { 1, 5, 1 },
+	};
+	static const struct py_frame p2[] = { { 2, 20, 1 }, { 1, -1, 1 } };
+	static const unsigned e1[] = { 1, 3 }, e2[] = { 1 };
+
+	std_header(o);
+	rec_info_str(o, "exe", "/usr/bin/python3.11");
+	rec_info(o, "cmdline", cmdline, sizeof(cmdline) - 1);
+	rec_info_str(o, "cwd", "/home/user");
+	rec_info_str(o, "python", "3.11.7");
+	rec_string(o, 1, "/home/user/train.py");
+	rec_string(o, 2, "<module>");
+	rec_string(o, 3, "train_step");
+	rec_string(o, 4, "Model.forward");
+	rec_pycode(o, 1, 1, 2, 1);
+	rec_pycode(o, 2, 1, 3, 10);
+	rec_pycode(o, 3, 1, 4, 30);
+	rec_stack(o, 1, s1, 5);
+	rec_pystack(o, 1, p1, 3, e1, 2);
+	rec_stack(o, 2, s2, 2);
+	rec_pystack(o, 2, p2, 2, e2, 1);
+	rec_stack(o, 3, s3, 1);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f5000000000, 4096, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		rec_alloc(o, LW_MEM_DEVICE, 0x7f6000000000 + i * 0x100000ull,
+			  1 * MiB, 1);
+		rec_simple(o, LW_REC_STEP);
+	}
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f7000000000, 512 * 1024, 2);
+	rec_mark(o, LW_MARK_PROGRAM_END);
+	/* Finalization clears the module's globals. */
+	for (unsigned i = 0; i < 3; i++)
+		rec_free(o, 0x7f6000000000 + i * 0x100000ull);
+	rec_free(o, 0x7f7000000000);
+	rec_end(o, 0);
+}
+
+static void scenario_pystack_undefined(struct out *o)
+{
+	static const uint64_t s1[] = { 0x401000 };
+	static const struct py_frame p1[] = { { 1, 1, 1 } };
+	static const unsigned e1[] = { 0 };
+
+	std_header(o);
+	rec_stack(o, 1, s1, 1);
+	rec_pystack(o, 2, p1, 1, e1, 1);
+	rec_end(o, 0);
+}
+
+static void scenario_corrupt_tag(struct out *o)
+{
+	std_header(o);
+	leak_loop_body(o, 3);
+	put_u8(o, 0x17);
+	leak_loop_body(o, 3);
+	rec_end(o, 0);
+}
+
+static void scenario_bad_magic(struct out *o)
+{
+	header(o, "\x89LWTRACX", LW_TRACE_VERSION, LW_TRACE_HEADER_SIZE);
+	rec_end(o, 0);
+}
+
+static void scenario_newer_version(struct out *o)
+{
+	header(o, LW_TRACE_MAGIC, 7, 48);
+	rec_end(o, 0);
+}
+
+static void scenario_big_header(struct out *o)
+{
+	/* A longer header (a later minor addition) is skipped. */
+	header(o, LW_TRACE_MAGIC, LW_TRACE_VERSION, 40);
+	leak_loop_body(o, 2);
+	rec_end(o, 0);
+}
+
+static void scenario_short_header(struct out *o)
+{
+	std_header(o);
+	o->len = 20;
+}
+
+static void scenario_empty(struct out *o)
+{
+	(void)o;
+}
+
+static void scenario_huge_frames(struct out *o)
+{
+	struct out p = { 0 };
+
+	std_header(o);
+	put_varint(&p, 1);
+	put_varint(&p, 5000);
+	for (unsigned i = 0; i < 5000; i++)
+		put_zvarint(&p, 16);
+	rec_ext(o, LW_REC_STACK, &p);
+	free(p.data);
+	rec_end(o, 0);
+}
+
+static void scenario_undefined_stack(struct out *o)
+{
+	static const uint64_t s1[] = { 0x401000 };
+
+	std_header(o);
+	rec_stack(o, 1, s1, 1);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000000000, 4096, 1);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000001000, 4096, 2);
+	rec_end(o, 0);
+}
+
+static void scenario_stack_order(struct out *o)
+{
+	static const uint64_t s1[] = { 0x401000 };
+
+	std_header(o);
+	rec_stack(o, 1, s1, 1);
+	rec_stack(o, 3, s1, 1);
+	rec_end(o, 0);
+}
+
+static void scenario_bad_varint(struct out *o)
+{
+	std_header(o);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000000000, 4096, 0);
+	put_u8(o, LW_REC_ALLOC_DEVICE);
+	for (unsigned i = 0; i < 10; i++)
+		put_u8(o, 0xff);
+	put_u8(o, 0x01);
+	put_varint(o, 4096);
+	put_varint(o, 0);
+	rec_end(o, 0);
+}
+
+static void scenario_ext_overrun(struct out *o)
+{
+	struct out p = { 0 };
+
+	std_header(o);
+	put_varint(&p, 1);
+	put_varint(&p, 5); /* five frames announced, one present */
+	put_zvarint(&p, 0x401000);
+	rec_ext(o, LW_REC_STACK, &p);
+	free(p.data);
+	rec_end(o, 0);
+}
+
+static void scenario_after_end(struct out *o)
+{
+	std_header(o);
+	leak_loop_body(o, 2);
+	rec_end(o, 0);
+	rec_simple(o, LW_REC_STEP);
+}
+
+/* The "symbols" scenario: real return addresses in this program. */
+__attribute__((noinline)) static uint64_t return_address(void)
+{
+	return (uint64_t)(uintptr_t)__builtin_return_address(0);
+}
+
+/* Keeps the call above from being a tail call (its return address would
+ * then lie in our caller). */
+#define NO_TAIL_CALL(v) __asm__ volatile("" : "+r"(v))
+
+__attribute__((noinline)) uint64_t lw_gen_leaky_function(void);
+uint64_t lw_gen_leaky_function(void)
+{
+	uint64_t a = return_address();
+
+	NO_TAIL_CALL(a);
+	return a;
+}
+
+static inline __attribute__((always_inline)) uint64_t lw_gen_inlined(void)
+{
+	uint64_t a = return_address();
+
+	NO_TAIL_CALL(a);
+	return a;
+}
+
+__attribute__((noinline)) uint64_t lw_gen_outer_function(void);
+uint64_t lw_gen_outer_function(void)
+{
+	uint64_t a = lw_gen_inlined();
+
+	NO_TAIL_CALL(a);
+	return a;
+}
+
+/* A C function under a C++ symbol name, to see it demangled. */
+__attribute__((noinline)) uint64_t lw_gen_cxx_named(void)
+	__asm__("_ZN9leakwatch4test8functionEi");
+uint64_t lw_gen_cxx_named(void)
+{
+	uint64_t a = return_address();
+
+	NO_TAIL_CALL(a);
+	return a;
+}
+
+struct module_range {
+	uint64_t bias, start, end;
+	bool found;
+};
+
+static int find_main_program(struct dl_phdr_info *info, size_t size,
+			     void *data)
+{
+	struct module_range *r = data;
+
+	(void)size;
+	if (r->found)
+		return 1;
+	r->bias = info->dlpi_addr;
+	r->start = UINT64_MAX;
+	r->end = 0;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (info->dlpi_addr + ph->p_vaddr < r->start)
+			r->start = info->dlpi_addr + ph->p_vaddr;
+		if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > r->end)
+			r->end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+	}
+	r->found = true;
+	return 1; /* the first entry is the main program */
+}
+
+static void scenario_symbols(struct out *o)
+{
+	struct module_range r = { 0 };
+	char exe[PATH_MAX];
+	uint64_t frames[3];
+
+	if (!realpath("/proc/self/exe", exe)) {
+		perror("gen-trace: /proc/self/exe");
+		exit(1);
+	}
+	dl_iterate_phdr(find_main_program, &r);
+	std_header(o);
+	rec_info_str(o, "exe", exe);
+	rec_module(o, r.bias, r.start, r.end, exe);
+	frames[0] = lw_gen_leaky_function();
+	frames[1] = lw_gen_outer_function();
+	frames[2] = lw_gen_cxx_named();
+	rec_stack(o, 1, frames, 3);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000000000, 4096, 1);
+	rec_end(o, 0);
+}
+
+static const struct {
+	const char *name;
+	void (*make)(struct out *o);
+} scenarios[] = {
+	{ "leak-loop", scenario_leak_loop },
+	{ "kinds", scenario_kinds },
+	{ "phases", scenario_phases },
+	{ "truncated", scenario_truncated },
+	{ "truncated-ext", scenario_truncated_ext },
+	{ "zero-tail", scenario_zero_tail },
+	{ "header-only", scenario_header_only },
+	{ "no-leak", scenario_no_leak },
+	{ "host-only", scenario_host_only },
+	{ "many-sites", scenario_many_sites },
+	{ "escapes", scenario_escapes },
+	{ "big-header", scenario_big_header },
+	{ "python", scenario_python },
+	{ "pystack-undefined", scenario_pystack_undefined },
+	{ "corrupt-tag", scenario_corrupt_tag },
+	{ "bad-magic", scenario_bad_magic },
+	{ "newer-version", scenario_newer_version },
+	{ "short-header", scenario_short_header },
+	{ "empty", scenario_empty },
+	{ "huge-frames", scenario_huge_frames },
+	{ "undefined-stack", scenario_undefined_stack },
+	{ "stack-order", scenario_stack_order },
+	{ "bad-varint", scenario_bad_varint },
+	{ "ext-overrun", scenario_ext_overrun },
+	{ "after-end", scenario_after_end },
+	{ "symbols", scenario_symbols },
+};
+
+static int write_file(const char *path, const struct out *o)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (!f || (o->len && fwrite(o->data, 1, o->len, f) != o->len) ||
+	    fclose(f) != 0) {
+		fprintf(stderr, "gen-trace: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct out o = { 0 };
+	int rc;
+
+	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+		for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+			printf("%s\n", scenarios[i].name);
+		printf("large\n");
+		return 0;
+	}
+	if (argc < 3 || argc > 5) {
+		fprintf(stderr, "usage: gen-trace SCENARIO OUT\n"
+				"       gen-trace large OUT [EVENTS [SLOTS]]\n"
+				"       gen-trace --list\n");
+		return 2;
+	}
+	if (strcmp(argv[1], "large") == 0) {
+		uint64_t events = argc >= 4 ? strtoull(argv[3], NULL, 10)
+					    : 1000000;
+		unsigned slots = argc >= 5 ? (unsigned)strtoul(argv[4], NULL, 10)
+					   : 8192;
+
+		trace_build_large(&o, events, slots);
+	} else {
+		size_t i;
+
+		for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+			if (strcmp(argv[1], scenarios[i].name) == 0)
+				break;
+		}
+		if (i == sizeof(scenarios) / sizeof(scenarios[0])) {
+			fprintf(stderr, "gen-trace: unknown scenario '%s'\n",
+				argv[1]);
+			return 2;
+		}
+		scenarios[i].make(&o);
+	}
+	rc = write_file(argv[2], &o);
+	free(o.data);
+	return rc;
+}
