@@ -7,6 +7,7 @@
 #ifndef LW_UTHASH_H
 #define LW_UTHASH_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -16,19 +17,23 @@
 #define uthash_free(ptr, size) lw_arena_free(ptr)
 #define HASH_NONFATAL_OOM 1
 #define uthash_nonfatal_oom(obj) (table_oom = 1)
-/* Keys are 64-bit addresses and hashes, or strings (the phase and Python
- * names): one multiply mixes the former; strings keep uthash's own. */
+/* Keys are 64-bit addresses and hashes, hashed with one multiply, or
+ * strings (phase and Python names), hashed with FNV-1a. */
+static inline unsigned lw_uthash_key(const void *key, size_t len)
+{
+	if (len == sizeof(uint64_t)) {
+		uint64_t k;
+		memcpy(&k, key, sizeof(k));
+		return (unsigned)((k * 0x9e3779b97f4a7c15ull) >> 32);
+	}
+	const unsigned char *p = key;
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 16777619u;
+	return h;
+}
 #define HASH_FUNCTION(keyptr, keylen, hashv)                                  \
-	do {                                                                  \
-		if ((keylen) == sizeof(uint64_t)) {                           \
-			uint64_t k_;                                          \
-			memcpy(&k_, (keyptr), sizeof(k_));                    \
-			k_ *= 0x9e3779b97f4a7c15ull;                          \
-			(hashv) = (unsigned)(k_ >> 32);                       \
-		} else {                                                      \
-			HASH_JEN(keyptr, keylen, hashv);                      \
-		}                                                             \
-	} while (0)
+	((hashv) = lw_uthash_key((keyptr), (size_t)(keylen)))
 #include <uthash.h>
 
 #endif

@@ -13,17 +13,5 @@ build=${1:-"$here/build"}
 meson test -C "$build" --print-errorlogs --num-processes 2
 status=$?
 
-python3 - "$build/meson-logs/testlog.json" <<'PY'
-import json, sys
-counts = {"passed": 0, "failed": 0, "skipped": 0}
-for line in open(sys.argv[1]):
-    r = json.loads(line)["result"]
-    if r in ("OK", "EXPECTEDFAIL"):
-        counts["passed"] += 1
-    elif r == "SKIP":
-        counts["skipped"] += 1
-    else:
-        counts["failed"] += 1
-print("{passed} passed, {failed} failed, {skipped} skipped".format(**counts))
-PY
+python3 "$here/scripts/test-summary.py" "$build/meson-logs/testlog.json"
 exit $status
