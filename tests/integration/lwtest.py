@@ -8,6 +8,7 @@ and LW_PROG_<name> for each test program."""
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -97,6 +98,61 @@ def site_with(rep, function):
             return site
     raise Failure(f"no live site in {function}; sites: "
                   + json.dumps([functions(s)[:3] for s in rep["sites"]]))
+
+
+# ---- Python programs: sites located by file and line ----
+
+def markers(path):
+    """{name: line} for each line of the file ending with `# @name`, the
+    convention Python scenario scripts use to name the lines a test
+    expects."""
+    found = {}
+    with open(path, encoding="utf-8") as f:
+        for number, text in enumerate(f, 1):
+            m = re.search(r"#\s*@([\w-]+)\s*$", text)
+            if m:
+                check(m.group(1) not in found,
+                      f"marker @{m.group(1)} twice in {path}")
+                found[m.group(1)] = number
+    return found
+
+
+def need(obj, key, what="report"):
+    """obj[key], or a failure that names the missing field."""
+    check(isinstance(obj, dict) and key in obj,
+          f"{what} has no {key!r} field; it has "
+          f"{sorted(obj) if isinstance(obj, dict) else obj!r}")
+    return obj[key]
+
+
+def same_file(a, b):
+    if not a or not b:
+        return False
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
+
+
+def python_frames(site):
+    return [f for f in site["frames"] if f.get("python")]
+
+
+def sites_at(rep, file, line):
+    """The sites whose `location` is file:line (JSON `location`)."""
+    found = []
+    for s in rep["sites"]:
+        loc = need(s, "location", "site") or {}
+        if same_file(loc.get("file"), file) and loc.get("line") == line:
+            found.append(s)
+    return found
+
+
+def describe_sites(rep):
+    """A short listing of the sites, for failure messages."""
+    out = []
+    for s in rep["sites"]:
+        loc = s.get("location") or {}
+        out.append(f"{s['live_count']}x{s['live_bytes']}B at "
+                   f"{loc.get('function')} {loc.get('file')}:{loc.get('line')}")
+    return "; ".join(out)
 
 
 def main(scenarios):

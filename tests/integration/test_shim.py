@@ -211,6 +211,33 @@ def killed():
     check("TRUNCATED" in text, f"text report says so: {text[:400]}")
 
 
+KILLED_AFTER_STEP = r"""
+import ctypes, os, signal, sys
+ext = ctypes.CDLL(sys.argv[1])
+ext.testext_alloc.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+step = ctypes.CDLL(None).leakwatch_step
+kept = []
+for i in range(3):
+    p = ctypes.c_void_p()
+    assert ext.testext_alloc(100, ctypes.byref(p)) == 0
+    kept.append(p)
+    step()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def killed_after_step():
+    """A step mark flushes: a process killed right after it loses nothing,
+    although far less than a buffer's worth was recorded."""
+    run = Run([sys.executable, "-c", KILLED_AFTER_STEP,
+               os.environ["LW_TESTEXT"]])
+    check_eq(run.returncode, -signal.SIGKILL, "killed by SIGKILL")
+    rep = report(run.trace())
+    check_eq(rep["truncated"], True, "truncated")
+    check_eq(rep["steps"], 3, "steps")
+    check_eq(rep["allocations"], 3, "allocations up to the last step")
+
+
 def symlink_not_followed():
     probe = Run([prog("no_cuda")])
     d = probe.dir
@@ -281,5 +308,5 @@ def run_command():
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         leaky_loop, clean_loop, every_api, threads, forker, failing_alloc,
-        rtld_local, unknown_free, no_cuda, quiet, killed,
+        rtld_local, unknown_free, no_cuda, quiet, killed, killed_after_step,
         symlink_not_followed, unwritable, exports, run_command]}))
