@@ -51,8 +51,11 @@
  *                       address 0 are not counted.
  *   "warnings"          strings: the warnings the shim recorded.
  *   "sites"             every allocation site with memory live at the
- *                       report point, of any kind, largest live_bytes first
- *                       (then live_count, then id): objects of
+ *                       report point or at the end of the trace (memory
+ *                       the interpreter's finalization allocated and never
+ *                       freed), of any kind, largest live_bytes first, then
+ *                       largest live_bytes_at_end (then live_count,
+ *                       live_count_at_end, id): objects of
  *       "id"            the stack id in the trace (0: no stack captured;
  *                       the same id appears once per kind of memory).
  *       "kind"          "device", "managed", "pinned_host" or
@@ -80,6 +83,36 @@
  *                       null without a module.
  *                       A call that was inlined gives several consecutive
  *                       frames with the same address, innermost first.
+ *     Added after "frames":
+ *       "location"      the frame to lead with, where the user would look
+ *                       first: an object with the keys of a frame. It is
+ *                       the innermost Python frame of the program's own
+ *                       code; else (all in the standard library or
+ *                       installed packages) the innermost Python frame;
+ *                       else (no Python frames) the innermost native frame
+ *                       in a module other than CUDA's and leakwatch's
+ *                       (libcudart*, libcuda.*, libcuda-*, libnvidia*,
+ *                       libleakwatch*); else the innermost frame. For an
+ *                       inlined call, the innermost function. null when
+ *                       the stack is empty (no stack captured). Python
+ *                       code is judged by its file's path, since the
+ *                       report may run elsewhere than the program: a
+ *                       path with /site-packages/ or /dist-packages/ is an
+ *                       installed package; else one with /lib/python3.,
+ *                       /lib/python2. or /lib64/python3., or a frozen
+ *                       module ("<frozen ...>"), is the standard library;
+ *                       anything else ("<string>" too) is the program's.
+ *       "native_thread" true when the trace is of a Python program (it has
+ *                       INFO "python") and the site's stack has native
+ *                       frames but no Python frames: memory allocated by a
+ *                       thread that runs no Python code (the autograd
+ *                       engine, CUDA callbacks, native worker threads).
+ *                       Else false (so for a site without a stack).
+ *       "live_bytes_at_program_end", "live_count_at_program_end"
+ *                       live when the program's code finished (the
+ *                       PROGRAM_END mark); null when the trace has none.
+ *       "live_bytes_at_end", "live_count_at_end"
+ *                       live at the end of the trace (after finalization).
  * Added after the fields above:
  *   "dropped_events"    events the shim could not record (the numbers
  *                       above undercount when this is not 0).
@@ -96,6 +129,15 @@
  *   "live_bytes_at_end", "live_count_at_end"
  *                       device memory allocated at the end of the trace
  *                       (after finalization), whatever the report point.
+ *   "python"            the CPython version of a Python program (INFO
+ *                       "python", e.g. "3.11.7"), or null: not Python, or
+ *                       a version whose frames leakwatch cannot read.
+ *   "program_end"       {"bytes": B, "count": N}: device memory (device +
+ *                       managed) live when the program's own code finished
+ *                       (the PROGRAM_END mark, before the interpreter's
+ *                       finalization; then the report point, so the same
+ *                       as live_*_at_exit), or null when the trace has no
+ *                       mark.
  *
  * Numbers are unsigned integers (they may exceed 2^53). Strings from the
  * trace are escaped (control characters as \u00XX); bytes that are not
@@ -207,16 +249,70 @@ static void put_pyframe(FILE *out, const struct lw_model *m,
 	      out);
 }
 
+static void put_count_or_null(FILE *out, bool known, uint64_t n)
+{
+	if (known)
+		fprintf(out, "%" PRIu64 ",", n);
+	else
+		fputs("null,", out);
+}
+
+static int put_frames(FILE *out, const struct lw_report *r,
+		      const struct lw_frame *frames, size_t count,
+		      unsigned indent)
+{
+	bool first = true;
+
+	putc('[', out);
+	for (size_t i = 0; i < count; i++) {
+		const struct lw_symbol *sym;
+		int rc;
+
+		if (frames[i].python) {
+			if (!first)
+				putc(',', out);
+			newline(out, indent + 2);
+			put_pyframe(out, r->model, frames[i].py);
+			first = false;
+			continue;
+		}
+		rc = lw_symbolize(r->symbolizer, frames[i].address, &sym);
+		if (rc < 0)
+			return rc;
+		for (unsigned j = 0; j < sym->frame_count; j++) {
+			if (!first)
+				putc(',', out);
+			newline(out, indent + 2);
+			put_frame(out, sym, &sym->frames[j]);
+			first = false;
+		}
+	}
+	if (!first)
+		newline(out, indent);
+	putc(']', out);
+	return 0;
+}
+
 static int put_site(FILE *out, const struct lw_report *r, uint32_t site,
 		    unsigned indent)
 {
-	const struct lw_site *s = &r->model->sites[site];
-	struct lw_totals t = lw_model_site_totals(r->model, site);
+	const struct lw_model *m = r->model;
+	const struct lw_site *s = &m->sites[site];
+	struct lw_totals t = lw_model_site_totals(m, site);
+	struct lw_live_count end = lw_model_site_live_at_end(m, site);
+	struct lw_live_count at_mark;
+	bool have_mark = lw_model_site_live_at_program_end(m, site, &at_mark);
+	struct lw_location loc;
 	struct lw_frame *frames;
 	size_t count;
-	bool first = true;
 	int rc;
 
+	rc = lw_model_stack(m, s->stack_id, &frames, &count);
+	if (rc < 0)
+		return rc;
+	rc = lw_find_location(r, frames, count, &loc);
+	if (rc < 0)
+		goto out;
 	newline(out, indent);
 	putc('{', out);
 	put_key(out, indent + 2, "id");
@@ -232,37 +328,32 @@ static int put_site(FILE *out, const struct lw_report *r, uint32_t site,
 	put_key(out, indent + 2, "bytes_allocated");
 	fprintf(out, "%" PRIu64 ",", t.bytes_allocated);
 	put_key(out, indent + 2, "frames");
-	putc('[', out);
-	rc = lw_model_stack(r->model, s->stack_id, &frames, &count);
-	for (size_t i = 0; i < count && rc == 0; i++) {
-		const struct lw_symbol *sym;
-
-		if (frames[i].python) {
-			if (!first)
-				putc(',', out);
-			newline(out, indent + 4);
-			put_pyframe(out, r->model, frames[i].py);
-			first = false;
-			continue;
-		}
-		rc = lw_symbolize(r->symbolizer, frames[i].address, &sym);
-		for (unsigned j = 0; rc == 0 && j < sym->frame_count; j++) {
-			if (!first)
-				putc(',', out);
-			newline(out, indent + 4);
-			put_frame(out, sym, &sym->frames[j]);
-			first = false;
-		}
-	}
-	free(frames);
-	if (rc < 0)
-		return rc;
-	if (!first)
-		newline(out, indent + 2);
-	putc(']', out);
+	if ((rc = put_frames(out, r, frames, count, indent + 2)) < 0)
+		goto out;
+	putc(',', out);
+	put_key(out, indent + 2, "location");
+	if (!loc.frame)
+		fputs("null", out);
+	else if (loc.frame->python)
+		put_pyframe(out, m, loc.frame->py);
+	else
+		put_frame(out, loc.symbol, &loc.symbol->frames[0]);
+	putc(',', out);
+	put_key(out, indent + 2, "native_thread");
+	fputs(lw_model_site_native_thread(m, site) ? "true," : "false,", out);
+	put_key(out, indent + 2, "live_bytes_at_program_end");
+	put_count_or_null(out, have_mark, at_mark.live_bytes);
+	put_key(out, indent + 2, "live_count_at_program_end");
+	put_count_or_null(out, have_mark, at_mark.live_count);
+	put_key(out, indent + 2, "live_bytes_at_end");
+	fprintf(out, "%" PRIu64 ",", end.live_bytes);
+	put_key(out, indent + 2, "live_count_at_end");
+	fprintf(out, "%" PRIu64, end.live_count);
 	newline(out, indent);
 	putc('}', out);
-	return 0;
+out:
+	free(frames);
+	return rc;
 }
 
 static void put_phases(FILE *out, const struct lw_model *m, unsigned indent)
@@ -432,7 +523,17 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_key(out, k, "live_bytes_at_end");
 	fprintf(out, "%" PRIu64 ",", lw_model_device_live_bytes_at_end(m));
 	put_key(out, k, "live_count_at_end");
-	fprintf(out, "%" PRIu64, lw_model_device_live_count_at_end(m));
+	fprintf(out, "%" PRIu64 ",", lw_model_device_live_count_at_end(m));
+	put_key(out, k, "python");
+	put_bytes_or_null(out, lw_model_info(m, "python"));
+	putc(',', out);
+	put_key(out, k, "program_end");
+	if (m->have_program_end)
+		fprintf(out, "{\"bytes\": %" PRIu64 ", \"count\": %" PRIu64 "}",
+			lw_model_device_live_bytes(m),
+			lw_model_device_live_count(m));
+	else
+		fputs("null", out);
 	newline(out, in);
 	putc('}', out);
 	if (!nested)

@@ -22,6 +22,28 @@ static struct lw_live_count site_live(const struct lw_model *m, uint32_t site)
 	return c;
 }
 
+struct lw_live_count lw_model_site_live_at_end(const struct lw_model *m,
+					       uint32_t site)
+{
+	struct lw_live_count c = {
+		m->sites[site].totals.live_bytes,
+		m->sites[site].totals.live_count,
+	};
+
+	return c;
+}
+
+bool lw_model_site_live_at_program_end(const struct lw_model *m,
+				       uint32_t site,
+				       struct lw_live_count *out)
+{
+	out->live_bytes = out->live_count = 0;
+	if (!m->have_program_end)
+		return false;
+	*out = site_live(m, site);
+	return true;
+}
+
 struct lw_totals lw_model_site_totals(const struct lw_model *m, uint32_t site)
 {
 	struct lw_totals t = m->sites[site].totals;
@@ -104,6 +126,15 @@ const uint64_t *lw_model_frames(const struct lw_model *m, uint64_t stack_id,
 	st = &m->stacks[stack_id];
 	*count = st->frame_count;
 	return st->frame_count ? m->frames + st->first_frame : NULL;
+}
+
+bool lw_model_site_native_thread(const struct lw_model *m, uint32_t site)
+{
+	const struct lw_stack *st = &m->stacks[m->sites[site].stack_id];
+
+	/* Stack 0 has no frames: nothing is known of it. */
+	return st->frame_count > 0 && st->pyframe_count == 0 &&
+	       lw_model_info(m, "python") != NULL;
 }
 
 static const struct lw_pycode *find_pycode(const struct lw_model *m,
@@ -189,21 +220,30 @@ int lw_model_stack(const struct lw_model *m, uint64_t stack_id,
 }
 
 struct site_key {
-	uint64_t live_bytes;
-	uint64_t live_count;
+	struct lw_live_count at_report, at_end;
 	uint64_t stack_id;
 	uint32_t index;
 	uint8_t kind;
 };
 
+/* Larger first. */
+static int compare_down(uint64_t a, uint64_t b)
+{
+	return a > b ? -1 : a < b;
+}
+
 static int compare_sites(const void *pa, const void *pb)
 {
 	const struct site_key *a = pa, *b = pb;
+	const struct lw_live_count *ra = &a->at_report, *rb = &b->at_report;
+	const struct lw_live_count *ea = &a->at_end, *eb = &b->at_end;
+	int c;
 
-	if (a->live_bytes != b->live_bytes)
-		return a->live_bytes > b->live_bytes ? -1 : 1;
-	if (a->live_count != b->live_count)
-		return a->live_count > b->live_count ? -1 : 1;
+	if ((c = compare_down(ra->live_bytes, rb->live_bytes)) ||
+	    (c = compare_down(ea->live_bytes, eb->live_bytes)) ||
+	    (c = compare_down(ra->live_count, rb->live_count)) ||
+	    (c = compare_down(ea->live_count, eb->live_count)))
+		return c;
 	if (a->stack_id != b->stack_id)
 		return a->stack_id < b->stack_id ? -1 : 1;
 	return (int)a->kind - (int)b->kind;
@@ -219,7 +259,8 @@ int lw_model_live_sites(const struct lw_model *m, uint32_t **out,
 	*out = NULL;
 	*count = 0;
 	for (uint32_t i = 0; i < m->site_count; i++)
-		n += site_live(m, i).live_count > 0;
+		n += site_live(m, i).live_count > 0 ||
+		     m->sites[i].totals.live_count > 0;
 	if (n == 0)
 		return 0;
 	keys = calloc(n, sizeof(*keys));
@@ -232,11 +273,12 @@ int lw_model_live_sites(const struct lw_model *m, uint32_t **out,
 	n = 0;
 	for (uint32_t i = 0; i < m->site_count; i++) {
 		struct lw_live_count c = site_live(m, i);
+		struct lw_live_count end = lw_model_site_live_at_end(m, i);
 
-		if (c.live_count == 0)
+		if (c.live_count == 0 && end.live_count == 0)
 			continue;
-		keys[n].live_bytes = c.live_bytes;
-		keys[n].live_count = c.live_count;
+		keys[n].at_report = c;
+		keys[n].at_end = end;
 		keys[n].stack_id = m->sites[i].stack_id;
 		keys[n].kind = m->sites[i].kind;
 		keys[n].index = i;

@@ -176,6 +176,17 @@ struct lw_totals lw_model_kind_totals(const struct lw_model *model,
 struct lw_totals lw_model_site_totals(const struct lw_model *model,
 				      uint32_t site);
 
+/* Live memory of a site at the end of the trace. */
+struct lw_live_count lw_model_site_live_at_end(const struct lw_model *model,
+					       uint32_t site);
+/*
+ * Live memory of a site at the PROGRAM_END mark. Returns false (and zeros)
+ * when the trace has no such mark.
+ */
+bool lw_model_site_live_at_program_end(const struct lw_model *model,
+				       uint32_t site,
+				       struct lw_live_count *out);
+
 /* Live device memory (device + managed kinds) at the report point. */
 uint64_t lw_model_device_live_bytes(const struct lw_model *model);
 uint64_t lw_model_device_live_count(const struct lw_model *model);
@@ -210,16 +221,26 @@ const uint64_t *lw_model_frames(const struct lw_model *model,
 int lw_model_stack(const struct lw_model *model, uint64_t stack_id,
 		   struct lw_frame **out, size_t *count);
 
+/*
+ * Whether a site's memory came from a thread that ran no Python code (the
+ * autograd engine, CUDA callbacks, native workers): the trace is of a
+ * Python program (it has INFO "python") and the site's stack has no Python
+ * frames. False for a site without a captured stack (or an empty one):
+ * nothing is known of it.
+ */
+bool lw_model_site_native_thread(const struct lw_model *model, uint32_t site);
+
 /* The function and file of a Python frame; data NULL where unknown. */
 void lw_model_pyframe_names(const struct lw_model *model,
 			    const struct lw_trace_pyframe *frame,
 			    struct lw_bytes *function, struct lw_bytes *file);
 
 /*
- * Sites with memory live at the report point, largest first (live bytes,
- * then live count, then stack id and kind). On success *out is a malloc'ed
- * array of site indices the caller frees (NULL when there are none).
- * Returns 0 or -ENOMEM.
+ * Sites with memory live at the report point or at the end of the trace
+ * (memory that finalization allocated and never freed), largest first: by
+ * live bytes at the report point, then at the end, then live counts, stack
+ * id and kind. On success *out is a malloc'ed array of site indices the
+ * caller frees (NULL when there are none). Returns 0 or -ENOMEM.
  */
 int lw_model_live_sites(const struct lw_model *model, uint32_t **out,
 			size_t *count);

@@ -44,6 +44,25 @@ int lw_render_json(FILE *out, const struct lw_report *report, bool nested,
 void lw_json_begin_list(FILE *out);
 void lw_json_end_list(FILE *out);
 
+/*
+ * The frame a site's report leads with, chosen from its stack (frames,
+ * from lw_model_stack()): the innermost Python frame of the user's own code
+ * (origin.h), else the innermost Python frame, else the innermost native
+ * frame in a module that is not CUDA's (origin.h), else the innermost
+ * frame. A native frame that holds inlined calls stands for the innermost
+ * of them, symbol->frames[0].
+ */
+struct lw_location {
+	const struct lw_frame *frame;	/* in frames; NULL: there are none */
+	const struct lw_symbol *symbol;	/* a native frame's, from the
+					 * report's symbolizer; else NULL */
+};
+
+/* Returns 0 or -ENOMEM (from the symbolizer). */
+int lw_find_location(const struct lw_report *report,
+		     const struct lw_frame *frames, size_t count,
+		     struct lw_location *out);
+
 /* "0 B", "512 B", "400.0 KiB", "1.4 MiB"... */
 #define LW_SIZE_BUF 32
 const char *lw_format_size(char buf[LW_SIZE_BUF], uint64_t bytes);

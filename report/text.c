@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The text report: a summary of the trace, then the sites that still held
- * memory when the trace ended, largest first, each with its stack.
+ * memory at the report point (or at exit), largest first, each led by its
+ * location (lw_find_location(): the line to look at first), then its stack.
  *
  * Everything that comes from the trace (paths, names, arguments) goes
  * through lw_put_text(), never into a format string.
@@ -113,6 +114,7 @@ static void put_summary(FILE *out, const struct lw_report *r,
 	const struct lw_trace_result *res = r->result;
 	uint64_t live = lw_model_device_live_bytes(m);
 	uint64_t count = lw_model_device_live_count(m);
+	const struct lw_bytes *python;
 	char size[LW_SIZE_BUF];
 
 	fputs("leakwatch: leak report for ", out);
@@ -120,6 +122,11 @@ static void put_summary(FILE *out, const struct lw_report *r,
 	fprintf(out, "\n  process %" PRIu32 ": ", m->header.pid);
 	put_command(out, m);
 	putc('\n', out);
+	if ((python = lw_model_info(m, "python"))) {
+		fputs("  python: ", out);
+		lw_put_text(out, python->data, python->len);
+		putc('\n', out);
+	}
 	if (res->truncated)
 		fprintf(out, "  trace: TRUNCATED: the trace ends early (process killed or still running); showing %" PRIu64 " events up to the last flush\n",
 			m->events);
@@ -149,8 +156,9 @@ static void put_summary(FILE *out, const struct lw_report *r,
 		live = lw_model_device_live_bytes_at_end(m);
 		count = lw_model_device_live_count_at_end(m);
 		fprintf(out, "  live device memory %s: %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s\n",
-			res->truncated ? "at the end of the trace"
-				       : "at exit, after finalization",
+			res->truncated
+				? "at the end of the trace"
+				: "at exit, after interpreter finalization",
 			lw_format_size(size, live), live, count,
 			count == 1 ? "" : "s");
 	}
@@ -202,16 +210,19 @@ static void put_module_offset(FILE *out, const struct lw_symbol *sym)
 	fprintf(out, "+0x%" PRIx64, sym->offset);
 }
 
-static void put_frame(FILE *out, const struct lw_model *m,
+/*
+ * One frame after lead (the indentation, or "at" for a location), without
+ * the newline.
+ */
+static void put_frame(FILE *out, const struct lw_model *m, const char *lead,
 		      const struct lw_symbol *sym, const struct lw_sym_frame *f)
 {
-	fputs("       ", out);
+	fputs(lead, out);
 	if (!f->function && !f->file) {
 		if (sym->module)
 			put_module_offset(out, sym);
 		else
 			fprintf(out, "0x%" PRIx64, sym->address);
-		putc('\n', out);
 		return;
 	}
 	lw_put_text_str(out, f->function ? f->function : "??");
@@ -225,16 +236,15 @@ static void put_frame(FILE *out, const struct lw_model *m,
 		put_module_offset(out, sym);
 		putc(')', out);
 	}
-	putc('\n', out);
 }
 
-static void put_pyframe(FILE *out, const struct lw_model *m,
+static void put_pyframe(FILE *out, const struct lw_model *m, const char *lead,
 			const struct lw_trace_pyframe *f)
 {
 	struct lw_bytes function, file;
 
 	lw_model_pyframe_names(m, f, &function, &file);
-	fputs("       ", out);
+	fputs(lead, out);
 	if (function.data)
 		lw_put_text(out, function.data, function.len);
 	else
@@ -246,48 +256,92 @@ static void put_pyframe(FILE *out, const struct lw_model *m,
 		fputs("(unknown Python code)", out);
 	if (f->line > 0)
 		fprintf(out, ":%" PRId64, f->line);
+}
+
+#define FRAME_LEAD "       "
+/* Out to the left of the frames, so that the eye finds it first. */
+#define LOCATION_LEAD "    at "
+
+/* The first line of a site: what it holds at the report point. */
+static void put_site_header(FILE *out, const struct lw_report *r, size_t rank,
+			    uint32_t site)
+{
+	const struct lw_model *m = r->model;
+	struct lw_totals t = lw_model_site_totals(m, site);
+	struct lw_live_count end = lw_model_site_live_at_end(m, site);
+	char size[LW_SIZE_BUF];
+
+	fprintf(out, "  #%zu %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s (%s), %" PRIu64 " made here",
+		rank, lw_format_size(size, t.live_bytes), t.live_bytes,
+		t.live_count, t.live_count == 1 ? "" : "s",
+		kind_labels[m->sites[site].kind], t.allocations);
+	/* The exit view too, where finalization changed it. */
+	if (m->have_program_end && (end.live_bytes != t.live_bytes ||
+				    end.live_count != t.live_count)) {
+		const char *when = r->result->truncated
+					   ? "at the end of the trace"
+					   : "at exit";
+
+		if (end.live_count == 0)
+			fprintf(out, "; all freed %s", when);
+		else
+			fprintf(out, "; %s: %s in %" PRIu64, when,
+				lw_format_size(size, end.live_bytes),
+				end.live_count);
+	}
 	putc('\n', out);
 }
 
 static int put_site(FILE *out, const struct lw_report *r, size_t rank,
 		    uint32_t site, size_t max_frames)
 {
-	const struct lw_site *s = &r->model->sites[site];
-	struct lw_totals t = lw_model_site_totals(r->model, site);
+	const struct lw_model *m = r->model;
+	const struct lw_site *s = &m->sites[site];
+	struct lw_location loc;
 	struct lw_frame *frames;
 	size_t count, shown;
-	char size[LW_SIZE_BUF];
 	int rc;
 
-	fprintf(out, "  #%zu %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s (%s), %" PRIu64 " made here\n",
-		rank, lw_format_size(size, t.live_bytes), t.live_bytes,
-		t.live_count, t.live_count == 1 ? "" : "s",
-		kind_labels[s->kind], t.allocations);
-	rc = lw_model_stack(r->model, s->stack_id, &frames, &count);
+	put_site_header(out, r, rank, site);
+	rc = lw_model_stack(m, s->stack_id, &frames, &count);
 	if (rc < 0)
 		return rc;
 	if (count == 0) {
-		fputs("       (no stack was captured)\n", out);
+		fputs(FRAME_LEAD "(no stack was captured)\n", out);
 		return 0;
 	}
+	if ((rc = lw_find_location(r, frames, count, &loc)) < 0)
+		goto out;
+	if (loc.frame->python)
+		put_pyframe(out, m, LOCATION_LEAD, loc.frame->py);
+	else
+		put_frame(out, m, LOCATION_LEAD, loc.symbol,
+			  &loc.symbol->frames[0]);
+	if (lw_model_site_native_thread(m, site))
+		fputs("  (native thread: no Python frames)", out);
+	putc('\n', out);
 	shown = max_frames && max_frames < count ? max_frames : count;
-	for (size_t i = 0; i < shown && rc == 0; i++) {
+	for (size_t i = 0; i < shown; i++) {
 		const struct lw_symbol *sym;
 
 		if (frames[i].python) {
-			put_pyframe(out, r->model, frames[i].py);
+			put_pyframe(out, m, FRAME_LEAD, frames[i].py);
+			putc('\n', out);
 			continue;
 		}
 		if ((rc = lw_symbolize(r->symbolizer, frames[i].address,
 				       &sym)) < 0)
-			break;
-		for (unsigned j = 0; j < sym->frame_count; j++)
-			put_frame(out, r->model, sym, &sym->frames[j]);
+			goto out;
+		for (unsigned j = 0; j < sym->frame_count; j++) {
+			put_frame(out, m, FRAME_LEAD, sym, &sym->frames[j]);
+			putc('\n', out);
+		}
 	}
-	free(frames);
-	if (rc == 0 && shown < count)
-		fprintf(out, "       ... %zu more frame%s\n", count - shown,
+	if (shown < count)
+		fprintf(out, FRAME_LEAD "... %zu more frame%s\n", count - shown,
 			count - shown == 1 ? "" : "s");
+out:
+	free(frames);
 	return rc;
 }
 

@@ -22,11 +22,17 @@ REPORT_KEYS = [
     # Added after the fields of the first version.
     "dropped_events", "reused_live_addresses", "phases", "info", "notes",
     "report_point", "live_bytes_at_end", "live_count_at_end",
+    "python", "program_end",
 ]
 KIND_KEYS = ["device", "managed", "pinned_host", "host_registered"]
 TOTAL_KEYS = ["live_bytes", "live_count", "allocations", "bytes_allocated"]
 SITE_KEYS = ["id", "kind", "live_bytes", "live_count", "allocations",
-             "bytes_allocated", "frames"]
+             "bytes_allocated", "frames",
+             # Added after the fields of the first version.
+             "location", "native_thread", "live_bytes_at_program_end",
+             "live_count_at_program_end", "live_bytes_at_end",
+             "live_count_at_end"]
+DEVICE_KINDS = ("device", "managed")
 FRAME_KEYS = ["function", "file", "line", "python", "module", "address",
               "module_offset"]
 
@@ -41,6 +47,21 @@ def check(cond, what):
 
 def is_uint(v):
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def check_frame(f, where):
+    check(list(f) == FRAME_KEYS, f"{where}: frame keys {list(f)}")
+    check(f["function"] is None or isinstance(f["function"], str), f"{where}: function")
+    check(f["file"] is None or isinstance(f["file"], str), f"{where}: file")
+    check(f["line"] is None or is_uint(f["line"]), f"{where}: line")
+    check(isinstance(f["python"], bool), f"{where}: python")
+    if f["python"]:
+        check(f["module"] is None and f["address"] is None and
+              f["module_offset"] is None, f"{where}: Python frame")
+        return
+    check(f["module"] is None or isinstance(f["module"], str), f"{where}: module")
+    check(isinstance(f["address"], str) and f["address"].startswith("0x") and
+          int(f["address"], 16) >= 0, f"{where}: address")
 
 
 def check_report(r, where):
@@ -76,32 +97,60 @@ def check_report(r, where):
     check(isinstance(r["info"], dict), f"{where}: info")
     check(isinstance(r["phases"], list) and
           all(list(p) == ["name", "begins"] for p in r["phases"]), f"{where}: phases")
+    check(r["python"] is None or isinstance(r["python"], str), f"{where}: python")
+    check(r["python"] == r["info"].get("python"), f"{where}: python = INFO python")
+    marked = r["report_point"] == "program_end"
+    if marked:
+        check(r["program_end"] == {"bytes": r["live_bytes_at_exit"],
+                                   "count": r["live_count_at_exit"]},
+              f"{where}: program_end is the report point")
+    else:
+        check(r["program_end"] is None, f"{where}: program_end without a mark")
     previous = None
     live_total = 0
+    device_at_end = device_at_report = 0
     for s in r["sites"]:
         check(list(s) == SITE_KEYS, f"{where}: site keys {list(s)}")
         check(s["kind"] in KIND_KEYS, f"{where}: site kind")
-        check(s["live_count"] > 0, f"{where}: site without live memory")
-        check(s["allocations"] >= s["live_count"], f"{where}: site counts")
-        key = (s["live_bytes"], s["live_count"])
+        check(s["live_count"] > 0 or s["live_count_at_end"] > 0,
+              f"{where}: site without live memory")
+        check(s["allocations"] >= max(s["live_count"], s["live_count_at_end"]),
+              f"{where}: site counts")
+        key = (s["live_bytes"], s["live_bytes_at_end"])
         check(previous is None or previous >= key, f"{where}: site order")
         previous = key
         live_total += s["live_bytes"]
+        for k in ["live_bytes_at_end", "live_count_at_end"]:
+            check(is_uint(s[k]), f"{where}: site {k}")
+        for k in ["live_bytes_at_program_end", "live_count_at_program_end"]:
+            check(is_uint(s[k]) if marked else s[k] is None, f"{where}: site {k}")
+        at = "program_end" if marked else "end"
+        check((s["live_bytes"], s["live_count"]) ==
+              (s[f"live_bytes_at_{at}"], s[f"live_count_at_{at}"]),
+              f"{where}: a site's live_* are at the report point")
+        if s["kind"] in DEVICE_KINDS:
+            device_at_end += s["live_bytes_at_end"]
+            device_at_report += s["live_bytes"]
+        check(isinstance(s["native_thread"], bool), f"{where}: native_thread")
+        if s["native_thread"]:
+            check(r["python"] is not None and s["frames"] and
+                  not any(f["python"] for f in s["frames"]),
+                  f"{where}: native_thread without Python frames")
+        loc = s["location"]
+        if not s["frames"]:
+            check(loc is None, f"{where}: location of an empty stack")
+        else:
+            check(loc in s["frames"], f"{where}: location is one of the frames")
+            check(loc["python"] == any(f["python"] for f in s["frames"]),
+                  f"{where}: a Python location when there are Python frames")
         for f in s["frames"]:
-            check(list(f) == FRAME_KEYS, f"{where}: frame keys {list(f)}")
-            check(f["function"] is None or isinstance(f["function"], str), f"{where}: function")
-            check(f["file"] is None or isinstance(f["file"], str), f"{where}: file")
-            check(f["line"] is None or is_uint(f["line"]), f"{where}: line")
-            check(isinstance(f["python"], bool), f"{where}: python")
-            if f["python"]:
-                check(f["module"] is None and f["address"] is None and
-                      f["module_offset"] is None, f"{where}: Python frame")
-                continue
-            check(f["module"] is None or isinstance(f["module"], str), f"{where}: module")
-            check(isinstance(f["address"], str) and f["address"].startswith("0x") and
-                  int(f["address"], 16) >= 0, f"{where}: address")
+            check_frame(f, where)
     all_live = sum(t["live_bytes"] for t in r["kinds"].values())
     check(live_total == all_live, f"{where}: sites add up to the live bytes")
+    check(device_at_report == r["live_bytes_at_exit"],
+          f"{where}: sites add up to the device bytes at the report point")
+    check(device_at_end == r["live_bytes_at_end"],
+          f"{where}: sites add up to the device bytes at the end")
 
 
 def run(args, tmp, *lw_args):
@@ -122,7 +171,8 @@ def main():
 
     scenarios = ["leak-loop", "kinds", "phases", "truncated", "truncated-ext",
                  "zero-tail", "header-only", "no-leak", "host-only",
-                 "many-sites", "escapes", "big-header", "symbols", "python"]
+                 "many-sites", "escapes", "big-header", "symbols", "python",
+                 "python-location", "python-finalize"]
     with tempfile.TemporaryDirectory(prefix="lw-json-") as tmp:
         for s in scenarios:
             subprocess.run([args.gen, s, os.path.join(tmp, s + ".trace")], check=True)
@@ -155,6 +205,63 @@ def main():
         unmerged = [s for s in r["sites"] if s["id"] == 2][0]["frames"]
         check([f["python"] for f in unmerged] == [True, True, False, False],
               "python: frames that cannot be lined up go innermost")
+        check(r["python"] == "3.11.7", "python: version")
+        check(r["program_end"] == {"bytes": 3674112, "count": 5}, "python: program_end")
+        check([(s["live_count_at_program_end"], s["live_count_at_end"])
+               for s in r["sites"]] == [(3, 0), (1, 0), (1, 1)],
+              "python: sites live at program end and at the end")
+
+        # The location: user code over packages and the standard library,
+        # else the innermost Python frame, else native code outside CUDA.
+        r = run(args, tmp, "python-location.trace")
+        check(r["program_end"] is None and r["report_point"] == "end",
+              "python-location: no mark")
+        by_id = {s["id"]: s for s in r["sites"]}
+        located = {i: (s["location"] or {}) for i, s in by_id.items()}
+        described = {i: (loc.get("python"), loc.get("function"),
+                         loc.get("file") or loc.get("module"), loc.get("line"))
+                     for i, loc in located.items()}
+        check(described == {
+            1: (True, "train_step", "/home/user/train.py", 12),
+            2: (True, "Thread.run", "/usr/lib/python3.11/threading.py", 975),
+            3: (True, "<module>", "<string>", 1),
+            4: (False, None, "/home/user/venv/lib/python3.11/site-packages/"
+                "torch/lib/libtorch_cuda.so", None),
+            5: (False, None, "/opt/lw-test/cuda/lib64/libcudart.so.12", None),
+            0: (None, None, None, None),
+        }, f"python-location: locations {described}")
+        check(by_id[0]["location"] is None, "python-location: no stack, no location")
+        check(by_id[4]["location"] == by_id[4]["frames"][2],
+              "python-location: the first frame outside CUDA")
+        check(by_id[5]["location"] == by_id[5]["frames"][0],
+              "python-location: only CUDA: the innermost frame")
+        check({i: s["native_thread"] for i, s in by_id.items()} ==
+              {1: False, 2: False, 3: False, 4: True, 5: True, 0: False},
+              "python-location: native_thread")
+        check(all(s["live_bytes_at_program_end"] is None and
+                  s["live_count_at_program_end"] is None for s in r["sites"]),
+              "python-location: no program-end numbers without a mark")
+
+        # Finalization frees some sites and allocates others.
+        r = run(args, tmp, "python-finalize.trace")
+        check(r["program_end"] == {"bytes": 11 * 2**20 + 4096, "count": 5},
+              "python-finalize: program_end")
+        check((r["live_bytes_at_end"], r["live_count_at_end"]) ==
+              (4 * 2**20 + 4096, 4), "python-finalize: live at the end")
+        check([(s["id"], s["live_count"], s["live_count_at_end"])
+               for s in r["sites"]] == [(1, 1, 0), (2, 3, 2), (3, 1, 1), (4, 0, 1)],
+              "python-finalize: sites live at program end or at the end, in order")
+        check(r["sites"][3]["location"]["function"] == "Pool.__del__",
+              "python-finalize: a package's frame when no user code")
+
+        # Not a Python program: no Python fields.
+        r = run(args, tmp, "leak-loop.trace")
+        check(r["python"] is None and r["program_end"] is None,
+              "leak-loop: python, program_end")
+        check(not any(s["native_thread"] for s in r["sites"]),
+              "leak-loop: native_thread is for Python programs")
+        check(all(s["location"] == s["frames"][0] for s in r["sites"]),
+              "leak-loop: no modules: the innermost frame")
 
         r = run(args, tmp, "truncated.trace")
         check(r["truncated"] is True, "truncated: flag")
@@ -201,6 +308,8 @@ def main():
                   "symbols: lines")
             check(frames[1]["address"] == frames[2]["address"],
                   "symbols: an inlined call shares its address")
+            check(r["sites"][0]["location"] == frames[0],
+                  "symbols: located at the innermost function")
             check(r["notes"] == [], "symbols: no notes")
 
     if failures:

@@ -313,6 +313,143 @@ static void scenario_python(struct out *o)
 	rec_end(o, 0);
 }
 
+/*
+ * Where a Python program's sites are located: user code over the standard
+ * library and installed packages, the innermost Python frame when all of
+ * them are library code, a native frame outside CUDA for threads without
+ * Python frames. No PROGRAM_END mark (the program was killed at exit).
+ */
+static void scenario_python_location(struct out *o)
+{
+	static const char cmdline[] = "python3\0train.py";
+	/* Evaluation-loop frames at 0x5000a0, in the python3 executable.
+	 * The modules' files are missing everywhere: frames stay offsets. */
+	static const uint64_t torch[] = { 0x7f1000001000, 0x5000a0, 0x5000a0,
+					  0x400500 };
+	static const uint64_t threading[] = { 0x7f1000002000, 0x5000a0,
+					      0x7f3000000100 };
+	static const uint64_t string[] = { 0x7f1000002000, 0x5000a0, 0x400500 };
+	static const uint64_t autograd[] = { 0x7f2000000100, 0x7f2100000200,
+					     0x7f1000003000, 0x7f3000000100 };
+	static const uint64_t callback[] = { 0x7f2000000300, 0x600000,
+					     0x7f2200000100 };
+	/* A package, the standard library, then the user's code. */
+	static const struct py_frame p1[] = {
+		{ 1, 1501, 1 }, { 2, 146, 0 }, { 3, 12, 0 }, { 4, 40, 1 },
+	};
+	/* All standard library: the innermost is the location. */
+	static const struct py_frame p2[] = { { 5, 975, 0 }, { 6, 241, 1 } };
+	/* The standard library called from code passed to exec(). */
+	static const struct py_frame p3[] = { { 5, 980, 0 }, { 7, 1, 1 } };
+	static const unsigned e1[] = { 1, 2 }, e2[] = { 1 };
+
+	std_header(o);
+	rec_info_str(o, "exe", "/usr/bin/python3.11");
+	rec_info(o, "cmdline", cmdline, sizeof(cmdline) - 1);
+	rec_info_str(o, "cwd", "/home/user");
+	rec_info_str(o, "python", "3.11.7");
+	rec_module(o, 0x7f1000000000, 0x7f1000000000, 0x7f1000100000,
+		   "/home/user/venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so");
+	rec_module(o, 0x7f2000000000, 0x7f2000000000, 0x7f2000100000,
+		   "/opt/lw-test/cuda/lib64/libcudart.so.12");
+	rec_module(o, 0x7f2100000000, 0x7f2100000000, 0x7f2100100000,
+		   "/opt/lw-test/driver/libcuda.so.1");
+	rec_module(o, 0x7f2200000000, 0x7f2200000000, 0x7f2200100000,
+		   "/opt/lw-test/driver/libnvidia-ptxjitcompiler.so.1");
+	rec_module(o, 0x7f3000000000, 0x7f3000000000, 0x7f3000100000,
+		   "/opt/lw-test/lib/libc.so.6");
+	rec_string(o, 1, "/home/user/venv/lib/python3.11/site-packages/torch/nn/modules/module.py");
+	rec_string(o, 2, "Module._call_impl");
+	rec_string(o, 3, "/usr/lib/python3.11/copy.py");
+	rec_string(o, 4, "deepcopy");
+	rec_string(o, 5, "/home/user/train.py");
+	rec_string(o, 6, "train_step");
+	rec_string(o, 7, "<module>");
+	rec_string(o, 8, "/usr/lib/python3.11/threading.py");
+	rec_string(o, 9, "Thread.run");
+	rec_string(o, 10, "<frozen importlib._bootstrap>");
+	rec_string(o, 11, "_call_with_frames_removed");
+	rec_string(o, 12, "<string>");
+	rec_pycode(o, 1, 1, 2, 1490);
+	rec_pycode(o, 2, 3, 4, 128);
+	rec_pycode(o, 3, 5, 6, 10);
+	rec_pycode(o, 4, 5, 7, 1);
+	rec_pycode(o, 5, 8, 9, 970);
+	rec_pycode(o, 6, 10, 11, 233);
+	rec_pycode(o, 7, 12, 7, 1);
+	rec_stack(o, 1, torch, 4);
+	rec_pystack(o, 1, p1, 4, e1, 2);
+	rec_stack(o, 2, threading, 3);
+	rec_pystack(o, 2, p2, 2, e2, 1);
+	rec_stack(o, 3, string, 3);
+	rec_pystack(o, 3, p3, 2, e2, 1);
+	rec_stack(o, 4, autograd, 4);
+	rec_stack(o, 5, callback, 3);
+	rec_hot1(o, LW_REC_THREAD, PID);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f5000000000, 6 * MiB, 1);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f5000800000, 5 * MiB, 2);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f5001000000, 4 * MiB, 3);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f5001800000, 1 * MiB, 0);
+	rec_hot1(o, LW_REC_THREAD, PID + 1);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f5002000000, 3 * MiB, 4);
+	rec_hot1(o, LW_REC_THREAD, PID + 2);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f5002800000, 2 * MiB, 5);
+	rec_end(o, 0);
+}
+
+/*
+ * What a Python program's code left, and what its finalization freed and
+ * allocated: sites live at the PROGRAM_END mark, at the end, or both.
+ */
+static void scenario_python_finalize(struct out *o)
+{
+	static const char cmdline[] = "python3\0serve.py";
+	static const uint64_t native[] = { 0x7f1000001000, 0x5000a0, 0x400500 };
+	static const struct py_frame weights[] = { { 1, 8, 1 } };
+	static const struct py_frame cache[] = { { 2, 30, 0 }, { 1, 12, 1 } };
+	static const struct py_frame pinned[] = { { 1, 15, 1 } };
+	static const struct py_frame atexit[] = { { 3, 88, 0 }, { 4, 120, 1 } };
+	static const unsigned e1[] = { 1 };
+
+	std_header(o);
+	rec_info_str(o, "exe", "/usr/bin/python3.12");
+	rec_info(o, "cmdline", cmdline, sizeof(cmdline) - 1);
+	rec_info_str(o, "cwd", "/srv/app");
+	rec_info_str(o, "python", "3.12.1");
+	rec_string(o, 1, "/srv/app/serve.py");
+	rec_string(o, 2, "<module>");
+	rec_string(o, 3, "Cache.fill");
+	rec_string(o, 4, "/srv/app/.venv/lib/python3.12/site-packages/pool/__init__.py");
+	rec_string(o, 5, "Pool.__del__");
+	rec_string(o, 6, "/usr/lib/python3.12/weakref.py");
+	rec_string(o, 7, "finalize.__call__");
+	rec_pycode(o, 1, 1, 2, 1);
+	rec_pycode(o, 2, 1, 3, 25);
+	rec_pycode(o, 3, 4, 5, 80);
+	rec_pycode(o, 4, 6, 7, 580);
+	rec_stack(o, 1, native, 3);
+	rec_pystack(o, 1, weights, 1, e1, 1);
+	rec_stack(o, 2, native, 3);
+	rec_pystack(o, 2, cache, 2, e1, 1);
+	rec_stack(o, 3, native, 3);
+	rec_pystack(o, 3, pinned, 1, e1, 1);
+	rec_stack(o, 4, native, 3);
+	rec_pystack(o, 4, atexit, 2, e1, 1);
+	rec_hot1(o, LW_REC_THREAD, PID);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f5000000000, 8 * MiB, 1);
+	for (unsigned i = 0; i < 3; i++)
+		rec_alloc(o, LW_MEM_DEVICE, 0x7f6000000000 + i * 0x100000ull,
+			  1 * MiB, 2);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f7000000000, 4096, 3);
+	rec_mark(o, LW_MARK_PROGRAM_END);
+	/* Finalization frees the globals, all of the weights and part of
+	 * the cache, and a finalizer allocates what it never frees. */
+	rec_free(o, 0x7f5000000000);
+	rec_free(o, 0x7f6000000000);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f8000000000, 2 * MiB, 4);
+	rec_end(o, 0);
+}
+
 static void scenario_pystack_undefined(struct out *o)
 {
 	static const uint64_t s1[] = { 0x401000 };
@@ -550,6 +687,8 @@ static const struct {
 	{ "escapes", scenario_escapes },
 	{ "big-header", scenario_big_header },
 	{ "python", scenario_python },
+	{ "python-location", scenario_python_location },
+	{ "python-finalize", scenario_python_finalize },
 	{ "pystack-undefined", scenario_pystack_undefined },
 	{ "corrupt-tag", scenario_corrupt_tag },
 	{ "bad-magic", scenario_bad_magic },

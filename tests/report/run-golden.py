@@ -42,6 +42,11 @@ CASES = {
     "python-text": (["python"], ["report", "@python"], 0),
     "python-json": (["python"], ["report", "--format", "json", "@python"], 0),
     "python-frames-text": (["python"], ["report", "--frames", "3", "@python"], 0),
+    # Modules whose files are missing: the note differs without libdw.
+    "python-location-text": (["python-location"], ["report", "--frames", "4", "@python-location"], 0, True),
+    "python-location-json": (["python-location"], ["report", "--format", "json", "@python-location"], 0, True),
+    "python-finalize-text": (["python-finalize"], ["report", "@python-finalize"], 0),
+    "python-finalize-json": (["python-finalize"], ["report", "--format", "json", "@python-finalize"], 0),
     "no-leak-text": (["no-leak"], ["report", "@no-leak"], 0),
     "host-only-text": (["host-only"], ["report", "@host-only"], 0),
     "host-only-json": (["host-only"], ["report", "--format", "json", "@host-only"], 0),
