@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lw-format.h"
+#include "lw-origin.h"
 #include "pyframes.h"
 #include "unwind.h"
 #include "writer.h"
@@ -220,17 +221,29 @@ void lw_stacks_python_location(const struct lw_stack_entry *s, char *out,
 			       size_t size)
 {
 	char file[256], name[128];
+	const uintptr_t *py = s->frames + s->depth;
+	unsigned pick = 0;
 	int first_line;
 
 	out[0] = '\0';
 	if (!s->py_depth)
 		return;
-	const uintptr_t *py = s->frames + s->depth;
-	if (lw_py_code_info((const void *)py[0], file, sizeof(file), name,
-			    sizeof(name), &first_line) < 0)
+	/* The innermost frame of the user's own code, as the report's
+	 * headline location; else the innermost frame. */
+	for (unsigned i = 0; i < s->py_depth; i++) {
+		if (lw_py_code_info((const void *)py[2 * i], file,
+				    sizeof(file), name, sizeof(name),
+				    &first_line) == 0 &&
+		    lw_python_file_origin(file, strlen(file)) == LW_CODE_USER) {
+			pick = i;
+			break;
+		}
+	}
+	if (lw_py_code_info((const void *)py[2 * pick], file, sizeof(file),
+			    name, sizeof(name), &first_line) < 0)
 		return;
 	const char *base = strrchr(file, '/');
-	long line = (long)(py[1] >> 1) - 1;
+	long line = (long)(py[2 * pick + 1] >> 1) - 1;
 	snprintf(out, size, "%.64s (%.72s:%ld)", name, base ? base + 1 : file,
 		 line);
 }

@@ -3,7 +3,7 @@
  * A site's location: the one frame of its stack a report leads with, the
  * line a user would go and fix.
  */
-#include "origin.h"
+#include "lw-origin.h"
 #include "render.h"
 
 static bool is_user_code(const struct lw_model *m,

@@ -155,6 +155,11 @@ def per_step():
     check_eq(need(top, "live_count_at_program_end", "site"), 50,
              "the top site's live count at program end")
     check_eq(need(top, "native_thread", "site"), False, "native_thread")
+    # The shim's own exit summary names the same line: the user's code,
+    # not the tensor library's frames above it.
+    want = f"train ({os.path.basename(sc.script)}:{sc.lines['loss']})"
+    check(want in sc.run.stderr, f"exit summary names {want}: "
+          f"{sc.run.stderr}")
 
 
 def deep_chain():

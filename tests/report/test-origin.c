@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "origin.h"
+#include "lw-origin.h"
 
 static int failures;
 

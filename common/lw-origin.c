@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Whose code a frame is: see origin.h. */
-#include "origin.h"
+/* Whose code a frame is: see lw-origin.h. */
+#include "lw-origin.h"
 
 #include <string.h>
 
