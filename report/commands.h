@@ -40,6 +40,14 @@ void lw_error(const char *fmt, ...);
 int lw_parse_format(const char *value, enum lw_format *out);
 int lw_parse_count(const char *option, const char *value, size_t *out);
 
+/*
+ * Handles an option that `report` and `run` share (--format, -o/--output,
+ * --top, --frames: getopt values 'F', 'o', 'T', 'N'). Returns 1 if c was
+ * one of them, 0 if it was not, -EINVAL for a bad value (already printed).
+ */
+int lw_output_option(int c, const char *arg, struct lw_output_options *options,
+		     const char **output);
+
 /* Reports an option getopt_long rejected (it returned '?' or ':'). */
 void lw_bad_option(int c, char **argv);
 

@@ -164,6 +164,26 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 	return failed;
 }
 
+int lw_output_option(int c, const char *arg, struct lw_output_options *options,
+		     const char **output)
+{
+	switch (c) {
+	case 'F':
+		return lw_parse_format(arg, &options->format) < 0 ? -EINVAL : 1;
+	case 'o':
+		*output = arg;
+		return 1;
+	case 'T':
+		return lw_parse_count("--top", arg, &options->report.top) < 0
+			       ? -EINVAL : 1;
+	case 'N':
+		return lw_parse_count("--frames", arg, &options->report.frames) < 0
+			       ? -EINVAL : 1;
+	default:
+		return 0;
+	}
+}
+
 static int cmd_report(int argc, char **argv)
 {
 	static const struct option long_options[] = {
@@ -184,24 +204,12 @@ static int cmd_report(int argc, char **argv)
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:h", long_options, NULL)) != -1) {
+		rc = lw_output_option(c, optarg, &options, &output);
+		if (rc < 0)
+			return LW_EXIT_USAGE;
+		if (rc > 0)
+			continue;
 		switch (c) {
-		case 'F':
-			if (lw_parse_format(optarg, &options.format) < 0)
-				return LW_EXIT_USAGE;
-			break;
-		case 'o':
-			output = optarg;
-			break;
-		case 'T':
-			if (lw_parse_count("--top", optarg,
-					   &options.report.top) < 0)
-				return LW_EXIT_USAGE;
-			break;
-		case 'N':
-			if (lw_parse_count("--frames", optarg,
-					   &options.report.frames) < 0)
-				return LW_EXIT_USAGE;
-			break;
 		case 'h':
 			report_usage(stdout);
 			return 0;

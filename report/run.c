@@ -416,26 +416,14 @@ int lw_cmd_run(int argc, char **argv)
 	opterr = 0;
 	/* "+": stop at the first argument that is not an option (CMD). */
 	while ((c = getopt_long(argc, argv, "+:o:h", long_options, NULL)) != -1) {
+		rc = lw_output_option(c, optarg, &options, &output);
+		if (rc < 0)
+			return LW_EXIT_USAGE;
+		if (rc > 0)
+			continue;
 		switch (c) {
 		case 't':
 			trace_pattern = optarg;
-			break;
-		case 'F':
-			if (lw_parse_format(optarg, &options.format) < 0)
-				return LW_EXIT_USAGE;
-			break;
-		case 'o':
-			output = optarg;
-			break;
-		case 'T':
-			if (lw_parse_count("--top", optarg,
-					   &options.report.top) < 0)
-				return LW_EXIT_USAGE;
-			break;
-		case 'N':
-			if (lw_parse_count("--frames", optarg,
-					   &options.report.frames) < 0)
-				return LW_EXIT_USAGE;
 			break;
 		case 'R':
 			no_report = true;
