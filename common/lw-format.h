@@ -114,7 +114,9 @@ enum lw_record_tag {
 	LW_REC_PHASE_BEGIN = 0x43,
 	/* INFO: string key, string value. Keys: "exe", "cmdline" (arguments
 	 * separated by NUL), "cwd", "leakwatch", "cudart" (the runtime's path),
-	 * "python" (the CPython version, when Python frames are recorded). */
+	 * "python" (the CPython version, when Python frames are recorded),
+	 * "step_source" ("api" or "optimizer": where the STEP records that
+	 * follow come from). */
 	LW_REC_INFO = 0x44,
 	/* WARNING: the text of a warning the shim printed (once). */
 	LW_REC_WARNING = 0x45,

@@ -7,7 +7,7 @@
 
 LW_EXPORT void leakwatch_step(void)
 {
-	lw_record_step();
+	lw_record_step(LW_STEP_API);
 }
 
 LW_EXPORT void leakwatch_phase_begin(const char *name)

@@ -20,6 +20,7 @@ struct py_method_def {
 	int ml_flags;
 	const char *ml_doc;
 };
+#define PY_METH_VARARGS 0x0001
 #define PY_METH_NOARGS 0x0004
 
 struct py_api {
@@ -35,11 +36,18 @@ struct py_api {
 	void (*inc_ref)(struct py_object *o);
 	void (*dec_ref)(struct py_object *o);
 	void (*err_clear)(void);
+	struct py_object *(*sys_get_object)(const char *name);
+	struct py_object *(*dict_get_item_string)(struct py_object *dict,
+						  const char *key);
+	struct py_object *(*tuple_get_item)(struct py_object *tuple,
+					    ptrdiff_t index);
 	struct py_object *none;
 };
 
 static struct py_api py;
-static int scheduled;
+/* A call is queued; tries so far (torch may be imported late). */
+static int pending, attempts;
+#define MAX_ATTEMPTS 32
 
 static void *lookup(const char *name)
 {
@@ -57,11 +65,15 @@ static int load_api(void)
 	*(void **)&py.inc_ref = lookup("Py_IncRef");
 	*(void **)&py.dec_ref = lookup("Py_DecRef");
 	*(void **)&py.err_clear = lookup("PyErr_Clear");
+	*(void **)&py.sys_get_object = lookup("PySys_GetObject");
+	*(void **)&py.dict_get_item_string = lookup("PyDict_GetItemString");
+	*(void **)&py.tuple_get_item = lookup("PyTuple_GetItem");
 	py.none = lookup("_Py_NoneStruct");
 	return py.call_objargs && py.add_pending_call && py.is_initialized &&
 	       py.import_module &&
 	       py.get_attr_string && py.cfunction_new_ex && py.inc_ref &&
-	       py.dec_ref && py.err_clear && py.none ? 0 : -1;
+	       py.dec_ref && py.err_clear && py.sys_get_object &&
+	       py.dict_get_item_string && py.tuple_get_item && py.none ? 0 : -1;
 }
 
 static struct py_object *on_program_end(struct py_object *self,
@@ -77,41 +89,123 @@ static struct py_method_def program_end_def = {
 	"Marks the end of the program's own code in the leakwatch trace.",
 };
 
-/* Runs in the interpreter's main thread with the GIL held. */
-static int register_atexit(void *arg)
-{
-	struct py_object *atexit, *reg, *fn, *res;
+/*
+ * Steps from PyTorch's optimizers. Several optimizers may step in one
+ * iteration, and with gradient accumulation an optimizer steps once per
+ * several batches: a step ends each time the *leading* optimizer (the first
+ * one seen) steps. If another optimizer steps twice while the leader does
+ * not (the leader was replaced, say by a new training stage), it leads.
+ * Runs with the GIL held, which serialises these statics.
+ */
+static uintptr_t leader, follower;
+static unsigned follower_steps;
 
-	atexit = py.import_module("atexit");
-	if (!atexit)
-		goto fail;
-	reg = py.get_attr_string(atexit, "register");
-	py.dec_ref(atexit);
+static struct py_object *on_optimizer_step(struct py_object *self,
+					   struct py_object *args)
+{
+	struct py_object *optimizer = py.tuple_get_item(args, 0);
+	uintptr_t id = (uintptr_t)optimizer;
+
+	if (!optimizer) {
+		py.err_clear();
+	} else if (!leader || id == leader) {
+		leader = id;
+		follower_steps = 0;
+		lw_record_step(LW_STEP_OPTIMIZER);
+	} else if (id == follower && ++follower_steps >= 2) {
+		leader = id;
+		follower_steps = 0;
+		lw_record_step(LW_STEP_OPTIMIZER);
+	} else if (id != follower) {
+		follower = id;
+		follower_steps = 1;
+	}
+	py.inc_ref(py.none);
+	return py.none;
+}
+
+static struct py_method_def optimizer_step_def = {
+	"leakwatch_optimizer_step", on_optimizer_step, PY_METH_VARARGS,
+	"Marks a training step in the leakwatch trace.",
+};
+
+/* Calls module.attr(fn); 0 on success. With the GIL. */
+static int call_with_function(struct py_object *module, const char *attr,
+			      struct py_method_def *def)
+{
+	struct py_object *reg, *fn, *res;
+
+	reg = py.get_attr_string(module, attr);
 	if (!reg)
-		goto fail;
-	fn = py.cfunction_new_ex(&program_end_def, NULL, NULL);
+		return -1;
+	fn = py.cfunction_new_ex(def, NULL, NULL);
 	if (!fn) {
 		py.dec_ref(reg);
-		goto fail;
+		return -1;
 	}
 	res = py.call_objargs(reg, fn, (struct py_object *)NULL);
 	py.dec_ref(fn);
 	py.dec_ref(reg);
 	if (!res)
-		goto fail;
+		return -1;
 	py.dec_ref(res);
-	return 0;
-fail:
-	/* Never leave an exception behind in the program. */
-	py.err_clear();
 	return 0;
 }
 
-int lw_py_schedule_program_end_mark(void)
+static int program_end_registered, optimizer_hook_registered;
+
+/*
+ * Runs in the interpreter's main thread with the GIL held. Registers what
+ * is not registered yet; PyTorch's hook only once torch.optim is imported
+ * (an already imported module is looked up, never imported from here).
+ */
+static int install_hooks(void *arg)
 {
-	if (__atomic_exchange_n(&scheduled, 1, __ATOMIC_ACQ_REL))
+	if (!program_end_registered) {
+		struct py_object *atexit = py.import_module("atexit");
+		if (atexit) {
+			program_end_registered = call_with_function(
+				atexit, "register", &program_end_def) == 0;
+			py.dec_ref(atexit);
+		}
+		py.err_clear();
+	}
+	if (!optimizer_hook_registered) {
+		struct py_object *modules = py.sys_get_object("modules");
+		struct py_object *optim = modules ? py.dict_get_item_string(
+				modules, "torch.optim.optimizer") : NULL;
+		if (optim)
+			optimizer_hook_registered = call_with_function(
+				optim, "register_optimizer_step_post_hook",
+				&optimizer_step_def) == 0;
+		/* Never leave an exception behind in the program. */
+		py.err_clear();
+	}
+	__atomic_store_n(&pending, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int lw_py_schedule_hooks(void)
+{
+	static int api_state; /* 0 unknown, 1 loaded, -1 not a usable Python */
+
+	if (__atomic_load_n(&optimizer_hook_registered, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&program_end_registered, __ATOMIC_ACQUIRE))
 		return 0;
-	if (load_api() < 0 || !py.is_initialized())
+	if (__atomic_load_n(&attempts, __ATOMIC_RELAXED) >= MAX_ATTEMPTS)
 		return -1;
-	return py.add_pending_call(register_atexit, NULL) == 0 ? 0 : -1;
+	if (__atomic_exchange_n(&pending, 1, __ATOMIC_ACQ_REL))
+		return 0; /* one is queued already */
+	if (!api_state)
+		api_state = load_api() == 0 ? 1 : -1;
+	if (api_state < 0 || !py.is_initialized()) {
+		__atomic_store_n(&pending, 0, __ATOMIC_RELEASE);
+		return -1;
+	}
+	__atomic_fetch_add(&attempts, 1, __ATOMIC_RELAXED);
+	if (py.add_pending_call(install_hooks, NULL) != 0) {
+		__atomic_store_n(&pending, 0, __ATOMIC_RELEASE);
+		return -1;
+	}
+	return 0;
 }

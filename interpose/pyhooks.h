@@ -9,12 +9,17 @@
 #define LW_PYHOOKS_H
 
 /*
- * Once per process: registers, from inside the interpreter, an atexit
- * callback that records LW_MARK_PROGRAM_END. CPython runs atexit callbacks
- * before it clears module globals, so the mark sees what the program's own
- * code left allocated. Returns 0 if the call was queued, -1 if this is not a
- * running CPython or the queue was full.
+ * Queues the registration, from inside the interpreter, of what the shim
+ * needs from Python and does not have yet:
+ * - an atexit callback that records LW_MARK_PROGRAM_END: CPython runs
+ *   atexit callbacks before it clears module globals, so the mark sees
+ *   what the program's own code left allocated;
+ * - once torch.optim is imported, PyTorch's optimizer step post-hook, which
+ *   marks a training step (LW_STEP_OPTIMIZER) at each optimizer step.
+ * Cheap when all is registered; call it again later (torch may be imported
+ * after the first allocation). Returns 0 if a call is queued or nothing is
+ * left to do, -1 if this is not a running CPython or it gave up.
  */
-int lw_py_schedule_program_end_mark(void);
+int lw_py_schedule_hooks(void);
 
 #endif

@@ -62,8 +62,19 @@ static uint64_t last_stream;
 static uint64_t last_time_ns, last_flush_ns;
 
 static int python_frames;      /* CPython frames can be read */
+static int python_process;     /* running inside CPython */
 static struct lw_summary program_end_summary;
 static int have_program_end_summary;
+
+static unsigned step_source_in_trace; /* enum lw_step_source, 0: none */
+/*
+ * An optimizer step is written at the next event the trace records, not at
+ * once: if the program marks its steps itself, its first explicit step
+ * comes after the first optimizer step of that iteration, and must replace
+ * it rather than count a step twice. The step keeps its place among the
+ * allocations either way.
+ */
+static int explicit_steps, optimizer_step_pending;
 
 static char warnings[LW_WARN_COUNT][256];
 static unsigned warned_mask, warnings_in_trace_mask;
@@ -221,6 +232,7 @@ static int ensure_trace_locked(void)
 		return 0;
 	}
 	trace_state = TRACE_OPEN;
+	step_source_in_trace = 0;
 	last_tid = 0;
 	last_api = UINT_MAX;
 	last_device = INT64_MIN;
@@ -231,6 +243,8 @@ static int ensure_trace_locked(void)
 	append_to_manifest(trace_path);
 	return 1;
 }
+
+static void write_step_locked(enum lw_step_source source);
 
 static void flush_locked(void)
 {
@@ -250,6 +264,9 @@ static void note_thread_and_time_locked(void)
 {
 	pid_t tid = current_tid();
 
+	if (__atomic_exchange_n(&optimizer_step_pending, 0, __ATOMIC_ACQ_REL) &&
+	    !__atomic_load_n(&explicit_steps, __ATOMIC_ACQUIRE))
+		write_step_locked(LW_STEP_OPTIMIZER);
 	if (tid != last_tid) {
 		lw_writer_tag_u64(&writer, LW_REC_THREAD, (uint64_t)tid);
 		last_tid = tid;
@@ -293,7 +310,8 @@ static void note_context_locked(enum lw_api api, int64_t device,
  */
 static struct lw_stack_entry *intern_stack_locked(const uintptr_t *frames,
 						  unsigned depth,
-						  unsigned py_depth)
+						  unsigned py_depth,
+						  int *is_new)
 {
 	uint64_t hash = lw_stacks_hash(frames, depth, py_depth);
 	struct lw_stack_entry *s = lw_stacks_find(hash, frames, depth, py_depth);
@@ -309,8 +327,10 @@ static struct lw_stack_entry *intern_stack_locked(const uintptr_t *frames,
 			lw_modules_scan_release(&scan);
 		}
 		s = lw_stacks_find(hash, frames, depth, py_depth);
-		if (!s)
+		if (!s) {
 			s = lw_stacks_add(hash, frames, depth, py_depth);
+			*is_new = 1;
+		}
 		if (!s) {
 			lw_warn_once(LW_WARN_OUT_OF_MEMORY,
 				     "leakwatch's own memory is exhausted; "
@@ -414,6 +434,7 @@ void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
 	uintptr_t frames[LW_MAX_FRAMES + 2 * LW_MAX_PY_FRAMES];
 	unsigned depth, py_depth = 0;
 	int64_t device = -1;
+	int new_stack = 0;
 
 	if (!ptr)
 		return;
@@ -428,7 +449,7 @@ void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
 	if (!ensure_trace_locked())
 		goto out;
 	struct lw_stack_entry *stack = intern_stack_locked(frames, depth,
-							   py_depth);
+							   py_depth, &new_stack);
 	if (trace_state != TRACE_OPEN)
 		goto out;
 	if (!add_live_locked((uintptr_t)ptr, size, stack, kind)) {
@@ -442,6 +463,10 @@ void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
 			stack ? stack->id : 0);
 out:
 	pthread_mutex_unlock(&lock);
+	/* New code is running: torch may have been imported since the last
+	 * try to register PyTorch's optimizer hook. */
+	if (new_stack && python_process)
+		lw_py_schedule_hooks();
 }
 
 void lw_free_begin(const void *ptr, struct lw_pending_free *pending)
@@ -495,15 +520,36 @@ out:
 
 /* ---- steps and phases ---- */
 
-void lw_record_step(void)
+static void write_step_locked(enum lw_step_source source)
 {
+	static const char *const names[] = {
+		[LW_STEP_API] = "api", [LW_STEP_OPTIMIZER] = "optimizer",
+	};
+
+	if (step_source_in_trace != source) {
+		lw_writer_info(&writer, "step_source", names[source],
+			       strlen(names[source]));
+		step_source_in_trace = source;
+	}
+	lw_writer_tag(&writer, LW_REC_STEP);
+	flush_locked();
+}
+
+void lw_record_step(enum lw_step_source source)
+{
+	if (source == LW_STEP_OPTIMIZER) {
+		if (!__atomic_load_n(&explicit_steps, __ATOMIC_ACQUIRE))
+			__atomic_store_n(&optimizer_step_pending, 1,
+					 __ATOMIC_RELEASE);
+		return;
+	}
+	__atomic_store_n(&explicit_steps, 1, __ATOMIC_RELEASE);
 	if (!lw_enter())
 		return;
 	pthread_mutex_lock(&lock);
 	if (ensure_trace_locked()) {
 		note_thread_and_time_locked();
-		lw_writer_tag(&writer, LW_REC_STEP);
-		flush_locked();
+		write_step_locked(source);
 	}
 	pthread_mutex_unlock(&lock);
 	lw_leave();
@@ -664,10 +710,9 @@ static void init_once_fn(void)
 	switch (lw_py_init()) {
 	case LW_PY_SUPPORTED:
 		python_frames = 1;
-		lw_py_schedule_program_end_mark();
-		break;
+		__attribute__((fallthrough));
 	case LW_PY_UNSUPPORTED:
-		lw_py_schedule_program_end_mark();
+		python_process = 1;
 		break;
 	case LW_PY_NOT_PYTHON:
 		break;

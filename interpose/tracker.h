@@ -82,8 +82,19 @@ struct lw_pending_free {
 void lw_free_begin(const void *ptr, struct lw_pending_free *pending);
 void lw_free_end(struct lw_pending_free *pending, int succeeded);
 
+enum lw_step_source {
+	LW_STEP_API = 1,       /* leakwatch_step(), the Python helper */
+	LW_STEP_OPTIMIZER = 2, /* PyTorch's optimizer step post-hook */
+};
+
+/*
+ * Ends a training step. Once the program marked a step itself, optimizer
+ * steps are ignored: an explicit mark says what a step is. The trace says
+ * where its steps come from (INFO "step_source").
+ */
+void lw_record_step(enum lw_step_source source);
+
 /* The public API's work (see include/leakwatch.h). */
-void lw_record_step(void);
 void lw_record_phase_begin(const char *name);
 void lw_record_phase_end(void);
 

@@ -238,6 +238,73 @@ def killed_after_step():
     check_eq(rep["allocations"], 3, "allocations up to the last step")
 
 
+OPTIMIZER_STEPS = r"""
+import ctypes, os, sys
+ext = ctypes.CDLL(sys.argv[1])
+ext.testext_alloc.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+ext.testext_free.argtypes = [ctypes.c_void_p]
+mode = sys.argv[2]
+sys.path.insert(0, sys.argv[3])
+if mode == "explicit":
+    sys.path.insert(0, sys.argv[4])
+    import leakwatch
+
+def tensor():
+    p = ctypes.c_void_p()
+    assert ext.testext_alloc(256, ctypes.byref(p)) == 0
+    return p
+
+warmup = tensor()            # torch is not imported yet: no hook
+import torch.optim.optimizer as optim
+warmup2 = tensor()           # new code ran: the shim tries again
+for _ in range(100):         # the interpreter runs its pending calls
+    pass
+model, head = optim.Optimizer("model"), optim.Optimizer("head")
+for batch in range(40):
+    ext.testext_free(tensor())
+    if mode == "accumulate":
+        if batch % 4 == 3:   # one optimizer step per 4 batches
+            model.step()
+            head.step()
+    else:
+        model.step()
+        head.step()
+        if mode == "explicit":
+            leakwatch.step()
+print("ok")
+"""
+
+
+def optimizer_steps():
+    """PyTorch programs get step boundaries from the optimizer with no
+    change to their code: once per iteration, whatever the number of
+    optimizers; once per optimizer step under gradient accumulation; and an
+    explicit leakwatch.step() takes precedence."""
+    faketorch = os.environ["LW_FAKETORCH"]
+    scripts = os.environ["LW_SCRIPTS"]
+    for mode, steps, source in [("every", 40, "optimizer"),
+                                ("accumulate", 10, "optimizer"),
+                                ("explicit", 40, "api")]:
+        run = Run([sys.executable, "-c", OPTIMIZER_STEPS,
+                   os.environ["LW_TESTEXT"], mode, faketorch, scripts])
+        run.expect_ok()
+        rep = report(run.trace())
+        check_eq(rep["steps"], steps, f"{mode}: steps")
+        check_eq(rep["info"].get("step_source"), source,
+                 f"{mode}: step source")
+
+
+def python_helper_without_shim():
+    """import leakwatch is a silent no-op without the shim."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import leakwatch; "
+            "assert not leakwatch.active(); leakwatch.step(); "
+            "\nwith leakwatch.phase('x'): pass\nprint('ok')")
+    run = Run([sys.executable, "-c", code, os.environ["LW_SCRIPTS"]],
+              preload=False).expect_ok()
+    check_eq(run.stdout.strip(), "ok", "output")
+    check_eq(run.traces(), [], "no trace")
+
+
 def symlink_not_followed():
     probe = Run([prog("no_cuda")])
     d = probe.dir
@@ -309,4 +376,5 @@ if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         leaky_loop, clean_loop, every_api, threads, forker, failing_alloc,
         rtld_local, unknown_free, no_cuda, quiet, killed, killed_after_step,
+        optimizer_steps, python_helper_without_shim,
         symlink_not_followed, unwritable, exports, run_command]}))

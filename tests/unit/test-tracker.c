@@ -147,7 +147,9 @@ int main(void)
 	record_free(0x20000, 0); /* fails: the allocation stays live */
 	record_free(0x30000, 1); /* unknown, succeeds: recorded */
 	record_free(0x40000, 0); /* unknown, fails: not recorded */
-	lw_record_step();
+	lw_record_step(LW_STEP_API);
+	/* Once the program marks steps itself, optimizer steps are ignored. */
+	lw_record_step(LW_STEP_OPTIMIZER);
 	lw_record_phase_begin("load");
 	lw_record_phase_end();
 	lw_shutdown();

@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: MIT
+"""Mark training steps and phases in leakwatch's trace, from Python.
+
+    import leakwatch
+    for batch in loader:
+        train_step(batch)
+        leakwatch.step()
+    with leakwatch.phase("evaluation"):
+        evaluate()
+
+Every function is a silent no-op when the leakwatch shim is not loaded, so
+the calls can stay in a program that usually runs without it. PyTorch
+programs need none of this: leakwatch marks a step at every optimizer step
+by itself. An explicit leakwatch.step() takes precedence over that.
+"""
+import contextlib
+import ctypes
+
+__all__ = ["active", "step", "phase", "phase_begin", "phase_end"]
+
+
+def _lookup(name, argtypes):
+    try:
+        fn = getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = argtypes
+    fn.restype = None
+    return fn
+
+
+_step = _lookup("leakwatch_step", [])
+_phase_begin = _lookup("leakwatch_phase_begin", [ctypes.c_char_p])
+_phase_end = _lookup("leakwatch_phase_end", [])
+
+
+def active():
+    """True when the leakwatch shim is loaded in this process."""
+    return _step is not None
+
+
+def step():
+    """Marks the end of one training step."""
+    if _step is not None:
+        _step()
+
+
+def phase_begin(name):
+    """Opens a named phase (phases nest)."""
+    if _phase_begin is not None:
+        _phase_begin(str(name).encode("utf-8", "replace"))
+
+
+def phase_end():
+    """Closes the innermost open phase."""
+    if _phase_end is not None:
+        _phase_end()
+
+
+@contextlib.contextmanager
+def phase(name):
+    """A named phase around a block: model loading, evaluation, ..."""
+    phase_begin(name)
+    try:
+        yield
+    finally:
+        phase_end()

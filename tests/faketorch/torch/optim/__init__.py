@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+from .optimizer import Optimizer  # noqa: F401
