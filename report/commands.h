@@ -39,10 +39,12 @@ void lw_error(const char *fmt, ...);
 /* Parsers for option values; print the problem and return -EINVAL. */
 int lw_parse_format(const char *value, enum lw_format *out);
 int lw_parse_count(const char *option, const char *value, size_t *out);
+/* --min-steps: a whole number, at least 1. */
+int lw_parse_min_steps(const char *value, size_t *out);
 
 /*
  * Handles an option that `report` and `run` share (--format, -o/--output,
- * --top, --frames: getopt values 'F', 'o', 'T', 'N'). Returns 1 if c was
+ * --top, --frames, --min-steps: getopt values 'F', 'o', 'T', 'N', 'S'). Returns 1 if c was
  * one of them, 0 if it was not, -EINVAL for a bad value (already printed).
  */
 int lw_output_option(int c, const char *arg, struct lw_output_options *options,

@@ -138,15 +138,53 @@
  *                       finalization; then the report point, so the same
  *                       as live_*_at_exit), or null when the trace has no
  *                       mark.
+ *   "step_series"       [{"step", "live_bytes", "live_count", "peak_bytes"}]:
+ *                       device memory (device + managed) at the end of
+ *                       steps: "step" STEP records had been read, the
+ *                       live bytes and allocations then, and the most
+ *                       bytes live since the previous point (or the start
+ *                       of the trace). At most 8192 points: when a run has
+ *                       more steps, pairs of points are merged (the later
+ *                       point's live numbers, the larger peak) and the
+ *                       series keeps every "step_series_stride"-th step.
+ *                       [] when the trace has no STEP records.
+ *   "step_series_stride" steps between points of "step_series" (1: every
+ *                       step; a power of two).
+ *   "growth_bytes_per_step"  how fast device memory grows per step: the
+ *                       Theil-Sen slope of the lower envelope (the minima
+ *                       of ten windows) of the step series, after a
+ *                       warm-up of the first tenth of the points (at least
+ *                       one); 0 under "not-enough-steps". A number, maybe
+ *                       fractional or negative.
+ *   "verdict"           the run's growth verdict: "growing" (the lower
+ *                       envelope rises, and still in the last half and
+ *                       third of the run; also when any site grows),
+ *                       "plateau" (it rose, then stopped: a cache that
+ *                       filled), "sawtooth-flat" (memory rises and falls
+ *                       back to a flat floor: deferred frees), "stable",
+ *                       or "not-enough-steps" (fewer STEP records than
+ *                       "min_steps").
+ *   "min_steps"         the fewest steps judged (`--min-steps`, default 10).
+ *   Each object of "sites" has, after "live_count_at_end":
+ *       "growth_bytes_per_step", "growth_count_per_step"
+ *                       the site's live bytes and allocations growth per
+ *                       step, judged as the run's;
+ *       "verdict"       as the run's, for the site: "growing" when its
+ *                       bytes or its count grows (one 512-byte tensor kept
+ *                       per step grows by count whatever the noise in
+ *                       bytes); "not-enough-steps" also when the site
+ *                       started changing after 1024 other sites had (only
+ *                       that many per-site series are kept).
  *
- * Numbers are unsigned integers (they may exceed 2^53). Strings from the
- * trace are escaped (control characters as \u00XX); bytes that are not
- * UTF-8 become U+FFFD.
+ * Numbers are unsigned integers (they may exceed 2^53), except the growth
+ * rates. Strings from the trace are escaped (control characters as
+ * \u00XX); bytes that are not UTF-8 become U+FFFD.
  */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "growth.h"
 #include "render.h"
 
 static void newline(FILE *out, unsigned indent)
@@ -293,9 +331,17 @@ static int put_frames(FILE *out, const struct lw_report *r,
 	return 0;
 }
 
-static int put_site(FILE *out, const struct lw_report *r, uint32_t site,
+/* A rate: a JSON number, never "-0". */
+static void put_rate(FILE *out, double rate)
+{
+	fprintf(out, "%.10g", rate == 0 ? 0.0 : rate);
+}
+
+static int put_site(FILE *out, const struct lw_report *r,
+		    const struct lw_growth_report *g, uint32_t site,
 		    unsigned indent)
 {
+	const struct lw_site_growth *sg = &g->sites[site];
 	const struct lw_model *m = r->model;
 	const struct lw_site *s = &m->sites[site];
 	struct lw_totals t = lw_model_site_totals(m, site);
@@ -348,7 +394,15 @@ static int put_site(FILE *out, const struct lw_report *r, uint32_t site,
 	put_key(out, indent + 2, "live_bytes_at_end");
 	fprintf(out, "%" PRIu64 ",", end.live_bytes);
 	put_key(out, indent + 2, "live_count_at_end");
-	fprintf(out, "%" PRIu64, end.live_count);
+	fprintf(out, "%" PRIu64 ",", end.live_count);
+	put_key(out, indent + 2, "growth_bytes_per_step");
+	put_rate(out, sg->bytes_per_step);
+	putc(',', out);
+	put_key(out, indent + 2, "growth_count_per_step");
+	put_rate(out, sg->count_per_step);
+	putc(',', out);
+	put_key(out, indent + 2, "verdict");
+	fprintf(out, "\"%s\"", lw_verdict_name(sg->verdict));
 	newline(out, indent);
 	putc('}', out);
 out:
@@ -424,19 +478,47 @@ static void put_string_list(FILE *out, const struct lw_bytes *items,
 	putc(']', out);
 }
 
+/* One point a line: a long run gives thousands. */
+static void put_step_series(FILE *out, const struct lw_model *m,
+			    unsigned indent)
+{
+	putc('[', out);
+	for (size_t i = 0; i < m->step_point_count; i++) {
+		const struct lw_step_point *p = &m->step_points[i];
+
+		if (i)
+			putc(',', out);
+		newline(out, indent + 2);
+		fprintf(out, "{\"step\": %" PRIu64 ", \"live_bytes\": %" PRIu64
+			     ", \"live_count\": %" PRIu64 ", \"peak_bytes\": %" PRIu64 "}",
+			p->step, p->live_bytes, p->live_count, p->peak_bytes);
+	}
+	if (m->step_point_count)
+		newline(out, indent);
+	putc(']', out);
+}
+
 int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 		   bool first)
 {
 	const struct lw_model *m = r->model;
 	unsigned in = nested ? 4 : 0, k = in + 2;
 	const char *const *notes;
+	struct lw_growth_report g;
 	uint32_t *sites;
 	size_t site_count, note_count;
 	int rc;
 
-	rc = lw_model_live_sites(m, &sites, &site_count);
-	if (rc < 0)
+	rc = lw_model_growth(m, r->min_steps, &g);
+	if (rc < 0) {
+		lw_growth_report_fini(&g);
 		return rc;
+	}
+	rc = lw_model_live_sites(m, &sites, &site_count);
+	if (rc < 0) {
+		lw_growth_report_fini(&g);
+		return rc;
+	}
 	if (nested) {
 		if (!first)
 			putc(',', out);
@@ -495,11 +577,13 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	for (size_t i = 0; i < site_count && rc == 0; i++) {
 		if (i)
 			putc(',', out);
-		rc = put_site(out, r, sites[i], k + 2);
+		rc = put_site(out, r, &g, sites[i], k + 2);
 	}
 	free(sites);
-	if (rc < 0)
+	if (rc < 0) {
+		lw_growth_report_fini(&g);
 		return rc;
+	}
 	if (site_count)
 		newline(out, k);
 	fputs("],", out);
@@ -534,6 +618,20 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 			lw_model_device_live_count(m));
 	else
 		fputs("null", out);
+	putc(',', out);
+	put_key(out, k, "step_series");
+	put_step_series(out, m, k);
+	putc(',', out);
+	put_key(out, k, "step_series_stride");
+	fprintf(out, "%" PRIu64 ",", m->step_stride);
+	put_key(out, k, "growth_bytes_per_step");
+	put_rate(out, g.run.per_step);
+	putc(',', out);
+	put_key(out, k, "verdict");
+	fprintf(out, "\"%s\",", lw_verdict_name(g.run.verdict));
+	put_key(out, k, "min_steps");
+	fprintf(out, "%" PRIu64, g.min_steps);
+	lw_growth_report_fini(&g);
 	newline(out, in);
 	putc('}', out);
 	if (!nested)

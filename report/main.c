@@ -1,19 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The leakwatch command line: `leakwatch report`, `leakwatch run` (run.c),
- * help and version.
+ * The leakwatch command line: `leakwatch report`, `leakwatch check`,
+ * `leakwatch run` (run.c), help and version.
  *
  * Exit status: 0 on success; 2 for bad usage or a trace that cannot be read
- * (one line "leakwatch: PATH: PROBLEM" on stderr for each); `run` exits
- * with the status of the program it ran.
+ * (one line "leakwatch: PATH: PROBLEM" on stderr for each); `check` exits 1
+ * when memory grows faster than allowed; `run` exits with the status of the
+ * program it ran.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
+#include "growth.h"
+#include "lw-size.h"
 #include "lw-report-config.h"
 #include "trace-file.h"
 
@@ -28,28 +32,61 @@ static void report_usage(FILE *out)
 	      "  -o, --output FILE   write the report to FILE instead of standard output\n"
 	      "  --top N             text: show the N largest sites (default 10; 0: all)\n"
 	      "  --frames N          text: show N frames of each stack (default 12; 0: all)\n"
+	      "  --min-steps N       judge growth only with at least N steps (default 10)\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
+	      "With step marks, the report judges whether device memory grows from step\n"
+	      "to step (see `leakwatch help check`) and lists the growing sites first.\n"
 	      "JSON lists every site and frame. Several traces give several reports.\n"
 	      "A trace without an END record (the process was killed, or still runs) is\n"
 	      "reported up to its last complete record and marked TRUNCATED.\n",
 	      out);
 }
 
+static void check_usage(FILE *out)
+{
+	fputs("usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...\n"
+	      "\n"
+	      "Fails when device memory grows from training step to step (STEP marks) by\n"
+	      "more than SIZE per step, in the run as a whole or at any one site. Growth is\n"
+	      "judged on the lower envelope after a warm-up (the first tenth of the steps):\n"
+	      "optimizer state made at the first step, caches that fill and stop (plateau)\n"
+	      "and frees deferred to a periodic pass (sawtooth with a flat floor) are not\n"
+	      "growth. A site that keeps one more allocation per step grows however small.\n"
+	      "\n"
+	      "  --max-growth SIZE   bytes per step allowed: 0, 100 (bytes), 512KiB, 1.5GiB,\n"
+	      "                      10MB (decimal units: kB, MB, GB, TB; binary: KiB, MiB,\n"
+	      "                      GiB, TiB, or K, M, G, T)\n"
+	      "  --min-steps N       judge only traces with at least N steps (default 10)\n"
+	      "  -h, --help          show this help\n"
+	      "\n"
+	      "A trace with fewer steps than that cannot be judged: check says so in one\n"
+	      "line and counts it as passing.\n"
+	      "\n"
+	      "Exit status: 0 when every trace is within SIZE (or has too few steps to\n"
+	      "judge), 1 when one grows faster (the offending sites are printed with\n"
+	      "their rate and what it comes to over 10,000 steps), 2 for bad usage or\n"
+	      "an unreadable trace.\n",
+	      out);
+}
+
 static void usage(FILE *out)
 {
-	fputs("usage: leakwatch report [--format text|json] [-o FILE] [--top N] [--frames N] TRACE...\n"
+	fputs("usage: leakwatch report [--format text|json] [-o FILE] [--top N] [--frames N] [--min-steps N] TRACE...\n"
+	      "       leakwatch check --max-growth SIZE [--min-steps N] TRACE...\n"
 	      "       leakwatch run [--trace PATTERN] [--format text|json] [-o FILE] [--no-report] -- CMD [ARGS...]\n"
-	      "       leakwatch help [report|run]\n"
+	      "       leakwatch help [report|check|run]\n"
 	      "       leakwatch --version\n"
 	      "\n"
 	      "leakwatch finds GPU memory leaks. `leakwatch run` runs a program with the\n"
 	      "leakwatch shim preloaded, which records every CUDA allocation and free in a\n"
 	      "trace, then reports what was never freed. `leakwatch report` reports on\n"
-	      "traces written before.\n"
+	      "traces written before. `leakwatch check` fails (exit 1) when device memory\n"
+	      "grows faster per training step than allowed: a CI gate.\n"
 	      "\n"
-	      "Exit status: 0 on success, 2 for bad usage or an unreadable trace; `run`\n"
-	      "exits with the program's status (128+N if it was killed by signal N).\n",
+	      "Exit status: 0 on success, 2 for bad usage or an unreadable trace; `check`\n"
+	      "exits 1 when memory grows too fast; `run` exits with the program's status\n"
+	      "(128+N if it was killed by signal N).\n",
 	      out);
 }
 
@@ -111,6 +148,17 @@ int lw_parse_count(const char *option, const char *value, size_t *out)
 	return 0;
 }
 
+int lw_parse_min_steps(const char *value, size_t *out)
+{
+	if (lw_parse_count("--min-steps", value, out) < 0)
+		return -EINVAL;
+	if (*out == 0) {
+		lw_error("--min-steps needs at least 1");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static void put_file_error(const char *path, const char *message)
 {
 	fflush(stdout);
@@ -137,6 +185,8 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 
 		rc = lw_trace_file_open(&tf, paths[i], message, sizeof(message));
 		if (rc == 0) {
+			if (options->report.min_steps)
+				tf.report.min_steps = options->report.min_steps;
 			if (!json && !first)
 				putc('\n', out);
 			if (json)
@@ -179,6 +229,9 @@ int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 	case 'N':
 		return lw_parse_count("--frames", arg, &options->report.frames) < 0
 			       ? -EINVAL : 1;
+	case 'S':
+		return lw_parse_min_steps(arg, &options->report.min_steps) < 0
+			       ? -EINVAL : 1;
 	default:
 		return 0;
 	}
@@ -191,6 +244,7 @@ static int cmd_report(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "top", required_argument, NULL, 'T' },
 		{ "frames", required_argument, NULL, 'N' },
+		{ "min-steps", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -241,16 +295,166 @@ static int cmd_report(int argc, char **argv)
 	return rc == 0 ? 0 : LW_EXIT_USAGE;
 }
 
+/* Most offending sites `check` prints: one screenful. */
+#define CHECK_MAX_SITES 5
+
+/*
+ * Checks one trace; returns 0 (within the limit or not judged), 1 (over),
+ * or a negative errno (the trace cannot be read: reported already).
+ */
+static int check_file(const char *path, uint64_t max_growth,
+		      size_t min_steps)
+{
+	struct lw_trace_file tf;
+	struct lw_growth_report g = { 0 };
+	char message[256], rate[LW_SIZE_BUF], per10k[LW_SIZE_BUF];
+	char limit[LW_SIZE_BUF];
+	uint32_t *sites = NULL;
+	size_t count = 0, over = 0;
+	bool run_over;
+	int rc;
+
+	rc = lw_trace_file_open(&tf, path, message, sizeof(message));
+	if (rc < 0)
+		goto out;
+	tf.report.min_steps = min_steps;
+	rc = lw_model_growth(&tf.model, min_steps, &g);
+	if (rc == 0)
+		rc = lw_growing_sites(&g, &sites, &count);
+	if (rc < 0) {
+		snprintf(message, sizeof(message), "%s", strerror(-rc));
+		goto out;
+	}
+	fputs("leakwatch: ", stdout);
+	lw_put_text_str(stdout, path);
+	if (g.run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS) {
+		printf(": not enough steps to judge growth (%" PRIu64 " step%s, at least %zu needed): passing\n",
+		       tf.model.steps, tf.model.steps == 1 ? "" : "s",
+		       min_steps);
+		goto out;
+	}
+	for (size_t i = 0; i < count; i++)
+		over += g.sites[sites[i]].bytes_per_step > (double)max_growth;
+	run_over = g.run.verdict == LW_VERDICT_GROWING &&
+		   (over || g.run.per_step > (double)max_growth);
+	snprintf(limit, sizeof(limit), "%s", lw_format_size(rate, max_growth));
+	if (!run_over) {
+		if (g.run.verdict == LW_VERDICT_GROWING)
+			printf(": ok: growing by %s per step (%s per 10,000 steps), within the %s per step allowed\n",
+			       lw_format_rate(rate, g.run.per_step),
+			       lw_format_rate(per10k, g.run.per_step * 10000),
+			       limit);
+		else
+			printf(": ok: %s, no growth from step to step\n",
+			       lw_verdict_name(g.run.verdict));
+		goto out;
+	}
+	rc = 1;
+	printf(": GROWING: device memory %s per step (%s per 10,000 steps); %zu site%s over the %s per step allowed\n",
+	       lw_format_rate(rate, g.run.per_step),
+	       lw_format_rate(per10k, g.run.per_step * 10000), over,
+	       over == 1 ? "" : "s", limit);
+	for (size_t i = 0, shown = 0; i < count; i++) {
+		const struct lw_site_growth *sg = &g.sites[sites[i]];
+		int prc;
+
+		if (sg->bytes_per_step <= (double)max_growth)
+			continue;
+		if (shown++ == CHECK_MAX_SITES) {
+			printf("  ... and %zu more (leakwatch report lists them)\n",
+			       over - CHECK_MAX_SITES);
+			break;
+		}
+		printf("  #%zu %s per step (%s per 10,000 steps), %+.3g allocation%s per step\n",
+		       shown, lw_format_rate(rate, sg->bytes_per_step),
+		       lw_format_rate(per10k, sg->bytes_per_step * 10000),
+		       sg->count_per_step,
+		       sg->count_per_step == 1 ? "" : "s");
+		prc = lw_put_site_location(stdout, &tf.report, sites[i]);
+		if (prc < 0) {
+			rc = prc;
+			snprintf(message, sizeof(message), "%s", strerror(-rc));
+			break;
+		}
+	}
+out:
+	fflush(stdout);
+	if (rc < 0)
+		put_file_error(path, message);
+	free(sites);
+	lw_growth_report_fini(&g);
+	lw_trace_file_close(&tf);
+	return rc;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "max-growth", required_argument, NULL, 'G' },
+		{ "min-steps", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *max_text = NULL;
+	size_t min_steps = LW_DEFAULT_MIN_STEPS;
+	uint64_t max_growth = 0;
+	bool unreadable = false, over = false;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'G':
+			max_text = optarg;
+			if (lw_parse_size(optarg, &max_growth) < 0) {
+				lw_error("--max-growth needs a size such as 0, 100, 512KiB, 1.5GiB or 10MB, not '%s'",
+					 optarg);
+				return LW_EXIT_USAGE;
+			}
+			break;
+		case 'S':
+			if (lw_parse_min_steps(optarg, &min_steps) < 0)
+				return LW_EXIT_USAGE;
+			break;
+		case 'h':
+			check_usage(stdout);
+			return 0;
+		default:
+			lw_bad_option(c, argv);
+			return LW_EXIT_USAGE;
+		}
+	}
+	if (!max_text) {
+		lw_error("check: --max-growth SIZE is required (usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...)");
+		return LW_EXIT_USAGE;
+	}
+	if (optind >= argc) {
+		lw_error("check: no trace given (usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...)");
+		return LW_EXIT_USAGE;
+	}
+	for (int i = optind; i < argc; i++) {
+		int rc = check_file(argv[i], max_growth, min_steps);
+
+		if (rc < 0)
+			unreadable = true;
+		else if (rc > 0)
+			over = true;
+	}
+	return unreadable ? LW_EXIT_USAGE : over ? 1 : 0;
+}
+
 static int cmd_help(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stdout);
 	} else if (strcmp(argv[1], "report") == 0) {
 		report_usage(stdout);
+	} else if (strcmp(argv[1], "check") == 0) {
+		check_usage(stdout);
 	} else if (strcmp(argv[1], "run") == 0) {
 		lw_run_usage(stdout);
 	} else {
-		lw_error("no help for '%s' (try report or run)", argv[1]);
+		lw_error("no help for '%s' (try report, check or run)", argv[1]);
 		return LW_EXIT_USAGE;
 	}
 	return 0;
@@ -276,6 +480,8 @@ int main(int argc, char **argv)
 		return cmd_help(argc - 1, argv + 1);
 	if (strcmp(command, "report") == 0)
 		return cmd_report(argc - 1, argv + 1);
+	if (strcmp(command, "check") == 0)
+		return cmd_check(argc - 1, argv + 1);
 	if (strcmp(command, "run") == 0)
 		return lw_cmd_run(argc - 1, argv + 1);
 	if (command[0] == '-')

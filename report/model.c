@@ -7,6 +7,14 @@
  * several kinds of memory) and the live allocation through an open-addressing
  * table with linear probing and backward-shift deletion, so that frees leave
  * no tombstones and lookups stay short however long the trace runs.
+ *
+ * At each STEP record (every step_stride-th, once the series is full) a step
+ * point records device memory and, for each site whose live totals changed
+ * since the previous point, its totals. A site gets a series of its own
+ * only once its totals differ between two points (a leak, a sawtooth, state
+ * born at step 1); weights made before the loop and temporaries freed
+ * within each step never do, so memory stays bounded by the sites that
+ * change times LW_STEP_POINTS_MAX (model.h).
  */
 #include "model.h"
 
@@ -131,12 +139,26 @@ static bool is_device_kind(unsigned kind)
 	return kind == LW_MEM_DEVICE || kind == LW_MEM_MANAGED;
 }
 
+/*
+ * Remembers that a site's live totals changed, for the next step point, so
+ * that a step point visits only the sites that changed. The list has room
+ * for every site (new_site() grows it), and a site is on it at most once.
+ */
+static void mark_dirty(struct lw_model *m, struct lw_site *s, uint32_t site)
+{
+	if (s->dirty)
+		return;
+	s->dirty = true;
+	m->dirty_sites[m->dirty_count++] = site;
+}
+
 /* Takes a live allocation out of the live totals of its site and kind. */
 static void unaccount(struct lw_model *m, const struct lw_live *e)
 {
 	struct lw_site *s = &m->sites[e->site];
 	struct lw_totals *k = &m->kinds[s->kind];
 
+	mark_dirty(m, s, e->site);
 	s->totals.live_bytes -= e->size;
 	s->totals.live_count--;
 	k->live_bytes -= e->size;
@@ -150,6 +172,7 @@ static int new_site(struct lw_model *m, uint64_t stack_id, unsigned kind,
 {
 	struct lw_stack *st = &m->stacks[stack_id];
 	struct lw_site *sites, *s;
+	uint32_t *dirty;
 
 	if (m->site_count >= LW_NO_SITE - 1)
 		return -EOVERFLOW;
@@ -158,8 +181,14 @@ static int new_site(struct lw_model *m, uint64_t stack_id, unsigned kind,
 	if (!sites)
 		return -ENOMEM;
 	m->sites = sites;
+	dirty = grow_array(m->dirty_sites, &m->dirty_capacity,
+			   (size_t)m->site_count + 1, sizeof(*dirty));
+	if (!dirty)
+		return -ENOMEM;
+	m->dirty_sites = dirty;
 	s = &sites[m->site_count];
 	memset(s, 0, sizeof(*s));
+	s->series = LW_NO_SERIES;
 	s->stack_id = stack_id;
 	s->kind = (uint8_t)kind;
 	s->next_site = st->first_site;
@@ -211,6 +240,7 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	e->site = site;
 
 	s = &m->sites[site];
+	mark_dirty(m, s, site);
 	s->totals.live_bytes += size;
 	s->totals.live_count++;
 	s->totals.allocations++;
@@ -226,6 +256,8 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 			m->peak_bytes = m->live_device_bytes;
 			m->peak_step = m->steps;
 		}
+		if (m->live_device_bytes > m->step_peak)
+			m->step_peak = m->live_device_bytes;
 	}
 	m->allocations++;
 	m->events++;
@@ -258,13 +290,171 @@ static int model_header(void *ctx, const struct lw_trace_header *header)
 	return 0;
 }
 
+/* Halves the step series: merges pairs of points, doubles the stride. */
+static void merge_step_points(struct lw_model *m)
+{
+	size_t half = m->step_point_count / 2;
+
+	for (size_t i = 0; i < half; i++) {
+		struct lw_step_point *a = &m->step_points[2 * i];
+		struct lw_step_point b = m->step_points[2 * i + 1];
+
+		if (a->peak_bytes > b.peak_bytes)
+			b.peak_bytes = a->peak_bytes;
+		m->step_points[i] = b;
+	}
+	for (uint32_t j = 0; j < m->series_count; j++) {
+		struct lw_site_series *se = &m->series[j];
+
+		for (size_t i = 0; i < half; i++) {
+			se->bytes[i] = se->bytes[2 * i + 1];
+			se->counts[i] = se->counts[2 * i + 1];
+		}
+	}
+	m->step_point_count = half;
+	m->step_stride *= 2;
+}
+
+static uint32_t saturate_count(uint64_t count)
+{
+	return count > UINT32_MAX ? UINT32_MAX : (uint32_t)count;
+}
+
+/* Makes room for need points in a site's series (need <= the maximum). */
+static int series_reserve(struct lw_site_series *se, size_t need)
+{
+	size_t n = se->capacity ? se->capacity : 16;
+	uint64_t *bytes;
+	uint32_t *counts;
+
+	if (need <= se->capacity)
+		return 0;
+	while (n < need)
+		n *= 2;
+	bytes = realloc(se->bytes, n * sizeof(*bytes));
+	if (!bytes)
+		return -ENOMEM;
+	se->bytes = bytes;
+	counts = realloc(se->counts, n * sizeof(*counts));
+	if (!counts)
+		return -ENOMEM;
+	se->counts = counts;
+	se->capacity = n;
+	return 0;
+}
+
+/*
+ * Gives a site whose live totals just changed a series of its own, with
+ * its constant totals at the points before i.
+ */
+static int start_site_series(struct lw_model *m, struct lw_site *s, size_t i)
+{
+	struct lw_site_series *all, *se;
+	int rc;
+
+	if (m->series_count >= LW_SITE_SERIES_MAX) {
+		s->series = LW_SERIES_UNTRACKED;
+		return 0;
+	}
+	all = grow_array(m->series, &m->series_capacity,
+			 (size_t)m->series_count + 1, sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	m->series = all;
+	se = &all[m->series_count];
+	memset(se, 0, sizeof(*se));
+	if ((rc = series_reserve(se, i + 1)) < 0) {
+		free(se->bytes);
+		free(se->counts);
+		return rc;
+	}
+	for (size_t j = 0; j < i; j++) {
+		se->bytes[j] = s->step_bytes;
+		se->counts[j] = saturate_count(s->step_count);
+	}
+	s->series = m->series_count++;
+	return 0;
+}
+
+/* Records step point i: the run's and every changing site's live totals. */
+static int add_step_point(struct lw_model *m)
+{
+	struct lw_step_point *p;
+	size_t i;
+	int rc;
+
+	if (m->step_point_count == LW_STEP_POINTS_MAX)
+		merge_step_points(m);
+	if (m->steps % m->step_stride != 0)
+		return 0; /* the merge moved the next point further on */
+	p = grow_array(m->step_points, &m->step_point_capacity,
+		       m->step_point_count + 1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	m->step_points = p;
+	i = m->step_point_count;
+	p = &m->step_points[i];
+	p->step = m->steps;
+	p->live_bytes = m->live_device_bytes;
+	p->live_count = m->kinds[LW_MEM_DEVICE].live_count +
+			m->kinds[LW_MEM_MANAGED].live_count;
+	p->peak_bytes = m->step_peak;
+
+	for (size_t d = 0; d < m->dirty_count; d++) {
+		struct lw_site *s = &m->sites[m->dirty_sites[d]];
+
+		if (s->series == LW_NO_SERIES &&
+		    (s->totals.live_bytes != s->step_bytes ||
+		     s->totals.live_count != s->step_count) &&
+		    (rc = start_site_series(m, s, i)) < 0)
+			return rc;
+		s->dirty = false;
+		s->step_bytes = s->totals.live_bytes;
+		s->step_count = s->totals.live_count;
+	}
+	m->dirty_count = 0;
+	for (uint32_t site = 0; site < m->site_count && m->series_count; site++) {
+		const struct lw_site *s = &m->sites[site];
+		struct lw_site_series *se;
+
+		if (s->series >= LW_SERIES_UNTRACKED)
+			continue;
+		se = &m->series[s->series];
+		if ((rc = series_reserve(se, i + 1)) < 0)
+			return rc;
+		se->bytes[i] = s->totals.live_bytes;
+		se->counts[i] = saturate_count(s->totals.live_count);
+	}
+	m->step_point_count++;
+	m->step_peak = m->live_device_bytes;
+	return 0;
+}
+
 static int model_step(void *ctx)
 {
 	struct lw_model *m = ctx;
 
 	m->steps++;
 	m->events++;
-	return 0;
+	if (m->steps % m->step_stride != 0)
+		return 0;
+	return add_step_point(m);
+}
+
+bool lw_model_site_at_point(const struct lw_model *m, uint32_t site, size_t i,
+			    struct lw_live_count *out)
+{
+	const struct lw_site *s = &m->sites[site];
+
+	out->live_bytes = s->step_bytes;
+	out->live_count = s->step_count;
+	if (s->series == LW_SERIES_UNTRACKED)
+		return false;
+	if (s->series != LW_NO_SERIES) {
+		out->live_bytes = m->series[s->series].bytes[i];
+		out->live_count = m->series[s->series].counts[i];
+	}
+	return true;
 }
 
 static struct lw_string *find_string(const struct lw_model *m, uint64_t id)
@@ -536,6 +726,7 @@ int lw_model_init(struct lw_model *m)
 	m->stack_capacity = 16;
 	m->stacks[0].first_site = LW_NO_SITE;
 	m->stack_count = 1;
+	m->step_stride = 1;
 	return live_resize(m, LIVE_MIN_CAPACITY, LIVE_MIN_BITS);
 }
 
@@ -553,6 +744,13 @@ void lw_model_fini(struct lw_model *m)
 	free(m->pyframes);
 	free(m->evals);
 	free(m->program_end_sites);
+	free(m->step_points);
+	for (uint32_t j = 0; j < m->series_count; j++) {
+		free(m->series[j].bytes);
+		free(m->series[j].counts);
+	}
+	free(m->series);
+	free(m->dirty_sites);
 	memset(m, 0, sizeof(*m));
 }
 

@@ -34,6 +34,43 @@ struct lw_site {
 	struct lw_totals totals;
 	uint32_t next_site;	/* same stack, another kind; LW_NO_SITE */
 	uint8_t kind;		/* enum lw_mem_kind */
+	bool dirty;		/* live totals changed since the last point */
+	/* Step series (see lw_step_point): the index of its series, or
+	 * LW_NO_SERIES while its live totals were the same at every step
+	 * point so far (step_bytes, step_count), or LW_SERIES_UNTRACKED. */
+	uint32_t series;
+	uint64_t step_bytes;
+	uint64_t step_count;
+};
+
+#define LW_NO_SERIES UINT32_MAX
+#define LW_SERIES_UNTRACKED (UINT32_MAX - 1)
+/*
+ * Step points kept: when the series is full, pairs of points are merged
+ * (the later one's live numbers, the larger peak) and the stride doubles,
+ * so a run of any length keeps between half and all of this many points.
+ */
+#define LW_STEP_POINTS_MAX 8192
+/*
+ * Sites whose live totals change between step points get a series of their
+ * own, 12 bytes a point (at most 96 KiB each); past this many such sites,
+ * later ones are not tracked (their verdict is "not-enough-steps").
+ */
+#define LW_SITE_SERIES_MAX 1024
+
+/* A site's live totals at each step point. */
+struct lw_site_series {
+	uint64_t *bytes;
+	uint32_t *counts;	/* saturated at UINT32_MAX */
+	size_t capacity;
+};
+
+/* Device memory (device + managed) at the end of a step. */
+struct lw_step_point {
+	uint64_t step;		/* STEP records so far */
+	uint64_t live_bytes;
+	uint64_t live_count;
+	uint64_t peak_bytes;	/* the most live since the previous point */
 };
 
 struct lw_stack {
@@ -155,6 +192,18 @@ struct lw_model {
 	struct lw_live_count program_end_kinds[LW_MEM_KIND_MAX + 1];
 	struct lw_live_count *program_end_sites;
 	uint32_t program_end_site_count;
+
+	/* The step series: a point every step_stride steps. */
+	struct lw_step_point *step_points;
+	size_t step_point_count, step_point_capacity;
+	uint64_t step_stride;	/* 1, then doubling */
+	uint64_t step_peak;	/* the most live since the last point */
+	/* Per-site series, as long as the step series. */
+	struct lw_site_series *series;
+	uint32_t series_count;
+	size_t series_capacity;
+	uint32_t *dirty_sites;
+	size_t dirty_count, dirty_capacity;
 };
 
 /* The callbacks that feed a struct lw_model (the ctx) from lw_trace_read. */
@@ -244,6 +293,13 @@ void lw_model_pyframe_names(const struct lw_model *model,
  */
 int lw_model_live_sites(const struct lw_model *model, uint32_t **out,
 			size_t *count);
+
+/*
+ * A site's live totals at step point i (0 <= i < step_point_count); false
+ * when the site is not tracked (LW_SERIES_UNTRACKED).
+ */
+bool lw_model_site_at_point(const struct lw_model *model, uint32_t site,
+			    size_t i, struct lw_live_count *out);
 
 /* "device", "managed", "pinned_host", "host_registered". */
 const char *lw_kind_name(unsigned kind);

@@ -3,6 +3,7 @@
 #include "render.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 const char *lw_format_size(char buf[LW_SIZE_BUF], uint64_t bytes)
@@ -23,6 +24,23 @@ const char *lw_format_size(char buf[LW_SIZE_BUF], uint64_t bytes)
 		unit++;
 	}
 	snprintf(buf, LW_SIZE_BUF, "%.1f %s", value, units[unit]);
+	return buf;
+}
+
+const char *lw_format_rate(char buf[LW_SIZE_BUF], double bytes_per_step)
+{
+	double magnitude = fabs(bytes_per_step);
+	char size[LW_SIZE_BUF];
+	size_t n;
+
+	lw_format_size(size, magnitude >= 1.8e19 ? UINT64_MAX
+						 : (uint64_t)(magnitude + 0.5));
+	/* A size is at most "1023.9 EiB" or 20 digits and " B": room for
+	 * the sign, but say so to the compiler. */
+	n = strnlen(size, LW_SIZE_BUF - 2);
+	buf[0] = bytes_per_step < 0 ? '-' : '+';
+	memcpy(buf + 1, size, n);
+	buf[n + 1] = '\0';
 	return buf;
 }
 

@@ -20,11 +20,13 @@ struct lw_report {
 	const struct lw_model *model;
 	const struct lw_trace_result *result;
 	struct lw_symbolizer *symbolizer;
+	uint64_t min_steps;	/* growth verdicts need this many steps */
 };
 
 struct lw_report_options {
 	size_t top;	/* sites shown in text; 0: all */
 	size_t frames;	/* frames per site in text; 0: all */
+	size_t min_steps;	/* growth verdicts; 0: the default */
 };
 
 #define LW_DEFAULT_TOP 10
@@ -63,9 +65,21 @@ int lw_find_location(const struct lw_report *report,
 		     const struct lw_frame *frames, size_t count,
 		     struct lw_location *out);
 
+/*
+ * The growth section of the text report (also `leakwatch check`): the
+ * location line of a site ("    at FUNCTION  FILE:LINE"), with a newline.
+ * Returns 0 or -ENOMEM.
+ */
+int lw_put_site_location(FILE *out, const struct lw_report *report,
+			 uint32_t site);
+
 /* "0 B", "512 B", "400.0 KiB", "1.4 MiB"... */
 #define LW_SIZE_BUF 32
 const char *lw_format_size(char buf[LW_SIZE_BUF], uint64_t bytes);
+
+/* "+1.2 MiB" per 10,000 steps for a rate in bytes per step (a negative
+ * rate gives "-..."). */
+const char *lw_format_rate(char buf[LW_SIZE_BUF], double bytes_per_step);
 
 /*
  * Writes bytes from a trace for a terminal: valid UTF-8 as it is, control

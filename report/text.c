@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "growth.h"
 #include "render.h"
 
 /* Whether a shell would need an argument quoted. */
@@ -345,6 +346,87 @@ out:
 	return rc;
 }
 
+int lw_put_site_location(FILE *out, const struct lw_report *r, uint32_t site)
+{
+	const struct lw_model *m = r->model;
+	struct lw_location loc;
+	struct lw_frame *frames;
+	size_t count;
+	int rc;
+
+	rc = lw_model_stack(m, m->sites[site].stack_id, &frames, &count);
+	if (rc < 0)
+		return rc;
+	if (count == 0) {
+		fputs(LOCATION_LEAD "(no stack was captured)\n", out);
+		return 0;
+	}
+	if ((rc = lw_find_location(r, frames, count, &loc)) == 0) {
+		if (loc.frame->python)
+			put_pyframe(out, m, LOCATION_LEAD, loc.frame->py);
+		else
+			put_frame(out, m, LOCATION_LEAD, loc.symbol,
+				  &loc.symbol->frames[0]);
+		putc('\n', out);
+	}
+	free(frames);
+	return rc;
+}
+
+/*
+ * The growth section: the run's verdict, then the growing sites, fastest
+ * first (at most top of them; 0: all). Nothing for a trace without steps.
+ */
+static int put_growth(FILE *out, const struct lw_report *r, size_t top)
+{
+	const struct lw_model *m = r->model;
+	struct lw_growth_report g;
+	char rate[LW_SIZE_BUF], per10k[LW_SIZE_BUF];
+	uint32_t *sites = NULL;
+	size_t count = 0, shown;
+	int rc;
+
+	if (m->steps == 0)
+		return 0;
+	rc = lw_model_growth(m, r->min_steps, &g);
+	if (rc == 0)
+		rc = lw_growing_sites(&g, &sites, &count);
+	if (rc < 0)
+		goto out;
+	putc('\n', out);
+	if (g.run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS) {
+		fprintf(out, "Growth: not enough steps to judge (%" PRIu64 " step%s, at least %" PRIu64 " needed)\n",
+			m->steps, m->steps == 1 ? "" : "s", r->min_steps);
+		goto out;
+	}
+	fprintf(out, "Growth: %s; device memory %s per step (%s per 10,000 steps)%s\n",
+		lw_verdict_name(g.run.verdict),
+		lw_format_rate(rate, g.run.per_step),
+		lw_format_rate(per10k, g.run.per_step * 10000),
+		m->step_stride > 1 ? " (series downsampled)" : "");
+	if (count == 0)
+		fputs("  no site grows from step to step\n", out);
+	shown = top && top < count ? top : count;
+	for (size_t i = 0; i < shown && rc == 0; i++) {
+		const struct lw_site_growth *sg = &g.sites[sites[i]];
+
+		fprintf(out, "  #%zu growing: %s per step, %s per 10,000 steps, %+.3g allocation%s per step (%s)\n",
+			i + 1, lw_format_rate(rate, sg->bytes_per_step),
+			lw_format_rate(per10k, sg->bytes_per_step * 10000),
+			sg->count_per_step,
+			sg->count_per_step == 1 ? "" : "s",
+			kind_labels[m->sites[sites[i]].kind]);
+		rc = lw_put_site_location(out, r, sites[i]);
+	}
+	if (rc == 0 && shown < count)
+		fprintf(out, "  ... %zu more growing site%s not shown (--top 0 shows all)\n",
+			count - shown, count - shown == 1 ? "" : "s");
+out:
+	free(sites);
+	lw_growth_report_fini(&g);
+	return rc;
+}
+
 int lw_render_text(FILE *out, const struct lw_report *r,
 		   const struct lw_report_options *options)
 {
@@ -359,6 +441,8 @@ int lw_render_text(FILE *out, const struct lw_report *r,
 	int rc;
 
 	put_summary(out, r, when);
+	if ((rc = put_growth(out, r, options->top)) < 0)
+		return rc;
 	rc = lw_model_live_sites(m, &sites, &site_count);
 	if (rc < 0)
 		return rc;

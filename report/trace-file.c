@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "trace-file.h"
 
+#include "growth.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -107,6 +109,7 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 	tf->report.model = &tf->model;
 	tf->report.result = &tf->result;
 	tf->report.symbolizer = tf->symbolizer;
+	tf->report.min_steps = LW_DEFAULT_MIN_STEPS;
 	return 0;
 
 error:

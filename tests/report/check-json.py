@@ -23,7 +23,12 @@ REPORT_KEYS = [
     "dropped_events", "reused_live_addresses", "phases", "info", "notes",
     "report_point", "live_bytes_at_end", "live_count_at_end",
     "python", "program_end",
+    # Growth (issue 4).
+    "step_series", "step_series_stride", "growth_bytes_per_step", "verdict",
+    "min_steps",
 ]
+VERDICTS = ("growing", "plateau", "sawtooth-flat", "stable", "not-enough-steps")
+POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes"]
 KIND_KEYS = ["device", "managed", "pinned_host", "host_registered"]
 TOTAL_KEYS = ["live_bytes", "live_count", "allocations", "bytes_allocated"]
 SITE_KEYS = ["id", "kind", "live_bytes", "live_count", "allocations",
@@ -31,7 +36,8 @@ SITE_KEYS = ["id", "kind", "live_bytes", "live_count", "allocations",
              # Added after the fields of the first version.
              "location", "native_thread", "live_bytes_at_program_end",
              "live_count_at_program_end", "live_bytes_at_end",
-             "live_count_at_end"]
+             "live_count_at_end",
+             "growth_bytes_per_step", "growth_count_per_step", "verdict"]
 DEVICE_KINDS = ("device", "managed")
 FRAME_KEYS = ["function", "file", "line", "python", "module", "address",
               "module_offset"]
@@ -98,6 +104,16 @@ def check_report(r, where):
     check(isinstance(r["phases"], list) and
           all(list(p) == ["name", "begins"] for p in r["phases"]), f"{where}: phases")
     check(r["python"] is None or isinstance(r["python"], str), f"{where}: python")
+    check(isinstance(r["step_series"], list) and
+          all(list(p) == POINT_KEYS and all(is_uint(p[k]) for k in POINT_KEYS)
+              for p in r["step_series"]), f"{where}: step_series")
+    check(is_uint(r["step_series_stride"]) and r["step_series_stride"] >= 1,
+          f"{where}: step_series_stride")
+    check(isinstance(r["growth_bytes_per_step"], (int, float)) and
+          not isinstance(r["growth_bytes_per_step"], bool),
+          f"{where}: growth_bytes_per_step")
+    check(r["verdict"] in VERDICTS, f"{where}: verdict")
+    check(is_uint(r["min_steps"]), f"{where}: min_steps")
     check(r["python"] == r["info"].get("python"), f"{where}: python = INFO python")
     marked = r["report_point"] == "program_end"
     if marked:
@@ -132,6 +148,10 @@ def check_report(r, where):
             device_at_end += s["live_bytes_at_end"]
             device_at_report += s["live_bytes"]
         check(isinstance(s["native_thread"], bool), f"{where}: native_thread")
+        for k in ("growth_bytes_per_step", "growth_count_per_step"):
+            check(isinstance(s[k], (int, float)) and not isinstance(s[k], bool),
+                  f"{where}: {k}")
+        check(s["verdict"] in VERDICTS, f"{where}: verdict")
         if s["native_thread"]:
             check(r["python"] is not None and s["frames"] and
                   not any(f["python"] for f in s["frames"]),

@@ -22,6 +22,7 @@
 
 #include "lw-format.h"
 #include "trace-builder.h"
+#include "gen-steps.h"
 
 static void std_info(struct out *o)
 {
@@ -702,6 +703,18 @@ static const struct {
 	{ "ext-overrun", scenario_ext_overrun },
 	{ "after-end", scenario_after_end },
 	{ "symbols", scenario_symbols },
+	{ "step-linear", scenario_step_linear },
+	{ "step-tiny", scenario_step_tiny },
+	{ "step-sawtooth-flat", scenario_step_sawtooth_flat },
+	{ "step-sawtooth-rising", scenario_step_sawtooth_rising },
+	{ "step-plateau", scenario_step_plateau },
+	{ "step-warmup", scenario_step_warmup },
+	{ "step-lazy-optimizer", scenario_step_lazy_optimizer },
+	{ "step-grad-accum", scenario_step_grad_accum },
+	{ "step-eval", scenario_step_eval },
+	{ "step-cache-fill", scenario_step_cache_fill },
+	{ "step-few", scenario_step_few },
+	{ "step-long", scenario_step_long },
 };
 
 static int write_file(const char *path, const struct out *o)

@@ -94,6 +94,15 @@ CASES = {
     "help": ([], ["--help"], 0),
     "help-report": ([], ["report", "--help"], 0),
     "help-run": ([], ["help", "run"], 0),
+    # Growth verdicts (step series).
+    "step-linear-text": (["step-linear"], ["report", "@step-linear"], 0),
+    "step-linear-json": (["step-linear"], ["report", "--format", "json", "@step-linear"], 0),
+    "step-tiny-text": (["step-tiny"], ["report", "--top", "2", "@step-tiny"], 0),
+    "step-few-text": (["step-few"], ["report", "@step-few"], 0),
+    "check-step-linear": (["step-linear"], ["check", "--max-growth", "512KiB", "@step-linear"], 1),
+    "check-step-tiny-ok": (["step-tiny"], ["check", "--max-growth", "1KiB", "@step-tiny"], 0),
+    "check-step-few": (["step-few"], ["check", "--max-growth", "0", "@step-few"], 0),
+    "check-bad-size": (["step-linear"], ["check", "--max-growth", "1.5", "@step-linear"], 2),
 }
 
 

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Growth verdicts of gen-trace's step scenarios, and `leakwatch check`.
+
+For each scenario: the run's verdict, the growing site that comes first
+(fastest), no "growing" verdict at all in the leak-free controls, the step
+series, and the exit status of `leakwatch check` (0 for controls, 1 for
+leaks, 2 for unusable input and bad options).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+# scenario: (run verdict, stack id of the first growing site or None,
+#            check exit status with --max-growth 0)
+LEAKS = {
+    "step-linear": ("growing", 3, 1),
+    "step-tiny": ("growing", 3, 1),
+    "step-sawtooth-rising": ("growing", 3, 1),
+    "step-warmup": ("growing", 3, 1),
+    "step-long": ("growing", 3, 1),
+}
+CONTROLS = {
+    "step-sawtooth-flat": ("sawtooth-flat", None, 0),
+    "step-plateau": ("plateau", None, 0),
+    "step-lazy-optimizer": ("stable", None, 0),
+    "step-grad-accum": ("sawtooth-flat", None, 0),
+    "step-eval": ("stable", None, 0),
+    "step-cache-fill": (None, None, 0),  # stable or plateau
+    "step-few": ("not-enough-steps", None, 0),
+    "leak-loop": ("growing", 3, 1),  # an older scenario: 4 KiB per step
+    "no-leak": ("not-enough-steps", None, 0),  # 4 steps
+    "kinds": ("not-enough-steps", None, 0),  # no steps
+}
+
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL:", msg)
+
+
+def run(argv, cwd):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEAKWATCH_")}
+    return subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=60)
+
+
+def check_scenario(lw, tmp, name, expected, leak):
+    verdict, top_id, status = expected
+    trace = name + ".trace"
+    r = run([lw, "report", "--format", "json", trace], tmp)
+    if r.returncode != 0:
+        fail(f"{name}: report exit {r.returncode}: {r.stderr!r}")
+        return
+    d = json.loads(r.stdout)
+    if verdict is not None and d["verdict"] != verdict:
+        fail(f"{name}: run verdict {d['verdict']}, expected {verdict}")
+    if verdict is None and d["verdict"] not in ("stable", "plateau"):
+        fail(f"{name}: run verdict {d['verdict']}, expected stable or plateau")
+    growing = [s for s in d["sites"] if s["verdict"] == "growing"]
+    growing.sort(key=lambda s: -s["growth_bytes_per_step"])
+    if leak:
+        if not growing or growing[0]["id"] != top_id:
+            fail(f"{name}: first growing site {growing[:1]}, expected id {top_id}")
+        elif growing[0]["growth_bytes_per_step"] <= 0:
+            fail(f"{name}: growing site with rate {growing[0]['growth_bytes_per_step']}")
+        if len(growing) != 1:
+            fail(f"{name}: {len(growing)} growing sites, expected 1")
+    elif growing:
+        fail(f"{name}: control has growing sites {[s['id'] for s in growing]}")
+    for s in d["sites"]:
+        for k in ("growth_bytes_per_step", "growth_count_per_step", "verdict"):
+            if k not in s:
+                fail(f"{name}: site without {k}")
+        if list(s)[-3:] != ["growth_bytes_per_step", "growth_count_per_step", "verdict"]:
+            fail(f"{name}: growth fields not last in a site: {list(s)}")
+    if list(d)[-6:] != ["step_series", "step_series_stride",
+                        "growth_bytes_per_step", "verdict", "min_steps"][-6:] and \
+       list(d)[-5:] != ["step_series", "step_series_stride",
+                        "growth_bytes_per_step", "verdict", "min_steps"]:
+        fail(f"{name}: new fields not last: {list(d)[-6:]}")
+    # The series: one point per step (or per stride), in order.
+    series, stride = d["step_series"], d["step_series_stride"]
+    if d["steps"] and not series:
+        fail(f"{name}: no step series")
+    steps = [p["step"] for p in series]
+    if steps != [stride * (i + 1) for i in range(len(series))]:
+        fail(f"{name}: series steps {steps[:5]}... stride {stride}")
+    if len(series) > 8192:
+        fail(f"{name}: {len(series)} points")
+    for p in series:
+        if p["peak_bytes"] < p["live_bytes"]:
+            fail(f"{name}: peak below live at step {p['step']}")
+            break
+    if series and series[-1]["step"] == d["steps"]:
+        if series[-1]["live_bytes"] != d["live_bytes_at_end"] and name != "kinds":
+            pass  # frees after the last step are allowed
+    r = run([lw, "check", "--max-growth", "0", trace], tmp)
+    if r.returncode != status:
+        fail(f"{name}: check exit {r.returncode}, expected {status}: {r.stdout!r} {r.stderr!r}")
+    if status == 1:
+        out = r.stdout.decode()
+        if "GROWING" not in out or "per 10,000 steps" not in out or "    at " not in out:
+            fail(f"{name}: check output lacks the site: {out!r}")
+        if out.count("\n") > 24:
+            fail(f"{name}: check output longer than a screen")
+    if "not-enough-steps" == verdict and d["steps"]:
+        if b"not enough steps to judge" not in r.stdout:
+            fail(f"{name}: check does not say it cannot judge: {r.stdout!r}")
+    # A generous limit lets every leak pass but... the 1 MiB/step ones.
+    r = run([lw, "check", "--max-growth", "2MiB", trace], tmp)
+    if r.returncode != 0:
+        fail(f"{name}: check --max-growth 2MiB exit {r.returncode}")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--leakwatch", required=True)
+    p.add_argument("--gen", required=True)
+    args = p.parse_args()
+    lw = os.path.abspath(args.leakwatch)
+    with tempfile.TemporaryDirectory(prefix="lw-growth-") as tmp:
+        for name in list(LEAKS) + list(CONTROLS):
+            subprocess.run([args.gen, name, os.path.join(tmp, name + ".trace")],
+                           check=True)
+        for name, exp in LEAKS.items():
+            check_scenario(lw, tmp, name, exp, True)
+        for name, exp in CONTROLS.items():
+            check_scenario(lw, tmp, name, exp, False if exp[1] is None else True)
+
+        # The limit is per step: 512 B/step passes 512B, fails 511.
+        for limit, status in (("512B", 0), ("511", 1), ("1KiB", 0)):
+            r = run([lw, "check", "--max-growth", limit, "step-tiny.trace"], tmp)
+            if r.returncode != status:
+                fail(f"step-tiny --max-growth {limit}: exit {r.returncode}, expected {status}")
+        # --min-steps: 5 steps can be judged with --min-steps 5... too few
+        # points after the warm-up, still; 300 makes every scenario unjudged.
+        r = run([lw, "check", "--max-growth", "0", "--min-steps", "300",
+                 "step-linear.trace"], tmp)
+        if r.returncode != 0 or b"not enough steps" not in r.stdout:
+            fail(f"--min-steps 300: exit {r.returncode} {r.stdout!r}")
+        r = run([lw, "report", "--min-steps", "300", "--format", "json",
+                 "step-linear.trace"], tmp)
+        if r.returncode != 0 or json.loads(r.stdout)["verdict"] != "not-enough-steps":
+            fail(f"report --min-steps 300: {r.returncode} {r.stdout[-200:]!r}")
+        # Several traces: 1 if any grows, 2 if any is unusable.
+        r = run([lw, "check", "--max-growth", "0", "step-eval.trace",
+                 "step-linear.trace"], tmp)
+        if r.returncode != 1:
+            fail(f"two traces, one growing: exit {r.returncode}")
+        with open(os.path.join(tmp, "bad.trace"), "wb") as f:
+            f.write(b"not a trace at all, no")
+        bad_input = [
+            ["check", "--max-growth", "0", "missing.trace"],
+            ["check", "--max-growth", "0", "bad.trace"],
+            ["check", "--max-growth", "0", "step-linear.trace", "bad.trace"],
+        ]
+        bad_options = [
+            ["check", "step-linear.trace"],
+            ["check", "--max-growth", "0"],
+            ["check", "--max-growth", "-1", "step-linear.trace"],
+            ["check", "--max-growth", "1.5", "step-linear.trace"],
+            ["check", "--max-growth", "10 MB", "step-linear.trace"],
+            ["check", "--max-growth", "1XB", "step-linear.trace"],
+            ["check", "--max-growth", "99999999999999999999", "step-linear.trace"],
+            ["check", "--max-growth", "0", "--min-steps", "0", "step-linear.trace"],
+            ["check", "--max-growth", "0", "--min-steps", "x", "step-linear.trace"],
+            ["check", "--max-growth", "0", "--bogus", "step-linear.trace"],
+            ["check", "--max-growth"],
+            ["report", "--min-steps", "0", "step-linear.trace"],
+        ]
+        for argv in bad_input + bad_options:
+            r = run([lw] + argv, tmp)
+            if r.returncode != 2:
+                fail(f"{argv}: exit {r.returncode}, expected 2")
+            if r.stderr.count(b"\n") < 1 or not r.stderr.startswith(b"leakwatch: "):
+                fail(f"{argv}: no error line: {r.stderr!r}")
+        for argv in (["check", "--help"], ["help", "check"]):
+            r = run([lw] + argv, tmp)
+            if r.returncode != 0 or b"--max-growth SIZE" not in r.stdout \
+               or b"not enough steps" not in r.stdout.replace(b"\n", b" ").replace(b"  ", b" ") \
+               and b"too few steps" not in r.stdout:
+                fail(f"{argv}: {r.returncode} {r.stdout[:200]!r}")
+        r = run([lw, "--help"], tmp)
+        if b"leakwatch check" not in r.stdout:
+            fail("--help does not mention check")
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
