@@ -5,12 +5,19 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "render.h"
 
 /* Exit status for bad usage and unusable input. */
 #define LW_EXIT_USAGE 2
+/*
+ * `leakwatch run --max-growth`: the program succeeded but its GPU memory
+ * grew faster than allowed (as LeakSanitizer's 23). A program's own
+ * non-zero status is always passed on instead.
+ */
+#define LW_EXIT_GROWTH 23
 
 enum lw_format {
 	LW_FORMAT_TEXT,
@@ -52,6 +59,17 @@ int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 
 /* Reports an option getopt_long rejected (it returned '?' or ':'). */
 void lw_bad_option(int c, char **argv);
+
+/*
+ * The growth gate on one trace (`leakwatch check`), its verdict written to
+ * out: 0 within max_growth bytes per step (or not enough steps to judge),
+ * 1 over it, a negative errno when the trace cannot be read (reported).
+ */
+int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
+		  size_t min_steps);
+
+/* Parses --max-growth's SIZE; prints the problem and returns -EINVAL. */
+int lw_parse_max_growth(const char *value, uint64_t *out);
 
 int lw_cmd_run(int argc, char **argv);
 void lw_run_usage(FILE *out);

@@ -74,7 +74,8 @@ static void usage(FILE *out)
 {
 	fputs("usage: leakwatch report [--format text|json] [-o FILE] [--top N] [--frames N] [--min-steps N] TRACE...\n"
 	      "       leakwatch check --max-growth SIZE [--min-steps N] TRACE...\n"
-	      "       leakwatch run [--trace PATTERN] [--format text|json] [-o FILE] [--no-report] -- CMD [ARGS...]\n"
+	      "       leakwatch run [--trace PATTERN] [--format text|json] [-o FILE] [--no-report]\n"
+	      "                     [--max-growth SIZE] [--min-steps N] -- CMD [ARGS...]\n"
 	      "       leakwatch help [report|check|run]\n"
 	      "       leakwatch --version\n"
 	      "\n"
@@ -302,8 +303,18 @@ static int cmd_report(int argc, char **argv)
  * Checks one trace; returns 0 (within the limit or not judged), 1 (over),
  * or a negative errno (the trace cannot be read: reported already).
  */
-static int check_file(const char *path, uint64_t max_growth,
-		      size_t min_steps)
+int lw_parse_max_growth(const char *value, uint64_t *out)
+{
+	if (lw_parse_size(value, out) < 0) {
+		lw_error("--max-growth needs a size such as 0, 100, 512KiB, 1.5GiB or 10MB, not '%s'",
+			 value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
+		  size_t min_steps)
 {
 	struct lw_trace_file tf;
 	struct lw_growth_report g = { 0 };
@@ -325,10 +336,10 @@ static int check_file(const char *path, uint64_t max_growth,
 		snprintf(message, sizeof(message), "%s", strerror(-rc));
 		goto out;
 	}
-	fputs("leakwatch: ", stdout);
-	lw_put_text_str(stdout, path);
+	fputs("leakwatch: ", out);
+	lw_put_text_str(out, path);
 	if (g.run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS) {
-		printf(": not enough steps to judge growth (%" PRIu64 " step%s, at least %zu needed): passing\n",
+		fprintf(out, ": not enough steps to judge growth (%" PRIu64 " step%s, at least %zu needed): passing\n",
 		       tf.model.steps, tf.model.steps == 1 ? "" : "s",
 		       min_steps);
 		goto out;
@@ -340,17 +351,17 @@ static int check_file(const char *path, uint64_t max_growth,
 	snprintf(limit, sizeof(limit), "%s", lw_format_size(rate, max_growth));
 	if (!run_over) {
 		if (g.run.verdict == LW_VERDICT_GROWING)
-			printf(": ok: growing by %s per step (%s per 10,000 steps), within the %s per step allowed\n",
+			fprintf(out, ": ok: growing by %s per step (%s per 10,000 steps), within the %s per step allowed\n",
 			       lw_format_rate(rate, g.run.per_step),
 			       lw_format_rate(per10k, g.run.per_step * 10000),
 			       limit);
 		else
-			printf(": ok: %s, no growth from step to step\n",
+			fprintf(out, ": ok: %s, no growth from step to step\n",
 			       lw_verdict_name(g.run.verdict));
 		goto out;
 	}
 	rc = 1;
-	printf(": GROWING: device memory %s per step (%s per 10,000 steps); %zu site%s over the %s per step allowed\n",
+	fprintf(out, ": GROWING: device memory %s per step (%s per 10,000 steps); %zu site%s over the %s per step allowed\n",
 	       lw_format_rate(rate, g.run.per_step),
 	       lw_format_rate(per10k, g.run.per_step * 10000), over,
 	       over == 1 ? "" : "s", limit);
@@ -361,16 +372,16 @@ static int check_file(const char *path, uint64_t max_growth,
 		if (sg->bytes_per_step <= (double)max_growth)
 			continue;
 		if (shown++ == CHECK_MAX_SITES) {
-			printf("  ... and %zu more (leakwatch report lists them)\n",
+			fprintf(out, "  ... and %zu more (leakwatch report lists them)\n",
 			       over - CHECK_MAX_SITES);
 			break;
 		}
-		printf("  #%zu %s per step (%s per 10,000 steps), %+.3g allocation%s per step\n",
+		fprintf(out, "  #%zu %s per step (%s per 10,000 steps), %+.3g allocation%s per step\n",
 		       shown, lw_format_rate(rate, sg->bytes_per_step),
 		       lw_format_rate(per10k, sg->bytes_per_step * 10000),
 		       sg->count_per_step,
 		       sg->count_per_step == 1 ? "" : "s");
-		prc = lw_put_site_location(stdout, &tf.report, sites[i]);
+		prc = lw_put_site_location(out, &tf.report, sites[i]);
 		if (prc < 0) {
 			rc = prc;
 			snprintf(message, sizeof(message), "%s", strerror(-rc));
@@ -378,7 +389,7 @@ static int check_file(const char *path, uint64_t max_growth,
 		}
 	}
 out:
-	fflush(stdout);
+	fflush(out);
 	if (rc < 0)
 		put_file_error(path, message);
 	free(sites);
@@ -406,11 +417,8 @@ static int cmd_check(int argc, char **argv)
 		switch (c) {
 		case 'G':
 			max_text = optarg;
-			if (lw_parse_size(optarg, &max_growth) < 0) {
-				lw_error("--max-growth needs a size such as 0, 100, 512KiB, 1.5GiB or 10MB, not '%s'",
-					 optarg);
+			if (lw_parse_max_growth(optarg, &max_growth) < 0)
 				return LW_EXIT_USAGE;
-			}
 			break;
 		case 'S':
 			if (lw_parse_min_steps(optarg, &min_steps) < 0)
@@ -433,7 +441,7 @@ static int cmd_check(int argc, char **argv)
 		return LW_EXIT_USAGE;
 	}
 	for (int i = optind; i < argc; i++) {
-		int rc = check_file(argv[i], max_growth, min_steps);
+		int rc = lw_check_file(stdout, argv[i], max_growth, min_steps);
 
 		if (rc < 0)
 			unreadable = true;

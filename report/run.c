@@ -46,7 +46,8 @@ static volatile sig_atomic_t child_pid;
 
 void lw_run_usage(FILE *out)
 {
-	fputs("usage: leakwatch run [--trace PATTERN] [--format text|json] [-o FILE] [--no-report] -- CMD [ARGS...]\n"
+	fputs("usage: leakwatch run [--trace PATTERN] [--format text|json] [-o FILE] [--no-report]\n"
+	      "                     [--max-growth SIZE] [--min-steps N] -- CMD [ARGS...]\n"
 	      "\n"
 	      "Runs CMD with the leakwatch shim preloaded, then reports the GPU memory that\n"
 	      "each of its processes left allocated (on standard error, or in FILE).\n"
@@ -57,11 +58,15 @@ void lw_run_usage(FILE *out)
 	      "  -o, --output FILE   write the report to FILE\n"
 	      "  --top N, --frames N as for `leakwatch report`\n"
 	      "  --no-report         only list the traces written\n"
+	      "  --max-growth SIZE   also judge growth as `leakwatch check` does; when\n"
+	      "                      CMD succeeded but grew faster, exit with 23\n"
+	      "  --min-steps N       steps needed before growth is judged (default 10)\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
 	      "The shim is $LEAKWATCH_LIB, or " LIBRARY_NAME " from the build tree or the\n"
 	      "installation. The exit status is CMD's (128+N if a signal N killed it; 127\n"
-	      "if CMD was not found, 126 if it could not be run; 2 for bad usage).\n",
+	      "if CMD was not found, 126 if it could not be run; 2 for bad usage; 23 when\n"
+	      "CMD exited 0 but grew faster than --max-growth).\n",
 	      out);
 }
 
@@ -358,8 +363,13 @@ static int exit_status(int status)
 	return 1;
 }
 
-static void report_traces(FILE *out, const char *manifest, bool no_report,
-			  const struct lw_output_options *options)
+/*
+ * Reports the traces the run wrote; with gate, also judges their growth
+ * against max_growth (on stderr). Returns true when one grew too fast.
+ */
+static bool report_traces(FILE *out, const char *manifest, bool no_report,
+			  const struct lw_output_options *options, bool gate,
+			  uint64_t max_growth)
 {
 	char *text = NULL, **paths = NULL;
 	size_t count = 0;
@@ -369,7 +379,7 @@ static void report_traces(FILE *out, const char *manifest, bool no_report,
 	if (rc < 0) {
 		lw_error("cannot read the list of traces %s: %s", manifest,
 			 strerror(-rc));
-		return;
+		return false;
 	}
 	if (count == 0)
 		lw_error("no trace was written (the program made no CUDA allocation)");
@@ -387,8 +397,13 @@ static void report_traces(FILE *out, const char *manifest, bool no_report,
 		if (rc < 0)
 			lw_error("cannot write the report: %s", strerror(-rc));
 	}
+	bool over = false;
+	for (size_t i = 0; gate && i < count; i++)
+		over |= lw_check_file(stderr, paths[i], max_growth,
+				      options->report.min_steps) > 0;
 	free(paths);
 	free(text);
+	return over;
 }
 
 int lw_cmd_run(int argc, char **argv)
@@ -400,6 +415,8 @@ int lw_cmd_run(int argc, char **argv)
 		{ "top", required_argument, NULL, 'T' },
 		{ "frames", required_argument, NULL, 'N' },
 		{ "no-report", no_argument, NULL, 'R' },
+		{ "min-steps", required_argument, NULL, 'S' },
+		{ "max-growth", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -409,7 +426,8 @@ int lw_cmd_run(int argc, char **argv)
 	};
 	const char *trace_pattern = NULL, *output = NULL;
 	char library[PATH_MAX], manifest[PATH_MAX];
-	bool no_report = false;
+	bool no_report = false, gate = false;
+	uint64_t max_growth = 0;
 	FILE *out = stderr;
 	int c, rc, status = 0, exit_code;
 
@@ -427,6 +445,11 @@ int lw_cmd_run(int argc, char **argv)
 			break;
 		case 'R':
 			no_report = true;
+			break;
+		case 'G':
+			if (lw_parse_max_growth(optarg, &max_growth) < 0)
+				return LW_EXIT_USAGE;
+			gate = true;
 			break;
 		case 'h':
 			lw_run_usage(stdout);
@@ -479,8 +502,12 @@ int lw_cmd_run(int argc, char **argv)
 		lw_error("%s: %s", argv[optind], strerror(-rc));
 		exit_code = 126;
 	} else {
-		report_traces(out, manifest, no_report, &options);
+		bool over = report_traces(out, manifest, no_report, &options,
+					  gate, max_growth);
 		exit_code = exit_status(status);
+		/* The program's own failure is never masked. */
+		if (over && exit_code == 0)
+			exit_code = LW_EXIT_GROWTH;
 	}
 remove_manifest:
 	unlink(manifest);

@@ -372,9 +372,36 @@ def run_command():
     check_eq(p.returncode, 128 + 9, "killed by a signal: 128+N")
 
 
+def run_max_growth():
+    """`leakwatch run --max-growth`: exit 23 when the program succeeded but
+    grew too fast; the program's own failure is never masked."""
+    probe = Run([prog("no_cuda")])
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LEAKWATCH_")}
+
+    def run(limit, *cmd):
+        return subprocess.run([CLI, "run", "--max-growth", limit, "--", *cmd],
+                              cwd=probe.dir, env=env, capture_output=True,
+                              text=True, timeout=120)
+    leaky = [prog("leaky_loop"), "40", "1000"]  # 1000 bytes per step
+    p = run("1KiB", *leaky)
+    check_eq(p.returncode, 0, f"within the limit; stderr: {p.stderr}")
+    check("within the 1.0 KiB per step allowed" in p.stderr, p.stderr)
+    p = run("512", *leaky)
+    check_eq(p.returncode, 23, f"over the limit; stderr: {p.stderr}")
+    check("GROWING" in p.stderr and "leak_one_buffer" in p.stderr,
+          f"names the growing site: {p.stderr}")
+    p = run("512", "sh", "-c", '"$0" "$@"; exit 5', *leaky)
+    check_eq(p.returncode, 5, "the program's own failure is passed on")
+    p = subprocess.run([CLI, "run", "--max-growth", "lots", "--", "true"],
+                       cwd=probe.dir, env=env, capture_output=True, text=True)
+    check_eq(p.returncode, 2, "a bad size is a usage error")
+
+
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         leaky_loop, clean_loop, every_api, threads, forker, failing_alloc,
         rtld_local, unknown_free, no_cuda, quiet, killed, killed_after_step,
         optimizer_steps, python_helper_without_shim,
-        symlink_not_followed, unwritable, exports, run_command]}))
+        symlink_not_followed, unwritable, exports, run_command,
+        run_max_growth]}))
