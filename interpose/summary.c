@@ -59,20 +59,24 @@ void lw_summary_add_site(struct lw_summary *s, const uintptr_t *frames,
 	snprintf(site->python, sizeof(site->python), "%s", python ? python : "");
 }
 
-static void put(const char *line, int n, size_t size)
+void lw_write_stderr(const char *text, size_t len)
 {
-	size_t len = n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
-	const char *p = line;
-
 	while (len > 0) {
-		ssize_t w = write(STDERR_FILENO, p, len);
+		ssize_t w = write(STDERR_FILENO, text, len);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
 			return;
-		p += w;
+		text += w;
 		len -= (size_t)w;
 	}
+}
+
+/* Writes what snprintf() formatted into line (n, cut to the buffer). */
+static void put(const char *line, int n, size_t size)
+{
+	lw_write_stderr(line, n < 0 ? 0 : (size_t)n < size ? (size_t)n
+							  : size - 1);
 }
 
 /* "name (module+0xoff)" for a return address. */

@@ -43,6 +43,10 @@ void lw_summary_add_site(struct lw_summary *s, const uintptr_t *frames,
 /* Writes the summary to stderr. */
 void lw_summary_print(const struct lw_summary *s);
 
+/* Writes all of text to stderr with write(2), retrying EINTR; no stdio,
+ * so it is safe from the hooks' contexts. Gives up silently on error. */
+void lw_write_stderr(const char *text, size_t len);
+
 /* Formats a byte count for people ("1.5 MiB"). */
 void lw_format_bytes(char *out, size_t size, uint64_t bytes);
 

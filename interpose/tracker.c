@@ -88,19 +88,6 @@ static uint64_t coarse_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void write_stderr(const char *s, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(STDERR_FILENO, s, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		s += n;
-		len -= (size_t)n;
-	}
-}
-
 void lw_warn_once(enum lw_warning kind, const char *fmt, ...)
 {
 	char line[300];
@@ -115,7 +102,7 @@ void lw_warn_once(enum lw_warning kind, const char *fmt, ...)
 	int n = snprintf(line, sizeof(line), "leakwatch: warning: %s\n",
 			 warnings[kind]);
 	if (n > 0)
-		write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n
+		lw_write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n
 							    : sizeof(line) - 1);
 }
 
@@ -264,7 +251,10 @@ static void note_thread_and_time_locked(void)
 {
 	pid_t tid = current_tid();
 
-	if (__atomic_exchange_n(&optimizer_step_pending, 0, __ATOMIC_ACQ_REL) &&
+	/* A load first: the exchange, a locked instruction, only when a step
+	 * is actually pending (once per optimizer step, not per event). */
+	if (__atomic_load_n(&optimizer_step_pending, __ATOMIC_RELAXED) &&
+	    __atomic_exchange_n(&optimizer_step_pending, 0, __ATOMIC_ACQ_REL) &&
 	    !__atomic_load_n(&explicit_steps, __ATOMIC_ACQUIRE))
 		write_step_locked(LW_STEP_OPTIMIZER);
 	if (tid != last_tid) {
@@ -707,17 +697,10 @@ static void init_once_fn(void)
 		goto done;
 	}
 	lw_unwind_init();
-	switch (lw_py_init()) {
-	case LW_PY_SUPPORTED:
-		python_frames = 1;
-		__attribute__((fallthrough));
-	case LW_PY_UNSUPPORTED:
-		python_process = 1;
-		break;
-	case LW_PY_NOT_PYTHON:
-		break;
-	}
-	if (lw_py_init() == LW_PY_UNSUPPORTED)
+	enum lw_py_status py = lw_py_init();
+	python_process = py != LW_PY_NOT_PYTHON;
+	python_frames = py == LW_PY_SUPPORTED;
+	if (py == LW_PY_UNSUPPORTED)
 		lw_warn_once(LW_WARN_PYTHON,
 			     "Python %s is not supported for Python frames; "
 			     "allocation sites show native frames only",
