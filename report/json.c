@@ -180,6 +180,7 @@
  * rates. Strings from the trace are escaped (control characters as
  * \u00XX); bytes that are not UTF-8 become U+FFFD.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,27 +411,191 @@ out:
 	return rc;
 }
 
-static void put_phases(FILE *out, const struct lw_model *m, unsigned indent)
+/* The location of a site's stack (see "location"), or null. */
+static int put_site_location(FILE *out, const struct lw_report *r,
+			     uint32_t site)
 {
+	const struct lw_model *m = r->model;
+	struct lw_location loc;
+	struct lw_frame *frames;
+	size_t count;
+	int rc;
+
+	rc = lw_model_stack(m, m->sites[site].stack_id, &frames, &count);
+	if (rc < 0)
+		return rc;
+	rc = lw_find_location(r, frames, count, &loc);
+	if (rc == 0) {
+		if (!loc.frame)
+			fputs("null", out);
+		else if (loc.frame->python)
+			put_pyframe(out, m, loc.frame->py);
+		else
+			put_frame(out, loc.symbol, &loc.symbol->frames[0]);
+	}
+	free(frames);
+	return rc;
+}
+
+/* {"id", "kind", "bytes", "count", "location"}: a site's share. */
+static int put_share(FILE *out, const struct lw_report *r,
+		     const struct lw_site_share *sh, bool with_count,
+		     unsigned indent)
+{
+	const struct lw_site *s = &r->model->sites[sh->site];
+	int rc;
+
+	newline(out, indent);
+	fprintf(out, "{\"id\": %" PRIu64 ", \"kind\": \"%s\", \"bytes\": %" PRIu64,
+		s->stack_id, lw_kind_name(s->kind), sh->bytes);
+	if (with_count)
+		fprintf(out, ", \"count\": %" PRIu64, sh->count);
+	fputs(", \"location\": ", out);
+	if ((rc = put_site_location(out, r, sh->site)) < 0)
+		return rc;
+	putc('}', out);
+	return 0;
+}
+
+/* At most this many sites in a list of shares; "more_sites" counts the rest. */
+#define SHARES_MAX 20
+
+static int put_shares(FILE *out, const struct lw_report *r,
+		      const struct lw_shares *shares, bool with_count,
+		      unsigned indent)
+{
+	struct lw_shares sorted = { 0 };
+	size_t n = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < shares->count; i++)
+		n += shares->items[i].count > 0 || shares->items[i].bytes > 0;
+	if (n) {
+		sorted.items = malloc(n * sizeof(*sorted.items));
+		if (!sorted.items)
+			return -ENOMEM;
+		for (size_t i = 0; i < shares->count; i++)
+			if (shares->items[i].count || shares->items[i].bytes)
+				sorted.items[sorted.count++] = shares->items[i];
+		lw_shares_sort(&sorted);
+	}
+	putc('[', out);
+	for (size_t i = 0; i < sorted.count && i < SHARES_MAX && rc == 0; i++) {
+		if (i)
+			putc(',', out);
+		rc = put_share(out, r, &sorted.items[i], with_count, indent + 2);
+	}
+	if (sorted.count)
+		newline(out, indent);
+	fprintf(out, "], \"more_sites\": %zu",
+		sorted.count > SHARES_MAX ? sorted.count - SHARES_MAX : 0);
+	free(sorted.items);
+	return rc;
+}
+
+static int put_phases(FILE *out, const struct lw_report *r, unsigned indent)
+{
+	const struct lw_model *m = r->model;
 	bool first = true;
+	int rc = 0;
 
 	putc('[', out);
-	for (size_t i = 0; i < m->string_count; i++) {
+	for (size_t i = 0; i < m->string_count && rc == 0; i++) {
 		const struct lw_string *s = &m->strings[i];
+		const struct lw_phase *ph = lw_model_phase(m, s->id);
+		static const struct lw_phase none;
 
 		if (!s->phase_begins)
 			continue;
+		if (!ph)
+			ph = &none;
 		if (!first)
 			putc(',', out);
 		newline(out, indent + 2);
 		fputs("{\"name\": ", out);
 		lw_put_json_string(out, s->text.data, s->text.len);
-		fprintf(out, ", \"begins\": %" PRIu64 "}", s->phase_begins);
+		fprintf(out, ", \"begins\": %" PRIu64 ", \"ends\": %" PRIu64
+			     ", \"surviving_bytes\": %" PRIu64
+			     ", \"surviving_count\": %" PRIu64 ", \"sites\": ",
+			s->phase_begins, ph->instances, ph->surviving_bytes,
+			ph->surviving_count);
+		rc = put_shares(out, r, &ph->sites, true, indent + 2);
+		putc('}', out);
 		first = false;
 	}
 	if (!first)
 		newline(out, indent);
 	putc(']', out);
+	return rc;
+}
+
+static int put_lingering(FILE *out, const struct lw_report *r,
+			 const struct lw_lingering *l, unsigned indent)
+{
+	fprintf(out, "{\"step\": %" PRIu64 ", \"peak_bytes\": %" PRIu64
+		     ", \"lingering_bytes\": %" PRIu64 ", \"sites\": ",
+		l->step, l->peak_bytes, l->bytes);
+	int rc = put_shares(out, r, &l->sites, false, indent);
+
+	putc('}', out);
+	return rc;
+}
+
+static int put_peak_attribution(FILE *out, const struct lw_report *r,
+				unsigned indent)
+{
+	const struct lw_model *m = r->model;
+	uint32_t *sites;
+	size_t count;
+	int rc;
+
+	if (!m->have_worst_lingering) {
+		fputs("null", out);
+		return 0;
+	}
+	rc = lw_model_lingering_sites(m, &sites, &count);
+	if (rc < 0)
+		return rc;
+	putc('{', out);
+	put_key(out, indent + 2, "lingering_steps");
+	fprintf(out, "%" PRIu64 ",", m->lingering_steps);
+	put_key(out, indent + 2, "at_highest_peak");
+	if ((rc = put_lingering(out, r, &m->worst_lingering, indent + 2)) < 0)
+		goto out;
+	putc(',', out);
+	put_key(out, indent + 2, "most_lingering");
+	if (m->most_lingering.bytes == 0)
+		fputs("null", out);
+	else if ((rc = put_lingering(out, r, &m->most_lingering,
+				     indent + 2)) < 0)
+		goto out;
+	putc(',', out);
+	put_key(out, indent + 2, "sites");
+	putc('[', out);
+	for (size_t i = 0; i < count && i < SHARES_MAX && rc == 0; i++) {
+		const struct lw_site *s = &m->sites[sites[i]];
+
+		if (i)
+			putc(',', out);
+		newline(out, indent + 4);
+		fprintf(out, "{\"id\": %" PRIu64 ", \"kind\": \"%s\", \"steps\": %" PRIu64
+			     ", \"max_bytes\": %" PRIu64 ", \"mean_bytes\": %" PRIu64
+			     ", \"location\": ",
+			s->stack_id, lw_kind_name(s->kind), s->lingering_steps,
+			s->lingering_max,
+			s->lingering_total / s->lingering_steps);
+		rc = put_site_location(out, r, sites[i]);
+		putc('}', out);
+	}
+	if (count)
+		newline(out, indent + 2);
+	fprintf(out, "], \"more_sites\": %zu",
+		count > SHARES_MAX ? count - SHARES_MAX : 0);
+	newline(out, indent);
+	putc('}', out);
+out:
+	free(sites);
+	return rc;
 }
 
 static void put_info(FILE *out, const struct lw_model *m, unsigned indent)
@@ -490,8 +655,10 @@ static void put_step_series(FILE *out, const struct lw_model *m,
 			putc(',', out);
 		newline(out, indent + 2);
 		fprintf(out, "{\"step\": %" PRIu64 ", \"live_bytes\": %" PRIu64
-			     ", \"live_count\": %" PRIu64 ", \"peak_bytes\": %" PRIu64 "}",
-			p->step, p->live_bytes, p->live_count, p->peak_bytes);
+			     ", \"live_count\": %" PRIu64 ", \"peak_bytes\": %" PRIu64
+			     ", \"lingering_bytes\": %" PRIu64 "}",
+			p->step, p->live_bytes, p->live_count, p->peak_bytes,
+			p->lingering_bytes);
 	}
 	if (m->step_point_count)
 		newline(out, indent);
@@ -593,7 +760,10 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_key(out, k, "reused_live_addresses");
 	fprintf(out, "%" PRIu64 ",", m->reused_live_addresses);
 	put_key(out, k, "phases");
-	put_phases(out, m, k);
+	if ((rc = put_phases(out, r, k)) < 0) {
+		lw_growth_report_fini(&g);
+		return rc;
+	}
 	putc(',', out);
 	put_key(out, k, "info");
 	put_info(out, m, k);
@@ -630,8 +800,13 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_key(out, k, "verdict");
 	fprintf(out, "\"%s\",", lw_verdict_name(g.run.verdict));
 	put_key(out, k, "min_steps");
-	fprintf(out, "%" PRIu64, g.min_steps);
+	fprintf(out, "%" PRIu64 ",", g.min_steps);
 	lw_growth_report_fini(&g);
+	put_key(out, k, "step_source");
+	fprintf(out, "\"%s\",", lw_model_step_source(m));
+	put_key(out, k, "peak_attribution");
+	if ((rc = put_peak_attribution(out, r, k)) < 0)
+		return rc;
 	newline(out, in);
 	putc('}', out);
 	if (!nested)

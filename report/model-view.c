@@ -114,6 +114,24 @@ const struct lw_bytes *lw_model_info(const struct lw_model *m, const char *key)
 	return lw_model_info_bytes(m, k);
 }
 
+const char *lw_model_step_source(const struct lw_model *m)
+{
+	static const char *const known[] = { "api", "optimizer" };
+	const struct lw_bytes *v = lw_model_info(m, "step_source");
+
+	if (m->steps == 0)
+		return "none";
+	if (m->steps_inferred)
+		return "inferred";
+	for (size_t i = 0; v && i < sizeof(known) / sizeof(known[0]); i++) {
+		if (v->len == strlen(known[i]) &&
+		    memcmp(v->data, known[i], v->len) == 0)
+			return known[i];
+	}
+	/* STEP records from a writer that did not say why: the API's. */
+	return "api";
+}
+
 const uint64_t *lw_model_frames(const struct lw_model *m, uint64_t stack_id,
 				uint32_t *count)
 {

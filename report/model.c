@@ -189,6 +189,7 @@ static int new_site(struct lw_model *m, uint64_t stack_id, unsigned kind,
 	s = &sites[m->site_count];
 	memset(s, 0, sizeof(*s));
 	s->series = LW_NO_SERIES;
+	s->phase_slot = UINT32_MAX;
 	s->stack_id = stack_id;
 	s->kind = (uint8_t)kind;
 	s->next_site = st->first_site;
@@ -196,6 +197,179 @@ static int new_site(struct lw_model *m, uint64_t stack_id, unsigned kind,
 	*out = m->site_count++;
 	return 0;
 }
+
+/* Adds to the share of site in sh; *slot caches where it is. */
+static int shares_add(struct lw_shares *sh, uint32_t site, uint64_t bytes,
+		      uint64_t count, uint32_t *slot)
+{
+	struct lw_site_share *items;
+	size_t i;
+
+	if (slot && *slot < sh->count && sh->items[*slot].site == site) {
+		i = *slot;
+	} else {
+		for (i = 0; i < sh->count && sh->items[i].site != site; i++)
+			;
+		if (i == sh->count) {
+			items = grow_array(sh->items, &sh->capacity,
+					   sh->count + 1, sizeof(*items));
+			if (!items)
+				return -ENOMEM;
+			sh->items = items;
+			items[i].site = site;
+			items[i].bytes = 0;
+			items[i].count = 0;
+			sh->count++;
+		}
+		if (slot)
+			*slot = (uint32_t)i;
+	}
+	sh->items[i].bytes += bytes;
+	sh->items[i].count += count;
+	return 0;
+}
+
+static void shares_sub(struct lw_shares *sh, uint32_t site, uint64_t bytes)
+{
+	for (size_t i = 0; i < sh->count; i++) {
+		if (sh->items[i].site == site) {
+			sh->items[i].bytes -= bytes;
+			sh->items[i].count--;
+			return;
+		}
+	}
+}
+
+static int compare_shares(const void *a, const void *b)
+{
+	const struct lw_site_share *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return (x->site > y->site) - (x->site < y->site);
+}
+
+void lw_shares_sort(struct lw_shares *sh)
+{
+	if (sh->count > 1)
+		qsort(sh->items, sh->count, sizeof(*sh->items), compare_shares);
+}
+
+static void shares_fini(struct lw_shares *sh)
+{
+	free(sh->items);
+	memset(sh, 0, sizeof(*sh));
+}
+
+static int shares_copy(struct lw_shares *to, const struct lw_shares *from)
+{
+	struct lw_site_share *items = NULL;
+
+	if (from->count) {
+		items = malloc(from->count * sizeof(*items));
+		if (!items)
+			return -ENOMEM;
+		memcpy(items, from->items, from->count * sizeof(*items));
+	}
+	free(to->items);
+	to->items = items;
+	to->count = to->capacity = from->count;
+	return 0;
+}
+
+/* The open phase instance with this id, or NULL (ended, or too deep). */
+static struct lw_open_phase *open_phase(struct lw_model *m, uint32_t instance)
+{
+	size_t depth = m->phase_depth < LW_PHASE_DEPTH_MAX ? m->phase_depth
+							   : LW_PHASE_DEPTH_MAX;
+
+	for (size_t i = depth; i-- > 0;) {
+		if (m->open_phases[i].instance == instance)
+			return &m->open_phases[i];
+	}
+	return NULL;
+}
+
+/* Counts a new live allocation for the innermost open phase. */
+static int phase_born(struct lw_model *m, struct lw_live *e)
+{
+	struct lw_open_phase *op;
+	struct lw_site *s = &m->sites[e->site];
+
+	e->phase = 0;
+	if (m->phase_depth == 0 || m->phase_depth > LW_PHASE_DEPTH_MAX)
+		return 0;
+	op = &m->open_phases[m->phase_depth - 1];
+	e->phase = op->instance;
+	if (s->phase_instance != op->instance) {
+		s->phase_instance = op->instance;
+		s->phase_slot = UINT32_MAX;
+	}
+	return shares_add(&op->live, e->site, e->size, 1, &s->phase_slot);
+}
+
+/*
+ * Memory born in step b and freed now, in step m->steps, lingered at the
+ * peaks of the steps in between (those peaks are known) and maybe at this
+ * step's (known when the step ends: see end_step()).
+ */
+static int linger_free(struct lw_model *m, const struct lw_live *e)
+{
+	uint64_t now = m->steps, b = e->birth_step;
+	struct lw_late_free *late;
+
+	if (b >= now || now - b > LW_LINGER_STEPS)
+		return 0;
+	for (uint64_t p = b + 1; p < now; p++) {
+		unsigned slot = (unsigned)(p % LW_LINGER_STEPS);
+		struct lw_site *s = &m->sites[e->site];
+		uint32_t *touched;
+
+		if (s->lingering[slot] == 0) {
+			touched = grow_array(m->linger_touched[slot],
+					     &m->linger_touched_capacity[slot],
+					     m->linger_touched_count[slot] + 1,
+					     sizeof(*touched));
+			if (!touched)
+				return -ENOMEM;
+			m->linger_touched[slot] = touched;
+			touched[m->linger_touched_count[slot]++] = e->site;
+		}
+		s->lingering[slot] += e->size;
+		m->linger_bytes[slot] += e->size;
+	}
+	late = grow_array(m->late_frees, &m->late_free_capacity,
+			  m->late_free_count + 1, sizeof(*late));
+	if (!late)
+		return -ENOMEM;
+	m->late_frees = late;
+	late[m->late_free_count].event = m->events;
+	late[m->late_free_count].birth_step = b;
+	late[m->late_free_count].size = e->size;
+	late[m->late_free_count].site = e->site;
+	m->late_free_count++;
+	return 0;
+}
+
+/*
+ * A live allocation ends (freed, or its address reused): out of the live
+ * totals, out of its open phase, and into the peak attribution.
+ */
+static int forget(struct lw_model *m, const struct lw_live *e)
+{
+	unaccount(m, e);
+	if (e->phase) {
+		struct lw_open_phase *op = open_phase(m, e->phase);
+
+		if (op)
+			shares_sub(&op->live, e->site, e->size);
+	}
+	if (is_device_kind(m->sites[e->site].kind))
+		return linger_free(m, e);
+	return 0;
+}
+
+static int end_step(struct lw_model *m);
 
 static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 		       uint64_t stack_id)
@@ -210,6 +384,11 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 
 	if (stack_id >= m->stack_count || kind < 1 || kind > LW_MEM_KIND_MAX)
 		return -EINVAL; /* the reader rules these out */
+	if (m->step_anchor && stack_id == m->step_anchor) {
+		if (m->anchor_seen && (rc = end_step(m)) < 0)
+			return rc;
+		m->anchor_seen = true;
+	}
 
 	site = m->stacks[stack_id].first_site;
 	while (site != LW_NO_SITE && m->sites[site].kind != kind)
@@ -222,7 +401,8 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	if (e->site != LW_NO_SITE) {
 		/* The address was never freed in the trace (a missed free):
 		 * the old allocation is gone now. */
-		unaccount(m, e);
+		if ((rc = forget(m, e)) < 0)
+			return rc;
 		m->reused_live_addresses++;
 	} else {
 		if ((m->live_used + 1) * 2 > m->live_capacity) {
@@ -238,6 +418,9 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	e->addr = addr;
 	e->size = size;
 	e->site = site;
+	e->birth_step = m->steps;
+	if ((rc = phase_born(m, e)) < 0)
+		return rc;
 
 	s = &m->sites[site];
 	mark_dirty(m, s, site);
@@ -258,6 +441,10 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 		}
 		if (m->live_device_bytes > m->step_peak)
 			m->step_peak = m->live_device_bytes;
+		if (m->live_device_bytes > m->cur_peak_bytes) {
+			m->cur_peak_bytes = m->live_device_bytes;
+			m->cur_peak_event = m->events;
+		}
 	}
 	m->allocations++;
 	m->events++;
@@ -268,6 +455,7 @@ static int model_free(void *ctx, uint64_t addr)
 {
 	struct lw_model *m = ctx;
 	size_t i = live_slot(m, addr);
+	int rc;
 
 	m->frees++;
 	m->events++;
@@ -277,9 +465,9 @@ static int model_free(void *ctx, uint64_t addr)
 			m->unknown_frees++;
 		return 0;
 	}
-	unaccount(m, &m->live[i]);
+	rc = forget(m, &m->live[i]);
 	live_remove(m, i);
-	return 0;
+	return rc;
 }
 
 static int model_header(void *ctx, const struct lw_trace_header *header)
@@ -301,6 +489,8 @@ static void merge_step_points(struct lw_model *m)
 
 		if (a->peak_bytes > b.peak_bytes)
 			b.peak_bytes = a->peak_bytes;
+		if (a->lingering_bytes > b.lingering_bytes)
+			b.lingering_bytes = a->lingering_bytes;
 		m->step_points[i] = b;
 	}
 	for (uint32_t j = 0; j < m->series_count; j++) {
@@ -399,6 +589,7 @@ static int add_step_point(struct lw_model *m)
 	p->live_count = m->kinds[LW_MEM_DEVICE].live_count +
 			m->kinds[LW_MEM_MANAGED].live_count;
 	p->peak_bytes = m->step_peak;
+	p->lingering_bytes = 0; /* settle_lingering() sets it later */
 
 	for (size_t d = 0; d < m->dirty_count; d++) {
 		struct lw_site *s = &m->sites[m->dirty_sites[d]];
@@ -430,15 +621,146 @@ static int add_step_point(struct lw_model *m)
 	return 0;
 }
 
+/* Keeps the peak attribution of a step: the one at the highest peak. */
+static int keep_lingering(struct lw_lingering *to, uint64_t step,
+			  uint64_t peak, uint64_t bytes, const uint32_t *sites,
+			  size_t count, const struct lw_model *m, unsigned slot)
+{
+	struct lw_shares sh = { 0 };
+	int rc = 0;
+
+	for (size_t i = 0; i < count && rc == 0; i++)
+		rc = shares_add(&sh, sites[i], m->sites[sites[i]].lingering[slot],
+				0, NULL);
+	if (rc == 0)
+		rc = shares_copy(&to->sites, &sh);
+	shares_fini(&sh);
+	if (rc < 0)
+		return rc;
+	to->step = step;
+	to->peak_bytes = peak;
+	to->bytes = bytes;
+	return 0;
+}
+
+/*
+ * Settles step p's peak attribution: nothing can linger at its peak any
+ * more (what was born before p and is still live will have lived longer
+ * than LW_LINGER_STEPS when it is freed).
+ */
+static int settle_lingering(struct lw_model *m, uint64_t p)
+{
+	unsigned slot = (unsigned)(p % LW_LINGER_STEPS);
+	uint32_t *touched = m->linger_touched[slot];
+	size_t n = m->linger_touched_count[slot];
+	uint64_t peak = m->linger_peak[slot], bytes = m->linger_bytes[slot];
+	int rc;
+
+	if (!m->have_worst_lingering || peak > m->worst_lingering.peak_bytes) {
+		rc = keep_lingering(&m->worst_lingering, p, peak, bytes,
+				    touched, n, m, slot);
+		if (rc < 0)
+			return rc;
+		m->have_worst_lingering = true;
+	}
+	if (bytes > m->most_lingering.bytes &&
+	    (rc = keep_lingering(&m->most_lingering, p, peak, bytes, touched,
+				 n, m, slot)) < 0)
+		return rc;
+	if (bytes) {
+		/* The point that covers step p: the one taken at its end,
+		 * or the later one it was merged into. */
+		uint64_t i = (p + m->step_stride) / m->step_stride - 1;
+
+		m->lingering_steps++;
+		if (i < m->step_point_count &&
+		    bytes > m->step_points[i].lingering_bytes)
+			m->step_points[i].lingering_bytes = bytes;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct lw_site *s = &m->sites[touched[i]];
+		uint64_t v = s->lingering[slot];
+
+		s->lingering_steps++;
+		s->lingering_total += v;
+		if (v > s->lingering_max)
+			s->lingering_max = v;
+		s->lingering[slot] = 0;
+	}
+	m->linger_touched_count[slot] = 0;
+	m->linger_bytes[slot] = 0;
+	m->linger_peak[slot] = 0;
+	return 0;
+}
+
+/*
+ * The current step ends: its peak is known, so the frees of older memory
+ * after it say what lingered there; the oldest step still open to
+ * lingering is settled; a step point is taken.
+ */
+static int end_step(struct lw_model *m)
+{
+	unsigned slot = (unsigned)(m->steps % LW_LINGER_STEPS);
+	uint64_t now = m->steps;
+	int rc;
+
+	m->linger_peak[slot] = m->cur_peak_bytes;
+	for (size_t i = 0; i < m->late_free_count; i++) {
+		const struct lw_late_free *f = &m->late_frees[i];
+		struct lw_site *s = &m->sites[f->site];
+		uint32_t *touched;
+
+		if (f->event <= m->cur_peak_event)
+			continue; /* freed before the peak */
+		if (s->lingering[slot] == 0) {
+			touched = grow_array(m->linger_touched[slot],
+					     &m->linger_touched_capacity[slot],
+					     m->linger_touched_count[slot] + 1,
+					     sizeof(*touched));
+			if (!touched)
+				return -ENOMEM;
+			m->linger_touched[slot] = touched;
+			touched[m->linger_touched_count[slot]++] = f->site;
+		}
+		s->lingering[slot] += f->size;
+		m->linger_bytes[slot] += f->size;
+	}
+	m->late_free_count = 0;
+	if (now + 1 >= LW_LINGER_STEPS &&
+	    (rc = settle_lingering(m, now + 1 - LW_LINGER_STEPS)) < 0)
+		return rc;
+	m->cur_peak_bytes = m->live_device_bytes;
+	m->cur_peak_event = m->events;
+
+	m->steps++;
+	if (m->steps % m->step_stride != 0)
+		return 0;
+	return add_step_point(m);
+}
+
 static int model_step(void *ctx)
 {
 	struct lw_model *m = ctx;
 
-	m->steps++;
 	m->events++;
-	if (m->steps % m->step_stride != 0)
-		return 0;
-	return add_step_point(m);
+	return end_step(m);
+}
+
+int lw_model_finish(struct lw_model *m)
+{
+	uint64_t from = m->steps >= LW_LINGER_STEPS - 1
+				? m->steps - (LW_LINGER_STEPS - 1) : 0;
+	int rc;
+
+	/* The steps that ended (the last one, cut short by the end of the
+	 * trace, did not) and are not settled yet. */
+	for (uint64_t p = from; p < m->steps; p++) {
+		if ((rc = settle_lingering(m, p)) < 0)
+			return rc;
+	}
+	for (size_t i = 0; i < m->phase_count; i++)
+		lw_shares_sort(&m->phases[i].sites);
+	return 0;
 }
 
 bool lw_model_site_at_point(const struct lw_model *m, uint32_t site, size_t i,
@@ -469,18 +791,84 @@ static struct lw_string *find_string(const struct lw_model *m, uint64_t id)
 	return NULL;
 }
 
+/* The named phase for a STRING id, added at its first use. */
+static int named_phase(struct lw_model *m, uint64_t string_id, uint32_t *out)
+{
+	struct lw_phase *all;
+
+	for (size_t i = 0; i < m->phase_count; i++) {
+		if (m->phases[i].string_id == string_id) {
+			*out = (uint32_t)i;
+			return 0;
+		}
+	}
+	if (m->phase_count >= UINT32_MAX - 1)
+		return -EOVERFLOW;
+	all = grow_array(m->phases, &m->phase_capacity, m->phase_count + 1,
+			 sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	m->phases = all;
+	memset(&all[m->phase_count], 0, sizeof(*all));
+	all[m->phase_count].string_id = string_id;
+	*out = (uint32_t)m->phase_count++;
+	return 0;
+}
+
 static int model_phase_begin(void *ctx, uint64_t string_id)
 {
 	struct lw_model *m = ctx;
 	struct lw_string *s = find_string(m, string_id);
+	struct lw_open_phase *op;
+	uint32_t phase = UINT32_MAX;
+	int rc;
 
-	if (s)
+	if (s) {
 		s->phase_begins++;
-	else
+		if ((rc = named_phase(m, string_id, &phase)) < 0)
+			return rc;
+	} else {
 		m->unnamed_phase_begins++;
+	}
 	m->phase_begins++;
 	m->phase_depth++;
 	m->events++;
+	if (m->phase_depth > LW_PHASE_DEPTH_MAX)
+		return 0; /* too deep: its memory counts for the phase outside */
+	op = &m->open_phases[m->phase_depth - 1];
+	op->phase = phase;
+	/* Instance ids start at 1 (0 marks memory born outside phases) and
+	 * wrap after 2^32 - 1 phases: an ended one is then looked up in
+	 * vain among the open ones, as before. */
+	if (++m->phase_instances == 0)
+		m->phase_instances = 1;
+	op->instance = m->phase_instances;
+	op->live.count = 0;
+	return 0;
+}
+
+/* An open phase ends: what was born in it and is still live survived it. */
+static int end_phase(struct lw_model *m, struct lw_open_phase *op)
+{
+	struct lw_phase *ph;
+	int rc;
+
+	op->instance = 0;
+	if (op->phase == UINT32_MAX)
+		return 0;
+	ph = &m->phases[op->phase];
+	ph->instances++;
+	for (size_t i = 0; i < op->live.count; i++) {
+		const struct lw_site_share *sh = &op->live.items[i];
+
+		if (sh->count == 0)
+			continue;
+		ph->surviving_bytes += sh->bytes;
+		ph->surviving_count += sh->count;
+		if ((rc = shares_add(&ph->sites, sh->site, sh->bytes, sh->count,
+				     NULL)) < 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -488,12 +876,15 @@ static int model_phase_end(void *ctx)
 {
 	struct lw_model *m = ctx;
 
-	if (m->phase_depth)
-		m->phase_depth--;
-	else
-		m->unbalanced_phase_ends++;
 	m->events++;
-	return 0;
+	if (m->phase_depth == 0) {
+		m->unbalanced_phase_ends++;
+		return 0;
+	}
+	m->phase_depth--;
+	if (m->phase_depth >= LW_PHASE_DEPTH_MAX)
+		return 0;
+	return end_phase(m, &m->open_phases[m->phase_depth]);
 }
 
 static int model_stack(void *ctx, uint64_t id, const uint64_t *frames,
@@ -751,7 +1142,67 @@ void lw_model_fini(struct lw_model *m)
 	}
 	free(m->series);
 	free(m->dirty_sites);
+	for (size_t i = 0; i < m->phase_count; i++)
+		shares_fini(&m->phases[i].sites);
+	free(m->phases);
+	for (size_t i = 0; i < LW_PHASE_DEPTH_MAX; i++)
+		shares_fini(&m->open_phases[i].live);
+	free(m->late_frees);
+	for (size_t i = 0; i < LW_LINGER_STEPS; i++)
+		free(m->linger_touched[i]);
+	shares_fini(&m->worst_lingering.sites);
+	shares_fini(&m->most_lingering.sites);
 	memset(m, 0, sizeof(*m));
+}
+
+const struct lw_phase *lw_model_phase(const struct lw_model *m,
+				      uint64_t string_id)
+{
+	for (size_t i = 0; i < m->phase_count; i++) {
+		if (m->phases[i].string_id == string_id)
+			return &m->phases[i];
+	}
+	return NULL;
+}
+
+static const struct lw_model *sort_model;
+
+static int compare_lingering(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint64_t mx = sort_model->sites[x].lingering_max;
+	uint64_t my = sort_model->sites[y].lingering_max;
+
+	if (mx != my)
+		return mx < my ? 1 : -1;
+	return (x > y) - (x < y);
+}
+
+int lw_model_lingering_sites(const struct lw_model *m, uint32_t **out,
+			     size_t *count)
+{
+	uint32_t *sites;
+	size_t n = 0;
+
+	*out = NULL;
+	*count = 0;
+	for (uint32_t i = 0; i < m->site_count; i++)
+		n += m->sites[i].lingering_steps > 0;
+	if (!n)
+		return 0;
+	sites = malloc(n * sizeof(*sites));
+	if (!sites)
+		return -ENOMEM;
+	n = 0;
+	for (uint32_t i = 0; i < m->site_count; i++)
+		if (m->sites[i].lingering_steps)
+			sites[n++] = i;
+	sort_model = m;
+	qsort(sites, n, sizeof(*sites), compare_lingering);
+	sort_model = NULL;
+	*out = sites;
+	*count = n;
+	return 0;
 }
 
 const struct lw_string *lw_model_string(const struct lw_model *m, uint64_t id)

@@ -21,6 +21,15 @@
 
 #define LW_NO_SITE UINT32_MAX
 
+/*
+ * Peak attribution: device memory live at a step's peak that was born in
+ * an earlier step and freed at most this many steps after it was born
+ * (the previous step's loss or outputs, still referenced while the next
+ * forward runs) "lingers" at that peak. Memory kept longer is judged by
+ * growth, not here.
+ */
+#define LW_LINGER_STEPS 4
+
 struct lw_totals {
 	uint64_t live_bytes;
 	uint64_t live_count;
@@ -41,6 +50,14 @@ struct lw_site {
 	uint32_t series;
 	uint64_t step_bytes;
 	uint64_t step_count;
+	/* Lingering at step peaks (see struct lw_lingering). */
+	uint64_t lingering[LW_LINGER_STEPS]; /* by step % LW_LINGER_STEPS */
+	uint64_t lingering_steps;	/* step peaks it added to */
+	uint64_t lingering_max;		/* the most it added to one */
+	uint64_t lingering_total;	/* summed over those peaks */
+	/* Its slot in the shares of open phase instance phase_instance. */
+	uint32_t phase_instance;
+	uint32_t phase_slot;
 };
 
 #define LW_NO_SERIES UINT32_MAX
@@ -71,6 +88,9 @@ struct lw_step_point {
 	uint64_t live_bytes;
 	uint64_t live_count;
 	uint64_t peak_bytes;	/* the most live since the previous point */
+	/* Of a peak since the previous point (the most, if several): bytes
+	 * born in an earlier step and freed later (see LW_LINGER_STEPS). */
+	uint64_t lingering_bytes;
 };
 
 struct lw_stack {
@@ -107,6 +127,60 @@ struct lw_frame {
 /* A live allocation; an empty hash slot has site == LW_NO_SITE. */
 struct lw_live {
 	uint64_t addr;
+	uint64_t size;
+	uint64_t birth_step;	/* STEP records before it */
+	uint32_t site;
+	uint32_t phase;		/* the open phase it was born in + 1; 0: none */
+};
+
+/* A site's share of something: bytes and allocations. */
+struct lw_site_share {
+	uint32_t site;
+	uint64_t bytes;
+	uint64_t count;
+};
+
+/* A growable set of shares, one per site, in the order sites joined. */
+struct lw_shares {
+	struct lw_site_share *items;
+	size_t count, capacity;
+};
+
+/*
+ * A named phase (PHASE_BEGIN naming a STRING): what was born inside it
+ * (inside its innermost open phase: memory born in a nested phase counts
+ * for the nested one) and was still live when it ended, summed over its
+ * instances, by site.
+ */
+struct lw_phase {
+	uint64_t string_id;
+	uint64_t instances;	/* ended */
+	uint64_t surviving_bytes;
+	uint64_t surviving_count;
+	struct lw_shares sites;
+};
+
+/* An open phase: what was born in it and is still live, by site. */
+struct lw_open_phase {
+	uint32_t phase;		/* index into lw_model.phases; UINT32_MAX: unnamed */
+	uint32_t instance;	/* tells this instance from earlier ones */
+	struct lw_shares live;
+};
+
+#define LW_PHASE_DEPTH_MAX 64
+
+/* Peak attribution of one step (see LW_LINGER_STEPS). */
+struct lw_lingering {
+	uint64_t step;		/* the step: STEP records before it */
+	uint64_t peak_bytes;	/* device memory at its peak */
+	uint64_t bytes;		/* of which born in earlier steps, freed later */
+	struct lw_shares sites;	/* bytes (count: allocations) by site */
+};
+
+/* A FREE of memory born in an earlier step, during the current step. */
+struct lw_late_free {
+	uint64_t event;		/* when (lw_model.events) */
+	uint64_t birth_step;
 	uint64_t size;
 	uint32_t site;
 };
@@ -157,6 +231,12 @@ struct lw_model {
 	uint64_t peak_step;	/* STEP records before the peak */
 
 	uint64_t phase_depth;
+	/* Named phases, in the order they first began, and the open ones
+	 * (the innermost LW_PHASE_DEPTH_MAX of them). */
+	struct lw_phase *phases;
+	size_t phase_count, phase_capacity;
+	struct lw_open_phase open_phases[LW_PHASE_DEPTH_MAX];
+	uint32_t phase_instances;
 	uint64_t unbalanced_phase_ends;
 	uint64_t unnamed_phase_begins;	/* naming an undefined string */
 	uint64_t phase_begins;
@@ -204,6 +284,33 @@ struct lw_model {
 	size_t series_capacity;
 	uint32_t *dirty_sites;
 	size_t dirty_count, dirty_capacity;
+
+	/*
+	 * Steps inferred from the allocation pattern (infer.c): with
+	 * step_anchor set (a stack id, 0: none), every ALLOC from that stack
+	 * after its first one ends a step, as a STEP record would.
+	 */
+	uint64_t step_anchor;
+	bool anchor_seen;
+	bool steps_inferred;
+
+	/* Peak attribution: the current step's peak and when it was reached,
+	 * its late frees, the steps still open to lingering, the worst. */
+	uint64_t cur_peak_bytes;
+	uint64_t cur_peak_event;
+	struct lw_late_free *late_frees;
+	size_t late_free_count, late_free_capacity;
+	uint32_t *linger_touched[LW_LINGER_STEPS];
+	size_t linger_touched_count[LW_LINGER_STEPS];
+	size_t linger_touched_capacity[LW_LINGER_STEPS];
+	uint64_t linger_peak[LW_LINGER_STEPS];
+	uint64_t linger_bytes[LW_LINGER_STEPS];
+	uint64_t lingering_steps;	/* steps whose peak had lingering bytes */
+	bool have_worst_lingering;
+	/* At the highest step peak judged (the first if several): */
+	struct lw_lingering worst_lingering;
+	/* The step with the most lingering bytes at its peak: */
+	struct lw_lingering most_lingering;
 };
 
 /* The callbacks that feed a struct lw_model (the ctx) from lw_trace_read. */
@@ -211,6 +318,12 @@ extern const struct lw_trace_ops lw_model_ops;
 
 /* Returns 0 or -ENOMEM. lw_model_fini() releases it either way. */
 int lw_model_init(struct lw_model *model);
+/*
+ * Ends the analysis once the trace is read: settles the peak attribution of
+ * the last steps and sorts each phase's sites, largest first. Returns 0 or
+ * -ENOMEM.
+ */
+int lw_model_finish(struct lw_model *model);
 void lw_model_fini(struct lw_model *model);
 
 /*
@@ -300,6 +413,27 @@ int lw_model_live_sites(const struct lw_model *model, uint32_t **out,
  */
 bool lw_model_site_at_point(const struct lw_model *model, uint32_t site,
 			    size_t i, struct lw_live_count *out);
+
+/*
+ * The step source: "api" or "optimizer" (the shim's INFO "step_source"),
+ * "inferred" (infer.c) or "none".
+ */
+const char *lw_model_step_source(const struct lw_model *model);
+
+/* A site's shares sorted by bytes, largest first (then site index). */
+void lw_shares_sort(struct lw_shares *shares);
+
+/* The named phase of a STRING id, or NULL. */
+const struct lw_phase *lw_model_phase(const struct lw_model *model,
+				      uint64_t string_id);
+
+/*
+ * Sites that lingered at some step's peak, by the most they added to one
+ * (then site index). *out is malloc'ed (NULL when none). Returns 0 or
+ * -ENOMEM.
+ */
+int lw_model_lingering_sites(const struct lw_model *model, uint32_t **out,
+			     size_t *count);
 
 /* "device", "managed", "pinned_host", "host_registered". */
 const char *lw_kind_name(unsigned kind);

@@ -139,7 +139,16 @@ static void put_summary(FILE *out, const struct lw_report *r,
 	if (lw_model_dropped(m))
 		fprintf(out, "  dropped events: %" PRIu64 " (the shim could not record them: the numbers below may be off)\n",
 			lw_model_dropped(m));
-	fprintf(out, "  steps: %" PRIu64 "\n", m->steps);
+	fprintf(out, "  steps: %" PRIu64, m->steps);
+	if (m->steps_inferred)
+		fputs(" (inferred from the loop's repeating allocations)", out);
+	else if (m->steps)
+		fprintf(out, " (marked by %s)",
+			strcmp(lw_model_step_source(m), "optimizer") == 0
+				? "optimizer steps" : "the program");
+	else
+		fputs(" (none marked, and no repeating loop found)", out);
+	putc('\n', out);
 	put_phases(out, m);
 
 	fprintf(out, "  peak device memory: %s (%" PRIu64 " bytes)",
@@ -427,6 +436,86 @@ out:
 	return rc;
 }
 
+/* Phases whose memory outlived them, largest first in each. */
+static int put_phase_survivors(FILE *out, const struct lw_report *r,
+			       size_t top)
+{
+	const struct lw_model *m = r->model;
+	char size[LW_SIZE_BUF];
+	int rc = 0;
+
+	for (size_t i = 0; i < m->phase_count && rc == 0; i++) {
+		const struct lw_phase *ph = &m->phases[i];
+		const struct lw_string *name = lw_model_string(m, ph->string_id);
+		size_t shown = 0;
+
+		if (ph->surviving_count == 0 || !name)
+			continue;
+		fputs("\nPhase \"", out);
+		lw_put_text(out, name->text.data, name->text.len);
+		fprintf(out, "\": %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s born inside it outlived it\n",
+			lw_format_size(size, ph->surviving_bytes),
+			ph->surviving_bytes, ph->surviving_count,
+			ph->surviving_count == 1 ? "" : "s");
+		for (size_t j = 0; j < ph->sites.count && rc == 0; j++) {
+			const struct lw_site_share *sh = &ph->sites.items[j];
+
+			if (sh->count == 0)
+				continue;
+			if (top && shown == top) {
+				fputs("  ... more sites not shown (--top 0 shows all)\n",
+				      out);
+				break;
+			}
+			fprintf(out, "  #%zu %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s (%s)\n",
+				++shown, lw_format_size(size, sh->bytes),
+				sh->bytes, sh->count, sh->count == 1 ? "" : "s",
+				kind_labels[m->sites[sh->site].kind]);
+			rc = lw_put_site_location(out, r, sh->site);
+		}
+	}
+	return rc;
+}
+
+/* What lingered at the highest step peak, and which sites linger. */
+static int put_peak_attribution(FILE *out, const struct lw_report *r,
+				size_t top)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_lingering *w = &m->worst_lingering;
+	char size[LW_SIZE_BUF], peak[LW_SIZE_BUF];
+	uint32_t *sites;
+	size_t count, shown;
+	int rc;
+
+	if (m->lingering_steps == 0)
+		return 0;
+	rc = lw_model_lingering_sites(m, &sites, &count);
+	if (rc < 0)
+		return rc;
+	fprintf(out, "\nPeak attribution: at %" PRIu64 " of %" PRIu64 " step peaks, memory from an earlier step was still live (freed within %d steps)\n",
+		m->lingering_steps, m->steps, LW_LINGER_STEPS);
+	fprintf(out, "  at the highest step peak (step %" PRIu64 ", %s): %s from earlier steps\n",
+		w->step, lw_format_size(peak, w->peak_bytes),
+		lw_format_size(size, w->bytes));
+	shown = top && top < count ? top : count;
+	for (size_t i = 0; i < shown && rc == 0; i++) {
+		const struct lw_site *s = &m->sites[sites[i]];
+
+		fprintf(out, "  #%zu lingering at %" PRIu64 " step peak%s, up to %s (%" PRIu64 " bytes) at one (%s)\n",
+			i + 1, s->lingering_steps,
+			s->lingering_steps == 1 ? "" : "s",
+			lw_format_size(size, s->lingering_max),
+			s->lingering_max, kind_labels[s->kind]);
+		rc = lw_put_site_location(out, r, sites[i]);
+	}
+	if (rc == 0 && shown < count)
+		fprintf(out, "  ... %zu more lingering site%s not shown (--top 0 shows all)\n",
+			count - shown, count - shown == 1 ? "" : "s");
+	free(sites);
+	return rc;
+}
+
 int lw_render_text(FILE *out, const struct lw_report *r,
 		   const struct lw_report_options *options)
 {
@@ -441,7 +530,9 @@ int lw_render_text(FILE *out, const struct lw_report *r,
 	int rc;
 
 	put_summary(out, r, when);
-	if ((rc = put_growth(out, r, options->top)) < 0)
+	if ((rc = put_growth(out, r, options->top)) < 0 ||
+	    (rc = put_phase_survivors(out, r, options->top)) < 0 ||
+	    (rc = put_peak_attribution(out, r, options->top)) < 0)
 		return rc;
 	rc = lw_model_live_sites(m, &sites, &site_count);
 	if (rc < 0)

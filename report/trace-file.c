@@ -2,6 +2,7 @@
 #include "trace-file.h"
 
 #include "growth.h"
+#include "infer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +76,28 @@ static int load(int fd, struct lw_trace_file *tf)
 	return 0;
 }
 
+/*
+ * A trace without STEP records: when its allocations repeat in a loop, it
+ * is read again with a step ending before each iteration's first one.
+ */
+static int infer_steps(struct lw_trace_file *tf)
+{
+	struct lw_inferred_steps inferred;
+	int rc;
+
+	rc = lw_infer_steps(tf->data, tf->len, &inferred);
+	if (rc < 0 || inferred.anchor == 0)
+		return rc;
+	lw_model_fini(&tf->model);
+	if ((rc = lw_model_init(&tf->model)) < 0)
+		return rc;
+	tf->model.step_anchor = inferred.anchor;
+	tf->model.steps_inferred = true;
+	/* The same bytes parsed without error the first time. */
+	return lw_trace_read(tf->data, tf->len, &lw_model_ops, &tf->model,
+			     &tf->result);
+}
+
 int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 		       char *message, size_t message_size)
 {
@@ -100,6 +123,10 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 		snprintf(message, message_size, "%s", tf->result.message);
 		return rc;
 	}
+	if (tf->model.steps == 0 && (rc = infer_steps(tf)) < 0)
+		goto error;
+	if ((rc = lw_model_finish(&tf->model)) < 0)
+		goto error;
 	tf->symbolizer = lw_symbolizer_new(&tf->model);
 	if (!tf->symbolizer) {
 		rc = -ENOMEM;

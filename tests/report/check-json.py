@@ -25,10 +25,14 @@ REPORT_KEYS = [
     "python", "program_end",
     # Growth (issue 4).
     "step_series", "step_series_stride", "growth_bytes_per_step", "verdict",
-    "min_steps",
+    "min_steps", "step_source", "peak_attribution",
 ]
 VERDICTS = ("growing", "plateau", "sawtooth-flat", "stable", "not-enough-steps")
-POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes"]
+POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes",
+              "lingering_bytes"]
+PHASE_KEYS = ["name", "begins", "ends", "surviving_bytes", "surviving_count",
+              "sites", "more_sites"]
+SHARE_KEYS = ["id", "kind", "bytes", "count", "location"]
 KIND_KEYS = ["device", "managed", "pinned_host", "host_registered"]
 TOTAL_KEYS = ["live_bytes", "live_count", "allocations", "bytes_allocated"]
 SITE_KEYS = ["id", "kind", "live_bytes", "live_count", "allocations",
@@ -102,7 +106,38 @@ def check_report(r, where):
               r["live_count_at_end"] == r["live_count_at_exit"], f"{where}: at end")
     check(isinstance(r["info"], dict), f"{where}: info")
     check(isinstance(r["phases"], list) and
-          all(list(p) == ["name", "begins"] for p in r["phases"]), f"{where}: phases")
+          all(list(p) == PHASE_KEYS for p in r["phases"]), f"{where}: phases")
+    for p in r["phases"]:
+        check(sum(s["bytes"] for s in p["sites"]) <= p["surviving_bytes"] and
+              all(list(s) == SHARE_KEYS for s in p["sites"]) and
+              p["ends"] <= p["begins"], f"{where}: phase {p['name']}")
+        if p["more_sites"] == 0:
+            check(sum(s["bytes"] for s in p["sites"]) == p["surviving_bytes"] and
+                  sum(s["count"] for s in p["sites"]) == p["surviving_count"],
+                  f"{where}: phase {p['name']} sites add up")
+    check(r["step_source"] in ("api", "optimizer", "inferred", "none"),
+          f"{where}: step_source")
+    check((r["step_source"] == "none") == (r["steps"] == 0),
+          f"{where}: step_source none without steps")
+    pa = r["peak_attribution"]
+    check(pa is None or list(pa) == ["lingering_steps", "at_highest_peak",
+                                     "most_lingering", "sites", "more_sites"],
+          f"{where}: peak_attribution keys")
+    if pa is not None:
+        for key in ("at_highest_peak", "most_lingering"):
+            l = pa[key]
+            if l is None:
+                continue
+            check(list(l) == ["step", "peak_bytes", "lingering_bytes", "sites",
+                              "more_sites"] and
+                  l["lingering_bytes"] <= l["peak_bytes"] <= r["peak"]["bytes"] and
+                  l["step"] < r["steps"], f"{where}: {key}")
+            if l["more_sites"] == 0:
+                check(sum(s["bytes"] for s in l["sites"]) == l["lingering_bytes"],
+                      f"{where}: {key} sites add up")
+        check(all(list(s) == ["id", "kind", "steps", "max_bytes", "mean_bytes",
+                              "location"] and s["mean_bytes"] <= s["max_bytes"]
+                  for s in pa["sites"]), f"{where}: peak_attribution sites")
     check(r["python"] is None or isinstance(r["python"], str), f"{where}: python")
     check(isinstance(r["step_series"], list) and
           all(list(p) == POINT_KEYS and all(is_uint(p[k]) for k in POINT_KEYS)
