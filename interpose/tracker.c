@@ -16,6 +16,7 @@
 
 #include "arena.h"
 #include "config.h"
+#include "gate.h"
 #include "modules.h"
 #include "pyframes.h"
 #include "pyhooks.h"
@@ -228,6 +229,7 @@ static int ensure_trace_locked(void)
 	write_process_info_locked();
 	record_warnings_locked();
 	append_to_manifest(trace_path);
+	lw_gate_trace_opened(trace_path);
 	return 1;
 }
 
@@ -523,6 +525,7 @@ static void write_step_locked(enum lw_step_source source)
 	}
 	lw_writer_tag(&writer, LW_REC_STEP);
 	flush_locked();
+	lw_gate_step(live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED]);
 }
 
 void lw_record_step(enum lw_step_source source)
@@ -675,6 +678,7 @@ static void after_fork_in_child(void)
 	/* Stack, code and string ids start again at 1 in the child's trace. */
 	lw_stacks_reset();
 	have_program_end_summary = 0;
+	lw_gate_reset();
 	lw_modules_reset();
 	dropped_events = dropped_reported = unknown_frees = 0;
 	warnings_in_trace_mask = 0;

@@ -8,16 +8,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lw-growth.h"
 #include "render.h"
 
 /* Exit status for bad usage and unusable input. */
 #define LW_EXIT_USAGE 2
 /*
- * `leakwatch run --max-growth`: the program succeeded but its GPU memory
- * grew faster than allowed (as LeakSanitizer's 23). A program's own
- * non-zero status is always passed on instead.
+ * LW_EXIT_GROWTH (lw-growth.h), for `leakwatch run --max-growth`: the
+ * program succeeded but its GPU memory grew faster than allowed (as
+ * LeakSanitizer's 23). A program's own non-zero status is always passed on
+ * instead.
  */
-#define LW_EXIT_GROWTH 23
 
 enum lw_format {
 	LW_FORMAT_TEXT,

@@ -9,33 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lw-growth.h"
 #include "model.h"
-
-/* Steps a trace needs before it is judged (`--min-steps`). */
-#define LW_DEFAULT_MIN_STEPS 10
-
-enum lw_verdict {
-	LW_VERDICT_NOT_ENOUGH_STEPS,
-	LW_VERDICT_STABLE,
-	LW_VERDICT_SAWTOOTH_FLAT,
-	LW_VERDICT_PLATEAU,
-	LW_VERDICT_GROWING,
-};
-
-/* "not-enough-steps", "stable", "sawtooth-flat", "plateau", "growing". */
-const char *lw_verdict_name(enum lw_verdict verdict);
-
-struct lw_growth {
-	enum lw_verdict verdict;
-	double per_step;	/* robust slope of the lower envelope */
-};
-
-/*
- * Judges a series of n values taken every stride steps (a step series).
- * Pure: no allocation beyond the stack; never fails.
- */
-struct lw_growth lw_judge_series(const double *values, size_t n,
-				 uint64_t stride);
 
 struct lw_site_growth {
 	enum lw_verdict verdict;	/* "growing" if bytes or count grow */

@@ -118,8 +118,17 @@
  *                       above undercount when this is not 0).
  *   "reused_live_addresses"  ALLOCs at an address that was still live (the
  *                       earlier allocation is counted as freed).
- *   "phases"            [{"name": N, "begins": C}] for each named phase, in
- *                       the order the names were defined.
+ *   "phases"            [{"name": N, "begins": C, ...}] for each named
+ *                       phase, in the order the names were defined, with
+ *                       (added) "ends": how many times it ended;
+ *                       "surviving_bytes", "surviving_count": memory born
+ *                       inside it (inside its innermost open phase: memory
+ *                       born in a nested phase counts for that one) and
+ *                       still live when it ended, summed over its ends;
+ *                       "sites": that memory by site, largest first, at
+ *                       most 20, each {"id", "kind", "bytes", "count",
+ *                       "location"} ("location" as a site's);
+ *                       "more_sites": how many sites were left out.
  *   "info"              {key: value}: the INFO records ("exe", "cmdline"
  *                       with NULs, "cwd", "leakwatch", "cudart", ...), the
  *                       last value of each key.
@@ -138,14 +147,19 @@
  *                       finalization; then the report point, so the same
  *                       as live_*_at_exit), or null when the trace has no
  *                       mark.
- *   "step_series"       [{"step", "live_bytes", "live_count", "peak_bytes"}]:
+ *   "step_series"       [{"step", "live_bytes", "live_count", "peak_bytes",
+ *                       "lingering_bytes"}]:
  *                       device memory (device + managed) at the end of
  *                       steps: "step" STEP records had been read, the
  *                       live bytes and allocations then, and the most
  *                       bytes live since the previous point (or the start
- *                       of the trace). At most 8192 points: when a run has
- *                       more steps, pairs of points are merged (the later
- *                       point's live numbers, the larger peak) and the
+ *                       of the trace); "lingering_bytes" (added) how much
+ *                       of the step's peak was memory born in an earlier
+ *                       step and freed within 4 steps of its birth (see
+ *                       "peak_attribution"). At most 8192 points: when a
+ *                       run has more steps, pairs of points are merged (the
+ *                       later point's live numbers, the larger peak and
+ *                       lingering bytes) and the
  *                       series keeps every "step_series_stride"-th step.
  *                       [] when the trace has no STEP records.
  *   "step_series_stride" steps between points of "step_series" (1: every
@@ -165,6 +179,32 @@
  *                       or "not-enough-steps" (fewer STEP records than
  *                       "min_steps").
  *   "min_steps"         the fewest steps judged (`--min-steps`, default 10).
+ *   "step_source"       where the steps come from: "api" (leakwatch_step(),
+ *                       leakwatch.step()), "optimizer" (PyTorch optimizer
+ *                       steps, seen by the shim), "inferred" (the trace
+ *                       marks none: a step ends before each use of the
+ *                       stack that starts the loop's repeating allocation
+ *                       pattern), or "none" ("steps" is 0).
+ *   "peak_attribution"  null when no step ended; else what was live at step
+ *                       peaks that belonged to earlier steps: memory born
+ *                       in an earlier step, still live at a step's peak
+ *                       (its most device memory) and freed at most 4 steps
+ *                       after its birth (the previous step's loss or
+ *                       outputs, still referenced while the next forward
+ *                       runs; memory kept longer is judged by growth):
+ *       "lingering_steps"  steps whose peak had such memory;
+ *       "at_highest_peak"  the step with the highest peak (the first of
+ *                       equals): {"step": S (STEP records before it),
+ *                       "peak_bytes", "lingering_bytes", "sites": [{"id",
+ *                       "kind", "bytes", "location"}] largest first, at
+ *                       most 20, "more_sites"};
+ *       "most_lingering"   the same for the step with the most lingering
+ *                       bytes at its peak, or null when none lingered;
+ *       "sites"         [{"id", "kind", "steps", "max_bytes", "mean_bytes",
+ *                       "location"}]: each site whose memory lingered, at
+ *                       how many step peaks, the most and the mean bytes it
+ *                       added to one; by max_bytes, at most 20;
+ *       "more_sites"    how many sites were left out.
  *   Each object of "sites" has, after "live_count_at_end":
  *       "growth_bytes_per_step", "growth_count_per_step"
  *                       the site's live bytes and allocations growth per

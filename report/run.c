@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "lw-size.h"
 #include "lw-report-config.h"
 
 #define LIBRARY_NAME "libleakwatch.so"
@@ -167,6 +168,10 @@ static int set_environment(const char *library, const char *trace_pattern,
 		rc = setenv("LEAKWATCH_MANIFEST", manifest, 1);
 	if (rc == 0)
 		rc = setenv("LEAKWATCH_QUIET", "1", 1);
+	/* The gate is judged here, from the traces: the shim's own would
+	 * change the status this command reads as the program's. */
+	if (rc == 0)
+		rc = unsetenv("LEAKWATCH_MAX_GROWTH");
 	return rc == 0 ? 0 : -errno;
 }
 
@@ -462,6 +467,17 @@ int lw_cmd_run(int argc, char **argv)
 	if (optind >= argc) {
 		lw_error("run: no command given (usage: leakwatch run [OPTIONS] -- CMD [ARGS...])");
 		return LW_EXIT_USAGE;
+	}
+	/* The bare-mode variable, when no --max-growth says otherwise. */
+	if (!gate && getenv("LEAKWATCH_MAX_GROWTH")) {
+		const char *value = getenv("LEAKWATCH_MAX_GROWTH");
+
+		if (lw_parse_size(value, &max_growth) < 0) {
+			lw_error("LEAKWATCH_MAX_GROWTH needs a size such as 0, 512KiB or 1MiB, not '%s'",
+				 value);
+			return LW_EXIT_USAGE;
+		}
+		gate = true;
 	}
 	if (trace_pattern && !trace_pattern[0]) {
 		lw_error("--trace needs a file name pattern");

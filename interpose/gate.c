@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The bare-mode growth gate. With LEAKWATCH_MAX_GROWTH=SIZE, a program that
+ * would exit with status 0 exits with LW_EXIT_GROWTH (23) instead when its
+ * device memory grew by more than SIZE per step: the run's series of device
+ * memory at step ends, judged as `leakwatch check` judges a run
+ * (common/lw-growth.c), after at least LEAKWATCH_MIN_STEPS steps (default
+ * 10). Any other status is passed on untouched: the program's own failure
+ * always wins.
+ *
+ * Only an on_exit() handler learns the exit status. This one is registered
+ * from the library's constructor, which runs before the C library registers
+ * the dynamic linker's finalizer at the program's start; handlers run in
+ * reverse order, so it runs after the program's atexit handlers and after
+ * every library destructor (the trace is closed by then). Changing the
+ * status with _exit() then skips only the final flush of stdio buffers,
+ * which it does first.
+ *
+ * The series is kept like the report's: at most LW_GATE_POINTS points,
+ * pairs merged (the later one kept) and the stride doubled when full.
+ */
+#include "gate.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "lw-growth.h"
+#include "lw-size.h"
+#include "summary.h"
+
+#define LW_GATE_POINTS 8192
+
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static int gate_on;
+static uint64_t max_growth, min_steps = LW_DEFAULT_MIN_STEPS;
+static uint64_t steps, stride = 1;
+static size_t point_count;
+static double points[LW_GATE_POINTS];
+static char trace[256];
+static char limit_text[64];	/* as the user wrote it */
+
+void lw_gate_trace_opened(const char *path)
+{
+	if (!gate_on)
+		return;
+	pthread_mutex_lock(&gate_lock);
+	snprintf(trace, sizeof(trace), "%s", path);
+	pthread_mutex_unlock(&gate_lock);
+}
+
+void lw_gate_step(uint64_t device_bytes)
+{
+	if (!gate_on)
+		return;
+	pthread_mutex_lock(&gate_lock);
+	steps++;
+	if (steps % stride == 0) {
+		if (point_count == LW_GATE_POINTS) {
+			for (size_t i = 0; i < LW_GATE_POINTS / 2; i++)
+				points[i] = points[2 * i + 1];
+			point_count = LW_GATE_POINTS / 2;
+			stride *= 2;
+		}
+		if (steps % stride == 0)
+			points[point_count++] = (double)device_bytes;
+	}
+	pthread_mutex_unlock(&gate_lock);
+}
+
+void lw_gate_reset(void)
+{
+	/* After fork, in the only thread: no lock is held. */
+	steps = 0;
+	stride = 1;
+	point_count = 0;
+	trace[0] = 0;
+}
+
+/* "+512 B", "-1.5 MiB": a rate per step, rounded to whole bytes. */
+static void format_rate(char *out, size_t size, double rate)
+{
+	char bytes[32];
+
+	lw_format_bytes(bytes, sizeof(bytes),
+			(uint64_t)(rate < 0 ? -rate + 0.5 : rate + 0.5));
+	snprintf(out, size, "%s%s", rate < 0 ? "-" : "+", bytes);
+}
+
+static void say(const char *line)
+{
+	lw_write_stderr(line, strlen(line));
+}
+
+static void gate_at_exit(int status, void *arg)
+{
+	char line[1024], rate[48], per10k[48], limit[32];
+	struct lw_growth g;
+	int over = 0;
+
+	(void)arg;
+	pthread_mutex_lock(&gate_lock);
+	if (!trace[0]) {
+		/* Nothing was recorded here (a launcher, a worker). */
+		pthread_mutex_unlock(&gate_lock);
+		return;
+	}
+	lw_format_bytes(limit, sizeof(limit), max_growth);
+	if (steps < min_steps || steps == 0) {
+		snprintf(line, sizeof(line),
+			 "leakwatch: LEAKWATCH_MAX_GROWTH: not enough steps to "
+			 "judge growth (%llu, at least %llu needed); the exit "
+			 "status is the program's\n",
+			 (unsigned long long)steps,
+			 (unsigned long long)min_steps);
+		pthread_mutex_unlock(&gate_lock);
+		say(line);
+		return;
+	}
+	g = lw_judge_series(points, point_count, stride);
+	over = g.verdict == LW_VERDICT_GROWING &&
+	       g.per_step > (double)max_growth;
+	format_rate(rate, sizeof(rate), g.per_step);
+	format_rate(per10k, sizeof(per10k), g.per_step * 10000);
+	if (over)
+		snprintf(line, sizeof(line),
+			 "leakwatch: GROWING: device memory %s per step (%s "
+			 "per 10,000 steps) over %llu steps, more than the %s "
+			 "allowed by LEAKWATCH_MAX_GROWTH%s; `leakwatch check "
+			 "--max-growth %s %s` names the sites\n",
+			 rate, per10k, (unsigned long long)steps, limit,
+			 status == 0 ? ": exit status 23"
+				     : " (the program's own exit status is kept)",
+			 limit_text, trace);
+	else
+		snprintf(line, sizeof(line),
+			 "leakwatch: ok: %s, device memory %s per step over "
+			 "%llu steps, within the %s allowed by "
+			 "LEAKWATCH_MAX_GROWTH\n",
+			 lw_verdict_name(g.verdict), rate,
+			 (unsigned long long)steps, limit);
+	pthread_mutex_unlock(&gate_lock);
+	say(line);
+	if (over && status == 0) {
+		fflush(NULL);
+		_exit(LW_EXIT_GROWTH);
+	}
+}
+
+/*
+ * Reads the gate's settings and registers its handler, early (see the top
+ * of this file). A bad value is one warning line and no gate.
+ */
+__attribute__((constructor)) static void gate_init(void)
+{
+	const char *value = getenv("LEAKWATCH_MAX_GROWTH");
+	const char *steps_value = getenv("LEAKWATCH_MIN_STEPS");
+	char line[320];
+
+	if (!value || getauxval(AT_SECURE))
+		return;
+	if (getenv("LEAKWATCH_DISABLE") &&
+	    lw_parse_bool(getenv("LEAKWATCH_DISABLE")) == 1)
+		return;
+	if (lw_parse_size(value, &max_growth) < 0) {
+		snprintf(line, sizeof(line),
+			 "leakwatch: warning: LEAKWATCH_MAX_GROWTH=%.64s is not "
+			 "a size (such as 0, 512KiB or 1MiB); growth is not "
+			 "judged\n", value);
+		say(line);
+		return;
+	}
+	snprintf(limit_text, sizeof(limit_text), "%s", value);
+	if (steps_value) {
+		char *end;
+		unsigned long long n;
+
+		n = strtoull(steps_value, &end, 10);
+		if (!*steps_value || *end || steps_value[0] == '-' || n == 0) {
+			snprintf(line, sizeof(line),
+				 "leakwatch: warning: LEAKWATCH_MIN_STEPS=%.64s "
+				 "is not a positive number of steps; growth is "
+				 "not judged\n", steps_value);
+			say(line);
+			return;
+		}
+		min_steps = n;
+	}
+	if (on_exit(gate_at_exit, NULL) == 0)
+		gate_on = 1;
+}
