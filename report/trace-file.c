@@ -77,25 +77,20 @@ static int load(int fd, struct lw_trace_file *tf)
 }
 
 /*
- * A trace without STEP records: when its allocations repeat in a loop, it
- * is read again with a step ending before each iteration's first one.
+ * A trace without STEP records gets a step ending before each iteration of
+ * the loop its allocations repeat, if there is one. The look ends at the
+ * first STEP record, so it costs a trace that has them next to nothing.
+ * A trace that cannot be read is left to the model's read, which says why.
  */
-static int infer_steps(struct lw_trace_file *tf)
+static void infer_steps(struct lw_trace_file *tf)
 {
 	struct lw_inferred_steps inferred;
-	int rc;
 
-	rc = lw_infer_steps(tf->data, tf->len, &inferred);
-	if (rc < 0 || inferred.anchor == 0)
-		return rc;
-	lw_model_fini(&tf->model);
-	if ((rc = lw_model_init(&tf->model)) < 0)
-		return rc;
+	if (lw_infer_steps(tf->data, tf->len, &inferred) < 0 ||
+	    inferred.anchor == 0)
+		return;
 	tf->model.step_anchor = inferred.anchor;
 	tf->model.steps_inferred = true;
-	/* The same bytes parsed without error the first time. */
-	return lw_trace_read(tf->data, tf->len, &lw_model_ops, &tf->model,
-			     &tf->result);
 }
 
 int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
@@ -117,14 +112,14 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 	close(fd);
 	if (rc < 0)
 		goto error;
+	if (tf->data)
+		infer_steps(tf);
 	rc = lw_trace_read(tf->data ? tf->data : empty, tf->len, &lw_model_ops,
 			   &tf->model, &tf->result);
 	if (rc < 0) {
 		snprintf(message, message_size, "%s", tf->result.message);
 		return rc;
 	}
-	if (tf->model.steps == 0 && (rc = infer_steps(tf)) < 0)
-		goto error;
 	if ((rc = lw_model_finish(&tf->model)) < 0)
 		goto error;
 	tf->symbolizer = lw_symbolizer_new(&tf->model);
