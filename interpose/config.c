@@ -84,6 +84,7 @@ void lw_config_load(struct lw_config *config)
 	config->max_frames = read_count("LEAKWATCH_MAX_FRAMES", 1,
 					 LW_MAX_FRAMES_LIMIT,
 					 LW_DEFAULT_MAX_FRAMES);
+	config->fast_unwind = read_bool("LEAKWATCH_FAST_UNWIND", 1);
 	read_path("LEAKWATCH_OUT", config->out_pattern,
 		  sizeof(config->out_pattern), LW_DEFAULT_TRACE_PATTERN);
 	read_path("LEAKWATCH_MANIFEST", config->manifest,

@@ -17,6 +17,7 @@ struct lw_config {
 	int quiet;                  /* LEAKWATCH_QUIET: no exit summary */
 	int disabled;               /* LEAKWATCH_DISABLE */
 	unsigned max_frames;        /* LEAKWATCH_MAX_FRAMES */
+	int fast_unwind;            /* LEAKWATCH_FAST_UNWIND */
 };
 
 /*

@@ -41,6 +41,14 @@ uint64_t lw_stacks_hash(const uintptr_t *frames, unsigned depth,
 	return lw_stack_hash(frames, depth + 2 * py_depth);
 }
 
+uint64_t lw_stacks_hash_from(uint64_t native_hash, const uintptr_t *frames,
+			     unsigned depth, unsigned py_depth)
+{
+	for (unsigned i = depth; i < depth + 2 * py_depth; i++)
+		native_hash = lw_hash_word(native_hash, frames[i]);
+	return lw_hash_finish(native_hash, depth + 2 * py_depth);
+}
+
 struct lw_stack_entry *lw_stacks_find(uint64_t hash, const uintptr_t *frames,
 				      unsigned depth, unsigned py_depth)
 {

@@ -37,6 +37,11 @@ struct lw_stack_entry {
 uint64_t lw_stacks_hash(const uintptr_t *frames, unsigned depth,
 			unsigned py_depth);
 
+/* The same, from native_hash, the running hash of the native frames that
+ * lw_unwind() gave. */
+uint64_t lw_stacks_hash_from(uint64_t native_hash, const uintptr_t *frames,
+			     unsigned depth, unsigned py_depth);
+
 struct lw_stack_entry *lw_stacks_find(uint64_t hash, const uintptr_t *frames,
 				      unsigned depth, unsigned py_depth);
 

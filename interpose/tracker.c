@@ -303,9 +303,11 @@ static void note_context_locked(enum lw_api api, int64_t device,
 static struct lw_stack_entry *intern_stack_locked(const uintptr_t *frames,
 						  unsigned depth,
 						  unsigned py_depth,
+						  uint64_t native_hash,
 						  int *is_new)
 {
-	uint64_t hash = lw_stacks_hash(frames, depth, py_depth);
+	uint64_t hash = lw_stacks_hash_from(native_hash, frames, depth,
+					    py_depth);
 	struct lw_stack_entry *s = lw_stacks_find(hash, frames, depth, py_depth);
 
 	if (!s) {
@@ -425,6 +427,7 @@ void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
 {
 	uintptr_t frames[LW_MAX_FRAMES + 2 * LW_MAX_PY_FRAMES];
 	unsigned depth, py_depth = 0;
+	uint64_t native_hash;
 	int64_t device = -1;
 	int new_stack = 0;
 
@@ -433,15 +436,15 @@ void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
 	if (kind == LW_MEM_DEVICE || kind == LW_MEM_MANAGED)
 		device = current_device();
 	/* The expensive part, done before taking any lock. */
-	depth = lw_unwind(frames, config.max_frames);
+	depth = lw_unwind(frames, config.max_frames, &native_hash);
 	if (python_frames)
 		py_depth = capture_python(frames + depth);
 
 	pthread_mutex_lock(&lock);
 	if (!ensure_trace_locked())
 		goto out;
-	struct lw_stack_entry *stack = intern_stack_locked(frames, depth,
-							   py_depth, &new_stack);
+	struct lw_stack_entry *stack = intern_stack_locked(
+		frames, depth, py_depth, native_hash, &new_stack);
 	if (trace_state != TRACE_OPEN)
 		goto out;
 	if (!add_live_locked((uintptr_t)ptr, size, stack, kind)) {
@@ -700,7 +703,7 @@ static void init_once_fn(void)
 		state = LW_STATE_OFF;
 		goto done;
 	}
-	lw_unwind_init();
+	lw_unwind_init(config.fast_unwind);
 	enum lw_py_status py = lw_py_init();
 	python_process = py != LW_PY_NOT_PYTHON;
 	python_frames = py == LW_PY_SUPPORTED;

@@ -3,14 +3,19 @@
 
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
 #include <string.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include "arena.h"
+#include "cfi.h"
+
 /* The shim's own loaded range: frames in it are leakwatch's, not the
  * program's. Skipping by range rather than by count is immune to inlining. */
 static uintptr_t self_start, self_end;
+static int fast_walk_enabled;
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -29,47 +34,286 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
-void lw_unwind_init(void)
+static int in_self(uintptr_t ip)
 {
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-	dl_iterate_phdr(find_self, (void *)(uintptr_t)&lw_unwind);
+	return ip >= self_start && ip < self_end;
 }
 
-unsigned lw_unwind(uintptr_t *frames, unsigned max)
+unsigned lw_unwind_libunwind(uintptr_t *frames, unsigned max, uint64_t *hash)
 {
 	void *raw[LW_MAX_FRAMES + 16];
 	unsigned skip = 0, depth = 0;
+	uint64_t h = LW_HASH_SEED;
 	int n;
 
+	*hash = h;
 	if (max > LW_MAX_FRAMES)
 		max = LW_MAX_FRAMES;
 	n = unw_backtrace(raw, (int)(max + 16));
 	if (n <= 0)
 		return 0;
-	while (skip < (unsigned)n && (uintptr_t)raw[skip] >= self_start &&
-	       (uintptr_t)raw[skip] < self_end)
+	while (skip < (unsigned)n && in_self((uintptr_t)raw[skip]))
 		skip++;
-	for (unsigned i = skip; i < (unsigned)n && depth < max; i++)
+	for (unsigned i = skip; i < (unsigned)n && depth < max; i++) {
 		frames[depth++] = (uintptr_t)raw[i];
+		h = lw_hash_word(h, (uintptr_t)raw[i]);
+	}
+	*hash = h;
 	return depth;
 }
 
-uint64_t lw_stack_hash(const uintptr_t *frames, unsigned depth)
-{
-	/* Four independent lanes, so the multiplies overlap instead of
-	 * forming one long dependency chain (stacks are tens of frames). */
-	const uint64_t k = 0x9e3779b97f4a7c15ull;
-	uint64_t lane[4] = { depth, k, k << 1, k << 2 };
-	unsigned i = 0;
+#if defined(__x86_64__) && defined(__linux__)
+/*
+ * The fast walk: x86-64 frames whose DWARF rule is "CFA = rsp or rbp plus a
+ * constant, return address at CFA - 8, rbp unchanged or saved at a constant
+ * offset" (what compilers emit for ordinary functions, with or without
+ * frame pointers) are followed with the rule taken from a cache; the rule
+ * is read from .eh_frame once per return address. It reads exactly the
+ * words libunwind's own fast trace reads. Any other frame hands the whole
+ * stack to libunwind, so correctness never rests on frame pointers.
+ */
 
-	for (; i + 4 <= depth; i += 4)
-		for (unsigned j = 0; j < 4; j++)
-			lane[j] = (lane[j] ^ frames[i + j]) * k;
-	for (; i < depth; i++)
-		lane[0] = (lane[0] ^ frames[i]) * k;
-	uint64_t h = lane[0] ^ (lane[1] >> 1) ^ (lane[2] >> 2) ^ (lane[3] >> 3);
+/* The registers of the caller right after the call returns. */
+struct walk_regs {
+	uintptr_t rip, rsp, rbp;
+};
+
+__attribute__((visibility("hidden"))) void
+lw_capture_regs_x86_64(struct walk_regs *regs);
+__asm__(".text\n"
+	".globl lw_capture_regs_x86_64\n"
+	".hidden lw_capture_regs_x86_64\n"
+	".type lw_capture_regs_x86_64, @function\n"
+	".p2align 4\n"
+	"lw_capture_regs_x86_64:\n"
+	".cfi_startproc\n"
+	"movq (%rsp), %rax\n"
+	"movq %rax, 0(%rdi)\n"
+	"leaq 8(%rsp), %rax\n"
+	"movq %rax, 8(%rdi)\n"
+	"movq %rbp, 16(%rdi)\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size lw_capture_regs_x86_64, .-lw_capture_regs_x86_64\n");
+
+/*
+ * A cache entry is one 64-bit word, so that threads share the cache
+ * without a lock and never see half an entry: the return address (user
+ * space addresses fit in 47 bits) above a 17-bit rule.
+ */
+#define CACHE_BITS 14
+#define RULE_BITS 17
+#define KIND_UNSUPPORTED 1u
+#define KIND_FRAME 2u
+#define KIND_OUTERMOST 3u
+#define MAX_CFA_WORDS 1023u /* 10 bits */
+#define MAX_RBP_SLOT 15u    /* 4 bits */
+#define MAX_FRAME_BYTES (1u << 20)
+
+static uint64_t rule_cache[1u << CACHE_BITS];
+
+static unsigned cache_slot(uintptr_t ip)
+{
+	return (unsigned)(((uint64_t)ip * 0x9e3779b97f4a7c15ull) >>
+			  (64 - CACHE_BITS));
+}
+
+/* Packs a rule: kind (2 bits), CFA from rbp (1), rbp slot (4), CFA
+ * offset in words (10). A rule that does not fit is unsupported. */
+static unsigned pack_rule(const struct lw_cfi_rule *rule)
+{
+	if (rule->kind == LW_CFI_OUTERMOST)
+		return KIND_OUTERMOST;
+	if (rule->kind != LW_CFI_FRAME || rule->cfa_offset <= 0 ||
+	    rule->cfa_offset % 8 || rule->cfa_offset / 8 > MAX_CFA_WORDS)
+		return KIND_UNSUPPORTED;
+	unsigned slot = 0;
+	if (rule->rbp_saved) {
+		if (rule->rbp_offset >= 0 || rule->rbp_offset % 8 ||
+		    -rule->rbp_offset / 8 > MAX_RBP_SLOT)
+			return KIND_UNSUPPORTED;
+		slot = (unsigned)(-rule->rbp_offset / 8);
+	}
+	return KIND_FRAME | (unsigned)rule->cfa_from_rbp << 2 | slot << 3 |
+	       (unsigned)(rule->cfa_offset / 8) << 7;
+}
+
+static unsigned rule_for(uintptr_t ip)
+{
+	unsigned slot = cache_slot(ip);
+	uint64_t entry = __atomic_load_n(&rule_cache[slot], __ATOMIC_RELAXED);
+
+	if ((entry >> RULE_BITS) == ip)
+		return (unsigned)entry & ((1u << RULE_BITS) - 1);
+	if (ip >> (64 - RULE_BITS))
+		return KIND_UNSUPPORTED;
+	struct lw_cfi_rule rule;
+	lw_cfi_rule_at(ip - 1, &rule);
+	unsigned packed = pack_rule(&rule);
+	__atomic_store_n(&rule_cache[slot], (uint64_t)ip << RULE_BITS | packed,
+			 __ATOMIC_RELAXED);
+	return packed;
+}
+
+/*
+ * The previous walk of each thread. Consecutive allocations mostly come
+ * from the same outer frames, and a frame found at the same stack address
+ * with the same return address as last time takes last time's rule
+ * without a cache lookup. The rule depends on the return address alone,
+ * so this only saves time: the comparison is always made. It shortens the
+ * chain of dependent loads per frame, so that the loads of successive
+ * return addresses overlap.
+ */
+struct walk_history {
+	unsigned count[2];
+	unsigned current; /* which half holds the last walk */
+	uintptr_t rsp[2][LW_MAX_FRAMES + 32], rip[2][LW_MAX_FRAMES + 32];
+	uint32_t rule[2][LW_MAX_FRAMES + 32];
+};
+
+static __thread struct walk_history *history
+	__attribute__((tls_model("initial-exec")));
+static pthread_key_t history_key;
+static int history_key_made;
+
+static void free_history(void *data)
+{
+	lw_arena_free(data);
+}
+
+static struct walk_history *thread_history(void)
+{
+	if (!history && history_key_made) {
+		history = lw_arena_alloc(sizeof(*history));
+		if (history)
+			pthread_setspecific(history_key, history);
+	}
+	return history;
+}
+
+__attribute__((noinline)) int lw_unwind_fast(uintptr_t *frames, unsigned max,
+					    uint64_t *hash)
+{
+	struct walk_regs regs;
+	struct walk_history *h = thread_history();
+	unsigned depth = 0, walked = 0, prev_count = 0, j = 0;
+	const uintptr_t *prev_rsp = NULL, *prev_rip = NULL;
+	const uint32_t *prev_rule = NULL;
+	uintptr_t *cur_rsp = NULL, *cur_rip = NULL;
+	uint32_t *cur_rule = NULL;
+	uint64_t stack_hash = LW_HASH_SEED;
+	int leading = 1;
+
+	if (h) {
+		unsigned last = h->current, next = last ^ 1;
+		prev_count = h->count[last];
+		prev_rsp = h->rsp[last];
+		prev_rip = h->rip[last];
+		prev_rule = h->rule[last];
+		cur_rsp = h->rsp[next];
+		cur_rip = h->rip[next];
+		cur_rule = h->rule[next];
+	}
+	lw_capture_regs_x86_64(&regs);
+	uintptr_t rip = regs.rip, rsp = regs.rsp, rbp = regs.rbp;
+	while (depth < max && walked < LW_MAX_FRAMES + 32) {
+		if (leading && !in_self(rip))
+			leading = 0;
+		if (!leading) {
+			frames[depth++] = rip;
+			stack_hash = lw_hash_word(stack_hash, rip);
+		}
+		while (j < prev_count && prev_rsp[j] < rsp)
+			j++;
+		unsigned rule = j < prev_count && prev_rsp[j] == rsp &&
+					prev_rip[j] == rip
+				? prev_rule[j]
+				: rule_for(rip);
+		if (h) {
+			cur_rsp[walked] = rsp;
+			cur_rip[walked] = rip;
+			cur_rule[walked] = rule;
+		}
+		walked++;
+		unsigned kind = rule & 3u;
+		if (kind == KIND_OUTERMOST)
+			break;
+		if (kind != KIND_FRAME)
+			return -1;
+		uintptr_t cfa = ((rule & 4u) ? rbp : rsp) +
+				(uintptr_t)(rule >> 7) * 8;
+		/* The stack only grows down: a rule that points anywhere else
+		 * is not followed. */
+		if (cfa <= rsp || cfa - rsp > MAX_FRAME_BYTES)
+			return -1;
+		unsigned rbp_slot = (rule >> 3) & 15u;
+		if (rbp_slot)
+			rbp = *(const uintptr_t *)(cfa - 8 * rbp_slot);
+		rip = *(const uintptr_t *)(cfa - 8);
+		rsp = cfa;
+		if (rip == 0)
+			break;
+	}
+	if (h) {
+		h->current ^= 1;
+		h->count[h->current] = walked;
+	}
+	*hash = stack_hash;
+	return (int)depth;
+}
+
+static void start_history(void)
+{
+	if (pthread_key_create(&history_key, free_history) == 0)
+		history_key_made = 1;
+}
+#else
+int lw_unwind_fast(uintptr_t *frames, unsigned max, uint64_t *hash)
+{
+	return -1;
+}
+
+static void start_history(void)
+{
+}
+#endif
+
+void lw_unwind_init(int fast_walk)
+{
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	dl_iterate_phdr(find_self, (void *)(uintptr_t)&lw_unwind);
+	fast_walk_enabled = fast_walk;
+	if (fast_walk)
+		start_history();
+}
+
+
+unsigned lw_unwind(uintptr_t *frames, unsigned max, uint64_t *hash)
+{
+	if (max > LW_MAX_FRAMES)
+		max = LW_MAX_FRAMES;
+	if (fast_walk_enabled) {
+		int depth = lw_unwind_fast(frames, max, hash);
+		if (depth >= 0)
+			return (unsigned)depth;
+	}
+	return lw_unwind_libunwind(frames, max, hash);
+}
+
+uint64_t lw_hash_finish(uint64_t h, unsigned words)
+{
+	h ^= words;
 	h ^= h >> 29;
 	h *= 0xbf58476d1ce4e5b9ull;
 	h ^= h >> 32;
 	return h ? h : 1;
+}
+
+uint64_t lw_stack_hash(const uintptr_t *frames, unsigned depth)
+{
+	uint64_t h = LW_HASH_SEED;
+
+	for (unsigned i = 0; i < depth; i++)
+		h = lw_hash_word(h, frames[i]);
+	return lw_hash_finish(h, depth);
 }

@@ -1,0 +1,258 @@
+# SPDX-License-Identifier: MIT
+"""What leakwatch costs, all measured side by side in one run.
+
+    bench-all.py BUILD_DIR [--quick] [--repeats N]
+
+1. hook cost: cudaMalloc+cudaFree pairs on the stand-in runtime at native
+   depths 10, 30, 60, without and with the shim;
+2. heaptrack: the same loop with malloc+free, without and under heaptrack
+   (skipped, and said so, when heaptrack is not installed);
+3. Python: tinytensor alloc+free pairs from Python, without and with the
+   shim (Python frames on);
+4. size: trace bytes per event; the shim's resident memory per live
+   allocation and per distinct stack;
+5. report: events per second and peak memory of `leakwatch report` on
+   1M- and 10M-event traces.
+
+Every timing is the allocating thread's CPU time (the machines these run on
+are shared; wall time would count other processes), the median of N runs,
+with and without taken in alternation. Prints one table, each figure beside
+its target.
+"""
+import argparse
+import importlib.util
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+DEPTHS = (10, 30, 60)
+
+rows = []  # (benchmark, figure, value, target, verdict)
+
+
+def row(bench, figure, value, target="", verdict=""):
+    rows.append((bench, figure, value, target, verdict))
+    print(f"  {figure}: {value}" + (f"   [target {target}: {verdict}]"
+                                    if target else ""), flush=True)
+
+
+def clean_env():
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LEAKWATCH_")
+           and k not in ("LD_PRELOAD", "MALLOC_PERTURB_")}
+    return env
+
+
+def run_ns(cmd, env):
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                         timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"bench-all: {' '.join(cmd)} failed "
+                         f"({out.returncode}):\n{out.stderr}")
+    for line in out.stdout.splitlines():
+        if line.startswith("ns-per-pair "):
+            return float(line.split()[1])
+    return float(out.stdout.split()[-1])
+
+
+def hooks_and_heaptrack(b, work, repeats, pairs):
+    print("1. hook cost and 2. heaptrack: ns of CPU time per alloc+free pair"
+          f" ({pairs} pairs, median of {repeats})", flush=True)
+    heaptrack = shutil.which("heaptrack")
+    if not heaptrack:
+        print("  heaptrack is not installed (Debian: apt-get install "
+              "heaptrack): the heaptrack column is skipped", flush=True)
+    base = clean_env()
+    shim = dict(base, LD_PRELOAD=b["lib"], LEAKWATCH_QUIET="1",
+                LEAKWATCH_OUT=os.path.join(work, "hooks-%p.trace"))
+    result = {}
+    for depth in DEPTHS:
+        plain, traced, mplain, htrack, sizes = [], [], [], [], []
+        for _ in range(repeats):
+            plain.append(run_ns([b["hooks"], str(depth), str(pairs)], base))
+            traced.append(run_ns([b["hooks"], str(depth), str(pairs)], shim))
+            for f in os.listdir(work):
+                if f.startswith("hooks-"):
+                    path = os.path.join(work, f)
+                    sizes.append(os.path.getsize(path))
+                    os.unlink(path)
+            if heaptrack:
+                mplain.append(run_ns([b["malloc"], str(depth), str(pairs)],
+                                     base))
+                htrack.append(run_ns(
+                    [heaptrack, "-o", os.path.join(work, "ht"),
+                     b["malloc"], str(depth), str(pairs)], base))
+                for f in os.listdir(work):
+                    if f.startswith("ht"):
+                        os.unlink(os.path.join(work, f))
+        p, t = statistics.median(plain), statistics.median(traced)
+        added = t - p
+        result[depth] = (p, t)
+        row("hooks", f"depth {depth}: without shim {p:.0f} ns, with {t:.0f}"
+            f" ns", f"+{added:.0f} ns, {t / p:.2f}x")
+        row("size", f"depth {depth}: trace bytes per event",
+            f"{statistics.median(sizes) / (2 * pairs):.2f}",
+            "<= 4", "met" if statistics.median(sizes) / (2 * pairs) <= 4
+            else "missed")
+        if heaptrack:
+            mp, ht = statistics.median(mplain), statistics.median(htrack)
+            hadded = ht - mp
+            ratio = added / hadded if hadded > 0 else float("inf")
+            row("heaptrack", f"depth {depth}: malloc+free without "
+                f"{mp:.0f} ns, under heaptrack {ht:.0f} ns (+{hadded:.0f})",
+                f"leakwatch/heaptrack added cost {ratio:.2f}, whole pair "
+                f"{t / ht:.2f}",
+                "<= 0.5 at depth 30" if depth == 30 else "",
+                ("met" if ratio <= 0.5 else "missed") if depth == 30 else "")
+    return result
+
+
+def python_loop(b, work, repeats, pairs):
+    print(f"3. Python: tinytensor alloc+free pairs from Python ({pairs} "
+          f"pairs, best of {repeats} inside each run)", flush=True)
+    spec = importlib.util.spec_from_file_location(
+        "bench_python", os.path.join(SOURCE, "tests/pysites/bench_python.py"))
+    bp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bp)
+    os.environ["LW_LIB"] = b["lib"]
+    os.environ["LW_TINYTENSOR"] = b["tinytensor"]
+    site = os.path.join(work, "site-packages")
+    os.makedirs(site, exist_ok=True)
+    shutil.copy(os.path.join(SOURCE, "tests/tinytensor/tinytensor.py"), site)
+    for depth in (5, 30):
+        base = bp.measure(sys.executable, depth, pairs, repeats, site, work,
+                          preload=False)
+        shim = bp.measure(sys.executable, depth, pairs, repeats, site, work,
+                          preload=True)
+        traces = [f for f in os.listdir(work) if f.startswith("bench-")]
+        per_event = 0.0
+        for f in traces:
+            per_event = max(per_event, os.path.getsize(
+                os.path.join(work, f)) / (2 * (pairs * repeats + 1000)))
+            os.unlink(os.path.join(work, f))
+        row("python", f"Python depth {depth}: without {base:.0f} ns, with "
+            f"{shim:.0f} ns per allocation", f"{shim / base:.2f}x",
+            "<= 2x", "met" if shim / base <= 2 else "missed")
+        row("size", f"Python depth {depth}: trace bytes per event",
+            f"{per_event:.2f}", "<= 4", "met" if per_event <= 4 else "missed")
+
+
+def footprint(b, repeats):
+    print("4. size: the shim's resident memory", flush=True)
+    base = clean_env()
+    with tempfile.TemporaryDirectory() as d:
+        shim = dict(base, LD_PRELOAD=b["lib"], LEAKWATCH_QUIET="1",
+                    LEAKWATCH_OUT=os.path.join(d, "fp-%p.trace"))
+        for mode, n in (("live", 200000), ("stacks", 32768)):
+            deltas = []
+            for _ in range(max(1, repeats // 2)):
+                without = run_ns([b["footprint"], mode, str(n)], base)
+                with_ = run_ns([b["footprint"], mode, str(n)], shim)
+                deltas.append((with_ - without) / n)
+            what = ("per live allocation" if mode == "live"
+                    else "per distinct stack (depth about 20)")
+            row("size", f"shim resident memory {what} ({n})",
+                f"{statistics.median(deltas):.0f} bytes")
+
+
+def wait_rusage(cmd):
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"bench-all: {' '.join(cmd)} failed: "
+                         f"{proc.stderr.read().decode()}")
+    return (usage.ru_utime + usage.ru_stime, time.monotonic() - start,
+            usage.ru_maxrss * 1024)
+
+
+def report(b, work, repeats, sizes):
+    print("5. report: `leakwatch report` on synthetic traces (256 stacks, "
+          "about 4096 live allocations), median of "
+          f"{repeats}", flush=True)
+    seen = {}
+    for events in sizes:
+        path = os.path.join(work, f"r{events}.trace")
+        subprocess.run([b["gen"], "large", path, str(events), "8192"],
+                       check=True)
+        cpu, rss = [], []
+        for _ in range(repeats):
+            c, _, r = wait_rusage([b["cli"], "report", path])
+            cpu.append(c)
+            rss.append(r)
+        parse = subprocess.run([b["parse"], path], capture_output=True,
+                               text=True, check=True).stdout.strip()
+        c, r = statistics.median(cpu), statistics.median(rss)
+        seen[events] = (c, r)
+        rate = events / c / 1e6
+        row("report", f"{events / 1e6:g}M events, "
+            f"{os.path.getsize(path) / 1e6:.1f} MB: CPU {c:.3f} s, peak RSS "
+            f"{r / 2**20:.1f} MiB", f"{rate:.1f} M events/s",
+            ">= 20 M/s", "met" if rate >= 20 else "missed")
+        row("report", "  parser alone (bench-parse)",
+            parse.split(": ", 1)[-1])
+        os.unlink(path)
+    if len(sizes) == 2:
+        (c1, r1), (c2, r2) = seen[sizes[0]], seen[sizes[1]]
+        scale = sizes[1] / sizes[0]
+        row("report", f"growth {sizes[0] / 1e6:g}M -> {sizes[1] / 1e6:g}M "
+            f"events ({scale:g}x)", f"time {c2 / c1:.1f}x, peak RSS "
+            f"{r2 / r1:.2f}x", "time linear, RSS flat",
+            "met" if c2 / c1 <= scale * 1.3 and r2 / r1 <= 1.5 else "missed")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer pairs and runs, 1M and 2M events")
+    parser.add_argument("--repeats", type=int, default=0)
+    args = parser.parse_args()
+    build = os.path.abspath(args.build)
+    b = {
+        "lib": f"{build}/interpose/libleakwatch.so",
+        "hooks": f"{build}/tests/bench/bench-hooks",
+        "malloc": f"{build}/tests/bench/bench-malloc",
+        "footprint": f"{build}/tests/bench/bench-footprint",
+        "tinytensor": f"{build}/tests/tinytensor/libtinytensor.so",
+        "cli": f"{build}/report/leakwatch",
+        "gen": f"{build}/tests/report/gen-trace",
+        "parse": f"{build}/tests/report/bench-parse",
+    }
+    for name, path in b.items():
+        if not os.path.exists(path):
+            print(f"bench-all: {path} is missing; build first "
+                  f"(scripts/setup.sh {args.build})", file=sys.stderr)
+            return 2
+    repeats = args.repeats or (3 if args.quick else 7)
+    pairs = 50000 if args.quick else 200000
+    print(f"leakwatch benchmarks, {time.strftime('%Y-%m-%d')}, "
+          f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}",
+          flush=True)
+    work = tempfile.mkdtemp(prefix="lw-bench-")
+    try:
+        hooks_and_heaptrack(b, work, repeats, pairs)
+        python_loop(b, work, max(3, repeats // 2), pairs // 2)
+        footprint(b, repeats)
+        report(b, work, max(3, repeats // 2),
+               (1000000, 2000000) if args.quick else (1000000, 10000000))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    missed = [r for r in rows if r[4] == "missed"]
+    print(f"\n{len([r for r in rows if r[4]])} targets checked, "
+          f"{len(missed)} missed" + (":" if missed else ""))
+    for r in missed:
+        print(f"  {r[1]}: {r[2]} (target {r[3]})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

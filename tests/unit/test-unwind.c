@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fast walk against libunwind: at many depths, through frames with and
+ * without frame pointers, with variable-sized frames, and in a second
+ * thread, both must give the same return addresses, and the fast walk must
+ * not have handed the stack to libunwind.
+ *
+ * The frames of this program count as the shim's own (the core is linked
+ * in), so the walk starts from inside qsort(): its comparison function,
+ * which is ours, is skipped, and every frame from qsort outwards is kept.
+ */
+#include <alloca.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lw-test.h"
+#include "unwind.h"
+
+static int compared, fast_failed;
+
+static int compare_stacks(const void *a, const void *b)
+{
+	uintptr_t fast[LW_MAX_FRAMES], slow[LW_MAX_FRAMES];
+
+	if (compared++)
+		return 0;
+	uint64_t fast_hash = 0, slow_hash = 0, via_hash = 0;
+	int n = lw_unwind_fast(fast, LW_MAX_FRAMES, &fast_hash);
+	unsigned m = lw_unwind_libunwind(slow, LW_MAX_FRAMES, &slow_hash);
+#if defined(__x86_64__)
+	if (n < 0)
+		fast_failed++;
+	CHECK(n >= 0);
+#endif
+	if (getenv("LW_TEST_VERBOSE"))
+		fprintf(stderr, "fast %d libunwind %u\n", n, m);
+	if (n >= 0) {
+		CHECK_EQ_U64(n, m);
+		CHECK((unsigned)n == m &&
+		      memcmp(fast, slow, m * sizeof(*fast)) == 0);
+		CHECK_EQ_U64(fast_hash, slow_hash);
+	}
+	CHECK(m > 3);
+	/* The running hash is the whole stack's hash once finished. */
+	CHECK_EQ_U64(lw_hash_finish(slow_hash, m), lw_stack_hash(slow, m));
+	unsigned via = lw_unwind(fast, LW_MAX_FRAMES, &via_hash);
+	CHECK_EQ_U64(via, m);
+	CHECK_EQ_U64(via_hash, slow_hash);
+	return (int)(*(const int *)a - *(const int *)b);
+}
+
+static void at_the_bottom(void)
+{
+	int pair[2] = { 2, 1 };
+
+	compared = 0;
+	qsort(pair, 2, sizeof(pair[0]), compare_stacks);
+	CHECK(compared > 0);
+}
+
+/* Frames of three shapes: small, with a frame pointer kept because of
+ * alloca(), and large. */
+__attribute__((noinline)) static int descend(int depth);
+
+__attribute__((noinline)) static int with_alloca(int depth)
+{
+	volatile char *buf = alloca((size_t)(depth % 7) * 16 + 40);
+	buf[0] = (char)depth;
+	int r = descend(depth - 1);
+	return r + buf[0];
+}
+
+__attribute__((noinline)) static int with_big_frame(int depth)
+{
+	volatile char buf[5000];
+	buf[depth] = 1;
+	int r = descend(depth - 1);
+	return r + buf[depth];
+}
+
+__attribute__((noinline)) static int descend(int depth)
+{
+	if (depth <= 0) {
+		at_the_bottom();
+		return 0;
+	}
+	int r;
+	if (depth % 3 == 0)
+		r = with_alloca(depth);
+	else if (depth % 5 == 0)
+		r = with_big_frame(depth);
+	else
+		r = descend(depth - 1);
+	__asm__ volatile("" ::: "memory"); /* not a tail call */
+	return r + 1;
+}
+
+static void *thread_main(void *arg)
+{
+	descend(*(int *)arg);
+	return NULL;
+}
+
+int main(void)
+{
+	lw_unwind_init(1);
+	for (int depth = 0; depth <= 90; depth += 7) {
+		descend(depth);
+		descend(depth); /* again, from the cached rules */
+	}
+	pthread_t t;
+	int depth = 25;
+	CHECK(pthread_create(&t, NULL, thread_main, &depth) == 0);
+	pthread_join(t, NULL);
+	return lw_test_done("test-unwind");
+}
