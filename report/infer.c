@@ -40,6 +40,8 @@ struct stack_pattern {
 };
 
 struct infer_state {
+	int (*progress)(void *progress_ctx, size_t offset);
+	void *progress_ctx;
 	struct stack_pattern *stacks;
 	size_t stack_count;	/* ids [0, stack_count) */
 	uint64_t allocations;
@@ -109,10 +111,18 @@ static int infer_step(void *ctx)
 	return -ECANCELED; /* the trace says where its steps are */
 }
 
+static int infer_progress(void *ctx, size_t offset)
+{
+	struct infer_state *st = ctx;
+
+	return st->progress ? st->progress(st->progress_ctx, offset) : 0;
+}
+
 static const struct lw_trace_ops infer_ops = {
 	.alloc = infer_alloc,
 	.step = infer_step,
 	.stack = infer_stack,
+	.progress = infer_progress,
 };
 
 static bool regular(const struct stack_pattern *p)
@@ -133,7 +143,8 @@ static int compare_gap(const void *a, const void *b)
 }
 
 int lw_infer_steps(const uint8_t *buf, size_t len,
-		   struct lw_inferred_steps *out)
+		   int (*progress)(void *progress_ctx, size_t offset),
+		   void *progress_ctx, struct lw_inferred_steps *out)
 {
 	struct infer_state st = { 0 };
 	struct lw_trace_result result;
@@ -143,6 +154,8 @@ int lw_infer_steps(const uint8_t *buf, size_t len,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	st.progress = progress;
+	st.progress_ctx = progress_ctx;
 	rc = lw_trace_read(buf, len, &infer_ops, &st, &result);
 	if (st.has_steps) {
 		rc = 0;

@@ -20,11 +20,14 @@ struct lw_inferred_steps {
 };
 
 /*
- * Looks for the loop in the trace in [buf, buf + len) (already read once
- * without error). Sets out->anchor to 0 when the trace has STEP records or
- * no pattern repeats. Returns 0 or a negative errno.
+ * Looks for the loop in the trace in [buf, buf + len). Sets out->anchor to
+ * 0 when the trace has STEP records or no pattern repeats. progress (may be
+ * NULL) is called with progress_ctx as lw_trace_ops.progress is. Returns 0
+ * or a negative errno (an unreadable trace too: the model's read says
+ * why).
  */
 int lw_infer_steps(const uint8_t *buf, size_t len,
-		   struct lw_inferred_steps *out);
+		   int (*progress)(void *progress_ctx, size_t offset),
+		   void *progress_ctx, struct lw_inferred_steps *out);
 
 #endif

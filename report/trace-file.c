@@ -5,6 +5,7 @@
 #include "infer.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,28 @@ static int load(int fd, struct lw_trace_file *tf)
 }
 
 /*
+ * The pages of a mapped trace already read are given back as the read goes
+ * on: the model keeps pointers into them (strings, paths), but the mapping
+ * is private and read-only, so a page touched again is read again from the
+ * file. The report's memory stays bounded by what the model holds, not by
+ * the trace's size.
+ */
+static int drop_read_pages(void *ctx, size_t offset)
+{
+	struct lw_trace_file *tf = (struct lw_trace_file *)(
+		(char *)ctx - offsetof(struct lw_trace_file, model));
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t end = offset / page * page;
+
+	if (tf->mapped && end > tf->dropped) {
+		madvise((void *)(tf->data + tf->dropped), end - tf->dropped,
+			MADV_DONTNEED);
+		tf->dropped = end;
+	}
+	return 0;
+}
+
+/*
  * A trace without STEP records gets a step ending before each iteration of
  * the loop its allocations repeat, if there is one. The look ends at the
  * first STEP record, so it costs a trace that has them next to nothing.
@@ -86,8 +109,12 @@ static void infer_steps(struct lw_trace_file *tf)
 {
 	struct lw_inferred_steps inferred;
 
-	if (lw_infer_steps(tf->data, tf->len, &inferred) < 0 ||
-	    inferred.anchor == 0)
+	int rc = lw_infer_steps(tf->data, tf->len, drop_read_pages, &tf->model,
+				&inferred);
+
+	/* Its pages are read again by the model's read. */
+	tf->dropped = 0;
+	if (rc < 0 || inferred.anchor == 0)
 		return;
 	tf->model.step_anchor = inferred.anchor;
 	tf->model.steps_inferred = true;
@@ -97,6 +124,7 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 		       char *message, size_t message_size)
 {
 	static const uint8_t empty[1];
+	struct lw_trace_ops ops;
 	int fd, rc;
 
 	memset(tf, 0, sizeof(*tf));
@@ -114,7 +142,9 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 		goto error;
 	if (tf->data)
 		infer_steps(tf);
-	rc = lw_trace_read(tf->data ? tf->data : empty, tf->len, &lw_model_ops,
+	ops = lw_model_ops;
+	ops.progress = drop_read_pages;
+	rc = lw_trace_read(tf->data ? tf->data : empty, tf->len, &ops,
 			   &tf->model, &tf->result);
 	if (rc < 0) {
 		snprintf(message, message_size, "%s", tf->result.message);

@@ -19,6 +19,7 @@ struct lw_trace_file {
 	const uint8_t *data;
 	size_t len;
 	bool mapped;
+	size_t dropped;		/* pages before this were given back */
 	struct lw_model model;
 	struct lw_trace_result result;
 	struct lw_symbolizer *symbolizer;

@@ -85,7 +85,15 @@ struct lw_trace_ops {
 		       const uint32_t *evals, uint32_t eval_count);
 	/* kind is an enum lw_mark (unknown kinds are passed on too). */
 	int (*mark)(void *ctx, uint64_t kind);
+	/*
+	 * Called each time the read passes another LW_TRACE_PROGRESS_BYTES
+	 * of the buffer: everything before offset has been read (its bytes
+	 * may still be referenced through struct lw_bytes).
+	 */
+	int (*progress)(void *ctx, size_t offset);
 };
+
+#define LW_TRACE_PROGRESS_BYTES ((size_t)8 << 20)
 
 struct lw_trace_result {
 	struct lw_trace_header header;
