@@ -32,6 +32,8 @@
 /* A lingering site matters when it adds this share of the peak. */
 #define LINGER_SHARE_MIN 0.10
 #define LINGER_SHARE_HIGH 0.20
+/* Survivors of a transient phase, with no load in their stack, that matter. */
+#define LARGE_SURVIVOR (1024 * 1024)
 /* A retained graph: at least this many sites growing together. */
 #define GRAPH_MIN_SITES 3
 
@@ -235,7 +237,8 @@ static void classify_site(const struct lw_report *r,
 		f->reason = "a step's blocks are still alive at the next step's peak, and freed during it";
 		f->weight = (double)s->lingering_max;
 	} else if (ev->live_bytes &&
-		   (share = transient_share(r, site, &ev->phase_string))) {
+		   (share = transient_share(r, site, &ev->phase_string)) &&
+		   ((tags & LW_TAG_LOAD) || share->bytes >= LARGE_SURVIVOR)) {
 		ev->phase_bytes = share->bytes;
 		f->category = LW_CATEGORY_UNRELEASED_MODULE;
 		f->confidence = tags & LW_TAG_LOAD ? LW_CONFIDENCE_HIGH

@@ -900,11 +900,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 		goto fail_diagnosis;
 	putc(',', out);
 	put_key(out, k, "suppressed_findings");
-	fprintf(out, "%zu,", d.suppressed_count);
-	put_key(out, k, "rules_files");
-	put_string_list(out, NULL,
-			r->rules ? (const char *const *)r->rules->files : NULL,
-			r->rules ? r->rules->file_count : 0, k);
+	fprintf(out, "%zu", d.suppressed_count);
 	lw_diagnosis_fini(&d);
 	newline(out, in);
 	putc('}', out);
