@@ -32,6 +32,8 @@
 /* A lingering site matters when it adds this share of the peak. */
 #define LINGER_SHARE_MIN 0.10
 #define LINGER_SHARE_HIGH 0.20
+/* ... and at least this much: a loss scalar kept a step is not worth one. */
+#define LINGER_BYTES_MIN (64 * 1024)
 /* Survivors of a transient phase, with no load in their stack, that matter. */
 #define LARGE_SURVIVOR (1024 * 1024)
 /* A retained graph: at least this many sites growing together. */
@@ -198,7 +200,11 @@ static void classify_site(const struct lw_report *r,
 	bool growing = sg->verdict == LW_VERDICT_GROWING;
 	bool copy = tags & (LW_TAG_COPY | LW_TAG_METRIC);
 	bool gc = mostly(s->gc_frees, s->frees);
-	bool kept = mostly(s->long_frees, s->frees);
+	/* Frees after the last step are teardown, not the loop's doing. */
+	bool teardown = m->steps && s->tail_step == m->steps;
+	uint64_t loop_frees = s->frees - (teardown ? s->tail_frees : 0);
+	uint64_t loop_long = s->long_frees - (teardown ? s->tail_long_frees : 0);
+	bool kept = mostly(loop_long, loop_frees);
 	const struct lw_site_share *share;
 
 	f->category = LW_CATEGORY_NONE;
@@ -226,6 +232,7 @@ static void classify_site(const struct lw_report *r,
 		f->reason = "small per-step blocks kept across many steps, released only in batches";
 		f->weight = (double)ev->mean_size * ev->mean_lifetime;
 	} else if (s->lingering_steps >= 3 && s->lingering_steps * 4 >= m->steps &&
+		   s->lingering_max >= LINGER_BYTES_MIN &&
 		   (double)s->lingering_max >=
 			   LINGER_SHARE_MIN * (double)m->peak_bytes) {
 		f->category = LW_CATEGORY_LINGERING;

@@ -460,12 +460,19 @@ static void note_lifetime(struct lw_model *m, const struct lw_live *e)
 	struct lw_site *s = &m->sites[e->site];
 	uint64_t lifetime = m->steps - e->birth_step;
 
+	if (s->tail_step != m->steps) {
+		s->tail_step = m->steps;
+		s->tail_frees = s->tail_long_frees = 0;
+	}
 	s->frees++;
+	s->tail_frees++;
 	s->lifetime_total += lifetime;
 	if (lifetime > s->lifetime_max)
 		s->lifetime_max = lifetime;
-	if (lifetime > LW_LINGER_STEPS)
+	if (lifetime > LW_LINGER_STEPS) {
 		s->long_frees++;
+		s->tail_long_frees++;
+	}
 	if (m->in_gc) {
 		s->gc_frees++;
 		s->gc_freed_bytes += e->size;

@@ -66,6 +66,12 @@ struct lw_site {
 	uint64_t long_frees;	/* lived more than LW_LINGER_STEPS steps */
 	uint64_t gc_frees;
 	uint64_t gc_freed_bytes;
+	/* Of those, the frees (and long ones) made in step tail_step: when
+	 * that is the unfinished step after the last STEP record, they are
+	 * the program's teardown, not its loop. */
+	uint64_t tail_step;
+	uint64_t tail_frees;
+	uint64_t tail_long_frees;
 	uint64_t first_birth_step;	/* of its first allocation */
 	uint64_t last_birth_step;	/* of its latest one */
 	/* Its slot in the shares of open phase instance phase_instance. */

@@ -568,7 +568,7 @@ static void put_evidence(FILE *out, const struct lw_model *m,
 		fputs("\" outlived it", out);
 		sep = "; ";
 	}
-	fprintf(out, "%s%s live in %" PRIu64 " allocation%s (%" PRIu64 " bytes each on average)\n",
+	fprintf(out, "%s%s live in %" PRIu64 " allocation%s; %" PRIu64 " bytes per allocation on average\n",
 		sep, lw_format_size(a, ev->live_bytes), ev->live_count,
 		ev->live_count == 1 ? "" : "s", ev->mean_size);
 }
