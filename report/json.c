@@ -175,9 +175,46 @@
  *                       bytes); "not-enough-steps" also when the site
  *                       started changing after 1024 other sites had (only
  *                       that many per-site series are kept).
+ *   Each object of "sites" has, after "verdict":
+ *       "category"      the site's diagnosis (see "findings"), or null.
+ *       "fix"           the fix of the finding the site belongs to, or null
+ *                       (no finding, or not a leak).
+ * Added after "peak_attribution":
+ *   "gc_passes"         passes of Python's cycle collector before the
+ *                       report point (gc.callbacks marks; 0 elsewhere).
+ *   "findings"          the diagnosis, leaks first, then by confidence and
+ *                       bytes at stake: objects of
+ *       "category"      "retained-loss", "metric-copy", "retained-graph",
+ *                       "lingering-previous-step", "unreleased-module",
+ *                       "cycle-delayed-frees", "growth" (none of the
+ *                       others fits) or "not-a-leak".
+ *       "leak"          false for "not-a-leak".
+ *       "confidence"    "low", "medium" or "high".
+ *       "suppressed"    true when a frame of the lead site matched a
+ *                       suppression (`--suppressions`); still listed.
+ *       "site", "kind"  the lead site ("id" and "kind" of a site): for a
+ *                       retained graph, its forward-pass site that grows
+ *                       most; else the one site.
+ *       "location"      the lead site's location (as a site's).
+ *       "reason"        what the evidence shows, in words.
+ *       "fix"           the fix (the rules file's "fix" lines), or null
+ *                       for "not-a-leak".
+ *       "phase"         the phase whose survivors it is, or null.
+ *       "evidence"      {"bytes_per_step", "count_per_step" (growth, summed
+ *                       over a group's sites), "live_bytes", "live_count"
+ *                       (at the report point, summed likewise),
+ *                       "mean_size" (bytes per allocation), "frees",
+ *                       "mean_lifetime_steps", "max_lifetime_steps" (of
+ *                       the lead site's frees before the report point),
+ *                       "gc_frees" (of those, inside a GC pass),
+ *                       "gc_passes", "lingering_steps", "lingering_bytes"
+ *                       (step peaks it was alive at, the most it added to
+ *                       one), "peak_bytes" (the run's peak), "phase_bytes"
+ *                       (born in the phase and outlived it), "sites"}.
+ *   "suppressed_findings"  leak findings that were suppressed.
  *
  * Numbers are unsigned integers (they may exceed 2^53), except the growth
- * rates. Strings from the trace are escaped (control characters as
+ * rates and "mean_lifetime_steps". Strings from the trace are escaped (control characters as
  * \u00XX); bytes that are not UTF-8 become U+FFFD.
  */
 #include <errno.h>
