@@ -150,6 +150,11 @@ enum lw_mark {
 	 * live here is what the program leaked; what is live at the END
 	 * record is what was still allocated when the process exited. */
 	LW_MARK_PROGRAM_END = 1,
+	/* Python's cycle collector starts and finishes a pass (gc.callbacks
+	 * "start" and "stop"): frees between the two were held only by
+	 * reference cycles. Older readers skip them. */
+	LW_MARK_GC_START = 2,
+	LW_MARK_GC_STOP = 3,
 };
 
 /* Longest LEB128 encoding of a 64-bit value. */

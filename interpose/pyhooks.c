@@ -41,6 +41,8 @@ struct py_api {
 						  const char *key);
 	struct py_object *(*tuple_get_item)(struct py_object *tuple,
 					    ptrdiff_t index);
+	const char *(*unicode_as_utf8)(struct py_object *o);
+	int (*list_append)(struct py_object *list, struct py_object *item);
 	struct py_object *none;
 };
 
@@ -68,12 +70,15 @@ static int load_api(void)
 	*(void **)&py.sys_get_object = lookup("PySys_GetObject");
 	*(void **)&py.dict_get_item_string = lookup("PyDict_GetItemString");
 	*(void **)&py.tuple_get_item = lookup("PyTuple_GetItem");
+	*(void **)&py.unicode_as_utf8 = lookup("PyUnicode_AsUTF8");
+	*(void **)&py.list_append = lookup("PyList_Append");
 	py.none = lookup("_Py_NoneStruct");
 	return py.call_objargs && py.add_pending_call && py.is_initialized &&
 	       py.import_module &&
 	       py.get_attr_string && py.cfunction_new_ex && py.inc_ref &&
 	       py.dec_ref && py.err_clear && py.sys_get_object &&
-	       py.dict_get_item_string && py.tuple_get_item && py.none ? 0 : -1;
+	       py.dict_get_item_string && py.tuple_get_item &&
+	       py.unicode_as_utf8 && py.list_append && py.none ? 0 : -1;
 }
 
 static struct py_object *on_program_end(struct py_object *self,
@@ -87,6 +92,32 @@ static struct py_object *on_program_end(struct py_object *self,
 static struct py_method_def program_end_def = {
 	"leakwatch_program_end", on_program_end, PY_METH_NOARGS,
 	"Marks the end of the program's own code in the leakwatch trace.",
+};
+
+/*
+ * gc.callbacks entry: called (phase, info) around every pass of the cycle
+ * collector, phase "start" or "stop". Frees between the two are memory that
+ * only a reference cycle kept alive. Runs with the GIL held; one mark, no
+ * flush: a pass can run every few hundred object allocations.
+ */
+static struct py_object *on_gc(struct py_object *self, struct py_object *args)
+{
+	struct py_object *phase = py.tuple_get_item(args, 0);
+	const char *name = phase ? py.unicode_as_utf8(phase) : NULL;
+
+	if (!name)
+		py.err_clear();
+	else if (name[0] == 's' && name[1] == 't' && name[2] == 'a')
+		lw_record_mark(LW_MARK_GC_START);
+	else if (name[0] == 's' && name[1] == 't' && name[2] == 'o')
+		lw_record_mark(LW_MARK_GC_STOP);
+	py.inc_ref(py.none);
+	return py.none;
+}
+
+static struct py_method_def gc_def = {
+	"leakwatch_gc", on_gc, PY_METH_VARARGS,
+	"Marks the cycle collector's passes in the leakwatch trace.",
 };
 
 /*
@@ -153,6 +184,28 @@ static int call_with_function(struct py_object *module, const char *attr,
 }
 
 static int program_end_registered, optimizer_hook_registered;
+static int gc_registered;
+
+/* Appends the GC callback to gc.callbacks; 0 on success. With the GIL. */
+static int register_gc_callback(void)
+{
+	struct py_object *gc, *callbacks, *fn;
+	int rc = -1;
+
+	gc = py.import_module("gc");
+	if (!gc)
+		return -1;
+	callbacks = py.get_attr_string(gc, "callbacks");
+	fn = callbacks ? py.cfunction_new_ex(&gc_def, NULL, NULL) : NULL;
+	if (fn) {
+		rc = py.list_append(callbacks, fn);
+		py.dec_ref(fn);
+	}
+	if (callbacks)
+		py.dec_ref(callbacks);
+	py.dec_ref(gc);
+	return rc;
+}
 
 /*
  * Runs in the interpreter's main thread with the GIL held. Registers what
@@ -168,6 +221,10 @@ static int install_hooks(void *arg)
 				atexit, "register", &program_end_def) == 0;
 			py.dec_ref(atexit);
 		}
+		py.err_clear();
+	}
+	if (!gc_registered) {
+		gc_registered = register_gc_callback() == 0;
 		py.err_clear();
 	}
 	if (!optimizer_hook_registered) {
@@ -190,7 +247,8 @@ int lw_py_schedule_hooks(void)
 	static int api_state; /* 0 unknown, 1 loaded, -1 not a usable Python */
 
 	if (__atomic_load_n(&optimizer_hook_registered, __ATOMIC_ACQUIRE) &&
-	    __atomic_load_n(&program_end_registered, __ATOMIC_ACQUIRE))
+	    __atomic_load_n(&program_end_registered, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&gc_registered, __ATOMIC_ACQUIRE))
 		return 0;
 	if (__atomic_load_n(&attempts, __ATOMIC_RELAXED) >= MAX_ATTEMPTS)
 		return -1;

@@ -14,6 +14,8 @@
  * - an atexit callback that records LW_MARK_PROGRAM_END: CPython runs
  *   atexit callbacks before it clears module globals, so the mark sees
  *   what the program's own code left allocated;
+ * - a gc.callbacks entry that records LW_MARK_GC_START and _STOP around
+ *   each pass of the cycle collector;
  * - once torch.optim is imported, PyTorch's optimizer step post-hook, which
  *   marks a training step (LW_STEP_OPTIMIZER) at each optimizer step.
  * Cheap when all is registered; call it again later (torch may be imported

@@ -632,7 +632,9 @@ void lw_record_mark(enum lw_mark mark)
 		note_thread_and_time_locked();
 		size_t n = lw_varint_put(payload, mark);
 		lw_writer_ext(&writer, LW_REC_MARK, payload, n);
-		flush_locked();
+		/* GC passes are frequent; only the program's end flushes. */
+		if (mark == LW_MARK_PROGRAM_END)
+			flush_locked();
 		if (mark == LW_MARK_PROGRAM_END && !config.quiet) {
 			summarize_locked(&program_end_summary,
 					 "when the program's code finished", 1);

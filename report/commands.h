@@ -10,6 +10,7 @@
 
 #include "lw-growth.h"
 #include "render.h"
+#include "rules.h"
 
 /* Exit status for bad usage and unusable input. */
 #define LW_EXIT_USAGE 2
@@ -25,9 +26,16 @@ enum lw_format {
 	LW_FORMAT_JSON,
 };
 
+/* --rules and --suppressions files a command takes, each. */
+#define LW_RULE_FILES_MAX 16
+
 struct lw_output_options {
 	enum lw_format format;
 	struct lw_report_options report;
+	const char *rule_files[LW_RULE_FILES_MAX];
+	size_t rule_file_count;
+	const char *suppression_files[LW_RULE_FILES_MAX];
+	size_t suppression_file_count;
 	/* JSON: wrap even a single report in {"reports": [...]}. */
 	bool json_list;
 };
@@ -52,11 +60,22 @@ int lw_parse_min_steps(const char *value, size_t *out);
 
 /*
  * Handles an option that `report` and `run` share (--format, -o/--output,
- * --top, --frames, --min-steps: getopt values 'F', 'o', 'T', 'N', 'S'). Returns 1 if c was
+ * --top, --frames, --min-steps, --rules, --suppressions: getopt values 'F',
+ * 'o', 'T', 'N', 'S', 'U', 'P'). Returns 1 if c was
  * one of them, 0 if it was not, -EINVAL for a bad value (already printed).
  */
 int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 		     const char **output);
+
+/*
+ * Reads the diagnosis rules into rules (initialised here): the shipped
+ * rules.conf, then $LEAKWATCH_RULES and the --rules files, then
+ * $LEAKWATCH_SUPPRESSIONS and the --suppressions files (the variables hold
+ * colon-separated paths), and points options->report.rules at them. A file
+ * that cannot be read or has a bad line is reported in one line; returns
+ * 0 or -EINVAL. lw_rules_fini() releases rules either way.
+ */
+int lw_load_rules(struct lw_output_options *options, struct lw_rules *rules);
 
 /* Reports an option getopt_long rejected (it returned '?' or ':'). */
 void lw_bad_option(int c, char **argv);

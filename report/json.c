@@ -215,9 +215,46 @@
  *                       bytes); "not-enough-steps" also when the site
  *                       started changing after 1024 other sites had (only
  *                       that many per-site series are kept).
+ *   Each object of "sites" has, after "verdict":
+ *       "category"      the site's diagnosis (see "findings"), or null.
+ *       "fix"           the fix of the finding the site belongs to, or null
+ *                       (no finding, or not a leak).
+ * Added after "peak_attribution":
+ *   "gc_passes"         passes of Python's cycle collector before the
+ *                       report point (gc.callbacks marks; 0 elsewhere).
+ *   "findings"          the diagnosis, leaks first, then by confidence and
+ *                       bytes at stake: objects of
+ *       "category"      "retained-loss", "metric-copy", "retained-graph",
+ *                       "lingering-previous-step", "unreleased-module",
+ *                       "cycle-delayed-frees", "growth" (none of the
+ *                       others fits) or "not-a-leak".
+ *       "leak"          false for "not-a-leak".
+ *       "confidence"    "low", "medium" or "high".
+ *       "suppressed"    true when a frame of the lead site matched a
+ *                       suppression (`--suppressions`); still listed.
+ *       "site", "kind"  the lead site ("id" and "kind" of a site): for a
+ *                       retained graph, its forward-pass site that grows
+ *                       most; else the one site.
+ *       "location"      the lead site's location (as a site's).
+ *       "reason"        what the evidence shows, in words.
+ *       "fix"           the fix (the rules file's "fix" lines), or null
+ *                       for "not-a-leak".
+ *       "phase"         the phase whose survivors it is, or null.
+ *       "evidence"      {"bytes_per_step", "count_per_step" (growth, summed
+ *                       over a group's sites), "live_bytes", "live_count"
+ *                       (at the report point, summed likewise),
+ *                       "mean_size" (bytes per allocation), "frees",
+ *                       "mean_lifetime_steps", "max_lifetime_steps" (of
+ *                       the lead site's frees before the report point),
+ *                       "gc_frees" (of those, inside a GC pass),
+ *                       "gc_passes", "lingering_steps", "lingering_bytes"
+ *                       (step peaks it was alive at, the most it added to
+ *                       one), "peak_bytes" (the run's peak), "phase_bytes"
+ *                       (born in the phase and outlived it), "sites"}.
+ *   "suppressed_findings"  leak findings that were suppressed.
  *
  * Numbers are unsigned integers (they may exceed 2^53), except the growth
- * rates. Strings from the trace are escaped (control characters as
+ * rates and "mean_lifetime_steps". Strings from the trace are escaped (control characters as
  * \u00XX); bytes that are not UTF-8 become U+FFFD.
  */
 #include <errno.h>
@@ -225,6 +262,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diagnose.h"
 #include "growth.h"
 #include "render.h"
 
@@ -379,9 +417,14 @@ static void put_rate(FILE *out, double rate)
 }
 
 static int put_site(FILE *out, const struct lw_report *r,
-		    const struct lw_growth_report *g, uint32_t site,
+		    const struct lw_growth_report *g,
+		    const struct lw_diagnosis *d, uint32_t site,
 		    unsigned indent)
 {
+	const struct lw_site_diagnosis *sd = &d->sites[site];
+	const struct lw_finding *finding = sd->finding < d->finding_count
+						   ? &d->findings[sd->finding]
+						   : NULL;
 	const struct lw_site_growth *sg = &g->sites[site];
 	const struct lw_model *m = r->model;
 	const struct lw_site *s = &m->sites[site];
@@ -443,7 +486,17 @@ static int put_site(FILE *out, const struct lw_report *r,
 	put_rate(out, sg->count_per_step);
 	putc(',', out);
 	put_key(out, indent + 2, "verdict");
-	fprintf(out, "\"%s\"", lw_verdict_name(sg->verdict));
+	fprintf(out, "\"%s\",", lw_verdict_name(sg->verdict));
+	put_key(out, indent + 2, "category");
+	if (sd->category == LW_CATEGORY_NONE)
+		fputs("null,", out);
+	else
+		fprintf(out, "\"%s\",", lw_category_name(sd->category));
+	put_key(out, indent + 2, "fix");
+	if (finding && finding->leak)
+		put_str(out, finding->fix);
+	else
+		fputs("null", out);
 	newline(out, indent);
 	putc('}', out);
 out:
@@ -638,6 +691,77 @@ out:
 	return rc;
 }
 
+static void put_evidence(FILE *out, const struct lw_evidence *ev)
+{
+	fputs("{\"bytes_per_step\": ", out);
+	put_rate(out, ev->bytes_per_step);
+	fputs(", \"count_per_step\": ", out);
+	put_rate(out, ev->count_per_step);
+	fprintf(out, ", \"live_bytes\": %" PRIu64 ", \"live_count\": %" PRIu64
+		     ", \"mean_size\": %" PRIu64 ", \"frees\": %" PRIu64
+		     ", \"mean_lifetime_steps\": ",
+		ev->live_bytes, ev->live_count, ev->mean_size, ev->frees);
+	put_rate(out, ev->mean_lifetime);
+	fprintf(out, ", \"max_lifetime_steps\": %" PRIu64 ", \"gc_frees\": %" PRIu64
+		     ", \"gc_passes\": %" PRIu64 ", \"lingering_steps\": %" PRIu64
+		     ", \"lingering_bytes\": %" PRIu64 ", \"peak_bytes\": %" PRIu64
+		     ", \"phase_bytes\": %" PRIu64 ", \"sites\": %" PRIu32 "}",
+		ev->max_lifetime,
+		ev->gc_frees, ev->gc_passes, ev->lingering_steps,
+		ev->lingering_bytes, ev->peak_bytes, ev->phase_bytes,
+		ev->sites);
+}
+
+static int put_findings(FILE *out, const struct lw_report *r,
+			const struct lw_diagnosis *d, unsigned indent)
+{
+	const struct lw_model *m = r->model;
+	int rc = 0;
+
+	putc('[', out);
+	for (size_t i = 0; i < d->finding_count && rc == 0; i++) {
+		const struct lw_finding *f = &d->findings[i];
+		const struct lw_site *s = &m->sites[f->site];
+		const struct lw_string *phase =
+			f->evidence.phase_string
+				? lw_model_string(m, f->evidence.phase_string)
+				: NULL;
+
+		if (i)
+			putc(',', out);
+		newline(out, indent + 2);
+		fprintf(out, "{\"category\": \"%s\", \"leak\": %s, \"confidence\": \"%s\", \"suppressed\": %s, \"site\": %" PRIu64
+			     ", \"kind\": \"%s\", \"location\": ",
+			lw_category_name(f->category),
+			f->leak ? "true" : "false",
+			lw_confidence_name(f->confidence),
+			f->suppressed ? "true" : "false", s->stack_id,
+			lw_kind_name(s->kind));
+		if ((rc = put_site_location(out, r, f->site)) < 0)
+			break;
+		fputs(", \"reason\": ", out);
+		put_str(out, f->reason);
+		fputs(", \"fix\": ", out);
+		if (f->leak)
+			put_str(out, f->fix);
+		else
+			fputs("null", out);
+		fputs(", \"phase\": ", out);
+		if (phase)
+			lw_put_json_string(out, phase->text.data,
+					   phase->text.len);
+		else
+			fputs("null", out);
+		fputs(", \"evidence\": ", out);
+		put_evidence(out, &f->evidence);
+		putc('}', out);
+	}
+	if (d->finding_count)
+		newline(out, indent);
+	putc(']', out);
+	return rc;
+}
+
 static void put_info(FILE *out, const struct lw_model *m, unsigned indent)
 {
 	bool first = true;
@@ -712,6 +836,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	unsigned in = nested ? 4 : 0, k = in + 2;
 	const char *const *notes;
 	struct lw_growth_report g;
+	struct lw_diagnosis d;
 	uint32_t *sites;
 	size_t site_count, note_count;
 	int rc;
@@ -721,11 +846,12 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 		lw_growth_report_fini(&g);
 		return rc;
 	}
+	rc = lw_diagnose(r, &d);
+	if (rc < 0)
+		goto fail;
 	rc = lw_model_live_sites(m, &sites, &site_count);
-	if (rc < 0) {
-		lw_growth_report_fini(&g);
-		return rc;
-	}
+	if (rc < 0)
+		goto fail;
 	if (nested) {
 		if (!first)
 			putc(',', out);
@@ -784,13 +910,11 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	for (size_t i = 0; i < site_count && rc == 0; i++) {
 		if (i)
 			putc(',', out);
-		rc = put_site(out, r, &g, sites[i], k + 2);
+		rc = put_site(out, r, &g, &d, sites[i], k + 2);
 	}
 	free(sites);
-	if (rc < 0) {
-		lw_growth_report_fini(&g);
-		return rc;
-	}
+	if (rc < 0)
+		goto fail;
 	if (site_count)
 		newline(out, k);
 	fputs("],", out);
@@ -800,10 +924,8 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_key(out, k, "reused_live_addresses");
 	fprintf(out, "%" PRIu64 ",", m->reused_live_addresses);
 	put_key(out, k, "phases");
-	if ((rc = put_phases(out, r, k)) < 0) {
-		lw_growth_report_fini(&g);
-		return rc;
-	}
+	if ((rc = put_phases(out, r, k)) < 0)
+		goto fail;
 	putc(',', out);
 	put_key(out, k, "info");
 	put_info(out, m, k);
@@ -846,12 +968,28 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	fprintf(out, "\"%s\",", lw_model_step_source(m));
 	put_key(out, k, "peak_attribution");
 	if ((rc = put_peak_attribution(out, r, k)) < 0)
-		return rc;
+		goto fail_diagnosis;
+	putc(',', out);
+	put_key(out, k, "gc_passes");
+	fprintf(out, "%" PRIu64 ",", m->gc_passes);
+	put_key(out, k, "findings");
+	if ((rc = put_findings(out, r, &d, k)) < 0)
+		goto fail_diagnosis;
+	putc(',', out);
+	put_key(out, k, "suppressed_findings");
+	fprintf(out, "%zu", d.suppressed_count);
+	lw_diagnosis_fini(&d);
 	newline(out, in);
 	putc('}', out);
 	if (!nested)
 		putc('\n', out);
 	return 0;
+
+fail:
+	lw_growth_report_fini(&g);
+fail_diagnosis:
+	lw_diagnosis_fini(&d);
+	return rc;
 }
 
 void lw_json_begin_list(FILE *out)

@@ -23,7 +23,8 @@
 
 static void report_usage(FILE *out)
 {
-	fputs("usage: leakwatch report [--format text|json] [-o FILE] [--top N] [--frames N] TRACE...\n"
+	fputs("usage: leakwatch report [--format text|json] [-o FILE] [--top N] [--frames N]\n"
+	      "                       [--min-steps N] [--rules FILE] [--suppressions FILE] TRACE...\n"
 	      "\n"
 	      "Prints the GPU memory each trace left allocated, grouped by the call stack\n"
 	      "that allocated it, largest first.\n"
@@ -33,8 +34,13 @@ static void report_usage(FILE *out)
 	      "  --top N             text: show the N largest sites (default 10; 0: all)\n"
 	      "  --frames N          text: show N frames of each stack (default 12; 0: all)\n"
 	      "  --min-steps N       judge growth only with at least N steps (default 10)\n"
+	      "  --rules FILE        more diagnosis rules (tags of frames, transient\n"
+	      "                      phases, fixes), after the shipped rules.conf\n"
+	      "  --suppressions FILE findings to suppress: lines leak:PATTERN (counted)\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
+	      "Each growing or surviving site is diagnosed: the kind of leak (or not a\n"
+	      "leak), the evidence in numbers, the line to look at and the fix.\n"
 	      "With step marks, the report judges whether device memory grows from step\n"
 	      "to step (see `leakwatch help check`) and lists the growing sites first.\n"
 	      "JSON lists every site and frame. Several traces give several reports.\n"
@@ -188,6 +194,7 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 		if (rc == 0) {
 			if (options->report.min_steps)
 				tf.report.min_steps = options->report.min_steps;
+			tf.report.rules = options->report.rules;
 			if (!json && !first)
 				putc('\n', out);
 			if (json)
@@ -215,6 +222,76 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 	return failed;
 }
 
+static int add_rule_file(const char *option, const char **files,
+			 size_t *count, const char *arg)
+{
+	if (*count == LW_RULE_FILES_MAX) {
+		lw_error("%s: at most %d files", option, LW_RULE_FILES_MAX);
+		return -EINVAL;
+	}
+	files[(*count)++] = arg;
+	return 1;
+}
+
+static int load_rule_file(struct lw_rules *rules, const char *path,
+			  bool suppressions)
+{
+	char message[256];
+	int rc = suppressions
+			 ? lw_rules_add_suppressions(rules, path, message,
+						     sizeof(message))
+			 : lw_rules_add_file(rules, path, message,
+					     sizeof(message));
+
+	if (rc < 0)
+		put_file_error(path, message);
+	return rc;
+}
+
+/* Each path of a colon-separated list; empty items are skipped. */
+static int load_rule_list(struct lw_rules *rules, const char *list,
+			  bool suppressions)
+{
+	char *copy, *item, *save = NULL;
+	int rc = 0;
+
+	if (!list || !list[0])
+		return 0;
+	if (!(copy = strdup(list)))
+		return -ENOMEM;
+	for (item = strtok_r(copy, ":", &save); item && rc == 0;
+	     item = strtok_r(NULL, ":", &save))
+		rc = load_rule_file(rules, item, suppressions);
+	free(copy);
+	return rc;
+}
+
+int lw_load_rules(struct lw_output_options *options, struct lw_rules *rules)
+{
+	const char *shipped = lw_rules_default_path();
+	int rc = 0;
+
+	lw_rules_init(rules);
+	if (shipped)
+		rc = load_rule_file(rules, shipped, false);
+	else
+		lw_error("warning: rules.conf not found beside the command or in %s; diagnosis without framework rules",
+			 LW_RULES_PATH);
+	if (rc == 0)
+		rc = load_rule_list(rules, getenv("LEAKWATCH_RULES"), false);
+	for (size_t i = 0; rc == 0 && i < options->rule_file_count; i++)
+		rc = load_rule_file(rules, options->rule_files[i], false);
+	if (rc == 0)
+		rc = load_rule_list(rules, getenv("LEAKWATCH_SUPPRESSIONS"),
+				    true);
+	for (size_t i = 0; rc == 0 && i < options->suppression_file_count; i++)
+		rc = load_rule_file(rules, options->suppression_files[i], true);
+	if (rc == -ENOMEM)
+		lw_error("%s", strerror(ENOMEM));
+	options->report.rules = rules;
+	return rc < 0 ? -EINVAL : 0;
+}
+
 int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 		     const char **output)
 {
@@ -233,6 +310,13 @@ int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 	case 'S':
 		return lw_parse_min_steps(arg, &options->report.min_steps) < 0
 			       ? -EINVAL : 1;
+	case 'U':
+		return add_rule_file("--rules", options->rule_files,
+				     &options->rule_file_count, arg);
+	case 'P':
+		return add_rule_file("--suppressions",
+				     options->suppression_files,
+				     &options->suppression_file_count, arg);
 	default:
 		return 0;
 	}
@@ -246,6 +330,8 @@ static int cmd_report(int argc, char **argv)
 		{ "top", required_argument, NULL, 'T' },
 		{ "frames", required_argument, NULL, 'N' },
 		{ "min-steps", required_argument, NULL, 'S' },
+		{ "rules", required_argument, NULL, 'U' },
+		{ "suppressions", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -254,6 +340,7 @@ static int cmd_report(int argc, char **argv)
 		.report = { .top = LW_DEFAULT_TOP, .frames = LW_DEFAULT_FRAMES },
 	};
 	const char *output = NULL;
+	struct lw_rules rules;
 	FILE *out = stdout;
 	int c, rc;
 
@@ -277,15 +364,21 @@ static int cmd_report(int argc, char **argv)
 		lw_error("report: no trace given (usage: leakwatch report [OPTIONS] TRACE...)");
 		return LW_EXIT_USAGE;
 	}
+	if (lw_load_rules(&options, &rules) < 0) {
+		lw_rules_fini(&rules);
+		return LW_EXIT_USAGE;
+	}
 	if (output) {
 		out = fopen(output, "w");
 		if (!out) {
 			lw_error("%s: %s", output, strerror(errno));
+			lw_rules_fini(&rules);
 			return LW_EXIT_USAGE;
 		}
 	}
 	rc = lw_report_files(out, (const char *const *)argv + optind,
 			     (size_t)(argc - optind), &options);
+	lw_rules_fini(&rules);
 	if (rc < 0)
 		lw_error("%s: %s", output ? output : "standard output",
 			 strerror(-rc));

@@ -423,6 +423,9 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 		return rc;
 
 	s = &m->sites[site];
+	if (s->totals.allocations == 0)
+		s->first_birth_step = m->steps;
+	s->last_birth_step = m->steps;
 	mark_dirty(m, s, site);
 	s->totals.live_bytes += size;
 	s->totals.live_count++;
@@ -451,6 +454,32 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	return 0;
 }
 
+/* A free before the report point: how long it lived, and why it went. */
+static void note_lifetime(struct lw_model *m, const struct lw_live *e)
+{
+	struct lw_site *s = &m->sites[e->site];
+	uint64_t lifetime = m->steps - e->birth_step;
+
+	if (s->tail_step != m->steps) {
+		s->tail_step = m->steps;
+		s->tail_frees = s->tail_long_frees = 0;
+	}
+	s->frees++;
+	s->tail_frees++;
+	s->lifetime_total += lifetime;
+	if (lifetime > s->lifetime_max)
+		s->lifetime_max = lifetime;
+	if (lifetime > LW_LINGER_STEPS) {
+		s->long_frees++;
+		s->tail_long_frees++;
+	}
+	if (m->in_gc) {
+		s->gc_frees++;
+		s->gc_freed_bytes += e->size;
+		m->gc_frees++;
+	}
+}
+
 static int model_free(void *ctx, uint64_t addr)
 {
 	struct lw_model *m = ctx;
@@ -465,6 +494,8 @@ static int model_free(void *ctx, uint64_t addr)
 			m->unknown_frees++;
 		return 0;
 	}
+	if (!m->have_program_end)
+		note_lifetime(m, &m->live[i]);
 	rc = forget(m, &m->live[i]);
 	live_remove(m, i);
 	return rc;
@@ -1067,8 +1098,18 @@ static int model_mark(void *ctx, uint64_t kind)
 	struct lw_model *m = ctx;
 	struct lw_live_count *sites = NULL;
 
+	if (kind == LW_MARK_GC_START && !m->have_program_end) {
+		m->in_gc = true;
+		m->gc_passes++;
+		return 0;
+	}
+	if (kind == LW_MARK_GC_STOP) {
+		m->in_gc = false;
+		return 0;
+	}
 	if (kind != LW_MARK_PROGRAM_END || m->have_program_end)
 		return 0;
+	m->in_gc = false;
 	if (m->site_count) {
 		sites = calloc(m->site_count, sizeof(*sites));
 		if (!sites)

@@ -55,6 +55,25 @@ struct lw_site {
 	uint64_t lingering_steps;	/* step peaks it added to */
 	uint64_t lingering_max;		/* the most it added to one */
 	uint64_t lingering_total;	/* summed over those peaks */
+	/*
+	 * Lifetimes of its allocations freed before the report point, in
+	 * steps (STEP records between birth and free), and how many of those
+	 * frees ran inside a pass of Python's cycle collector.
+	 */
+	uint64_t frees;
+	uint64_t lifetime_total;
+	uint64_t lifetime_max;
+	uint64_t long_frees;	/* lived more than LW_LINGER_STEPS steps */
+	uint64_t gc_frees;
+	uint64_t gc_freed_bytes;
+	/* Of those, the frees (and long ones) made in step tail_step: when
+	 * that is the unfinished step after the last STEP record, they are
+	 * the program's teardown, not its loop. */
+	uint64_t tail_step;
+	uint64_t tail_frees;
+	uint64_t tail_long_frees;
+	uint64_t first_birth_step;	/* of its first allocation */
+	uint64_t last_birth_step;	/* of its latest one */
 	/* Its slot in the shares of open phase instance phase_instance. */
 	uint32_t phase_instance;
 	uint32_t phase_slot;
@@ -293,6 +312,12 @@ struct lw_model {
 	uint64_t step_anchor;
 	bool anchor_seen;
 	bool steps_inferred;
+
+	/* Python's cycle collector (GC_START/GC_STOP marks before the
+	 * report point): passes, frees inside them, whether one is running. */
+	uint64_t gc_passes;
+	uint64_t gc_frees;
+	bool in_gc;
 
 	/* Peak attribution: the current step's peak and when it was reached,
 	 * its late frees, the steps still open to lingering, the worst. */

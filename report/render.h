@@ -21,12 +21,17 @@ struct lw_report {
 	const struct lw_trace_result *result;
 	struct lw_symbolizer *symbolizer;
 	uint64_t min_steps;	/* growth verdicts need this many steps */
+	/* Diagnosis rules and suppressions (rules.h); NULL: none. */
+	const struct lw_rules *rules;
 };
+
+struct lw_rules;
 
 struct lw_report_options {
 	size_t top;	/* sites shown in text; 0: all */
 	size_t frames;	/* frames per site in text; 0: all */
 	size_t min_steps;	/* growth verdicts; 0: the default */
+	const struct lw_rules *rules;	/* diagnosis; NULL: none */
 };
 
 #define LW_DEFAULT_TOP 10

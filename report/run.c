@@ -48,7 +48,8 @@ static volatile sig_atomic_t child_pid;
 void lw_run_usage(FILE *out)
 {
 	fputs("usage: leakwatch run [--trace PATTERN] [--format text|json] [-o FILE] [--no-report]\n"
-	      "                     [--max-growth SIZE] [--min-steps N] -- CMD [ARGS...]\n"
+	      "                     [--max-growth SIZE] [--min-steps N] [--rules FILE]\n"
+	      "                     [--suppressions FILE] -- CMD [ARGS...]\n"
 	      "\n"
 	      "Runs CMD with the leakwatch shim preloaded, then reports the GPU memory that\n"
 	      "each of its processes left allocated (on standard error, or in FILE).\n"
@@ -62,6 +63,7 @@ void lw_run_usage(FILE *out)
 	      "  --max-growth SIZE   also judge growth as `leakwatch check` does; when\n"
 	      "                      CMD succeeded but grew faster, exit with 23\n"
 	      "  --min-steps N       steps needed before growth is judged (default 10)\n"
+	      "  --rules FILE, --suppressions FILE  as for `leakwatch report`\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
 	      "The shim is $LEAKWATCH_LIB, or " LIBRARY_NAME " from the build tree or the\n"
@@ -422,6 +424,8 @@ int lw_cmd_run(int argc, char **argv)
 		{ "no-report", no_argument, NULL, 'R' },
 		{ "min-steps", required_argument, NULL, 'S' },
 		{ "max-growth", required_argument, NULL, 'G' },
+		{ "rules", required_argument, NULL, 'U' },
+		{ "suppressions", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -433,6 +437,7 @@ int lw_cmd_run(int argc, char **argv)
 	char library[PATH_MAX], manifest[PATH_MAX];
 	bool no_report = false, gate = false;
 	uint64_t max_growth = 0;
+	struct lw_rules rules;
 	FILE *out = stderr;
 	int c, rc, status = 0, exit_code;
 
@@ -485,9 +490,15 @@ int lw_cmd_run(int argc, char **argv)
 	}
 	if (find_library(library) < 0)
 		return LW_EXIT_USAGE;
+	/* Read before the run, so that a bad file fails before it. */
+	if (lw_load_rules(&options, &rules) < 0) {
+		lw_rules_fini(&rules);
+		return LW_EXIT_USAGE;
+	}
 	/* Opened before the run, so that a bad path fails before it. */
 	if (output && !(out = fopen(output, "w"))) {
 		lw_error("%s: %s", output, strerror(errno));
+		lw_rules_fini(&rules);
 		return LW_EXIT_USAGE;
 	}
 	rc = make_manifest(manifest, sizeof(manifest));
@@ -530,5 +541,6 @@ remove_manifest:
 out:
 	if (out != stderr && fclose(out) != 0)
 		lw_error("%s: %s", output, strerror(errno));
+	lw_rules_fini(&rules);
 	return exit_code;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diagnose.h"
 #include "growth.h"
 #include "render.h"
 
@@ -516,6 +517,120 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 	return rc;
 }
 
+/* The evidence of a finding, in the numbers that matter for its kind. */
+static void put_evidence(FILE *out, const struct lw_model *m,
+			 const struct lw_finding *f)
+{
+	const struct lw_evidence *ev = &f->evidence;
+	char a[LW_SIZE_BUF], b[LW_SIZE_BUF];
+	const char *sep = "";
+
+	fputs("      evidence: ", out);
+	if (ev->bytes_per_step > 0 && f->leak) {
+		fprintf(out, "%s per step (%s per 10,000 steps), %+.3g allocation%s per step",
+			lw_format_rate(a, ev->bytes_per_step),
+			lw_format_rate(b, ev->bytes_per_step * 10000),
+			ev->count_per_step,
+			ev->count_per_step == 1 ? "" : "s");
+		if (ev->sites > 1)
+			fprintf(out, " over %" PRIu32 " sites", ev->sites);
+		sep = "; ";
+	}
+	if (ev->frees && (f->category == LW_CATEGORY_RETAINED_LOSS ||
+			  f->category == LW_CATEGORY_METRIC_COPY ||
+			  f->category == LW_CATEGORY_CYCLE_DELAYED)) {
+		fprintf(out, "%s%" PRIu64 " freed after %.1f steps on average (at most %" PRIu64 ")",
+			sep, ev->frees, ev->mean_lifetime, ev->max_lifetime);
+		sep = "; ";
+	}
+	if (ev->gc_frees) {
+		fprintf(out, "%s%" PRIu64 " of %" PRIu64 " frees inside the cycle collector's passes (%" PRIu64 " passes)",
+			sep, ev->gc_frees, ev->frees, ev->gc_passes);
+		sep = "; ";
+	}
+	if (f->category == LW_CATEGORY_LINGERING) {
+		fprintf(out, "%salive at %" PRIu64 " of %" PRIu64 " step peaks, adding up to %s (%.0f%% of the %s peak)",
+			sep, ev->lingering_steps, m->steps,
+			lw_format_size(a, ev->lingering_bytes),
+			ev->peak_bytes ? 100.0 * (double)ev->lingering_bytes /
+						 (double)ev->peak_bytes
+				       : 0.0,
+			lw_format_size(b, ev->peak_bytes));
+		sep = "; ";
+	}
+	if (f->category == LW_CATEGORY_UNRELEASED_MODULE) {
+		const struct lw_string *name = lw_model_string(m, ev->phase_string);
+
+		fprintf(out, "%s%s born in phase \"", sep,
+			lw_format_size(a, ev->phase_bytes));
+		if (name)
+			lw_put_text(out, name->text.data, name->text.len);
+		fputs("\" outlived it", out);
+		sep = "; ";
+	}
+	fprintf(out, "%s%s live in %" PRIu64 " allocation%s; %" PRIu64 " bytes per allocation on average\n",
+		sep, lw_format_size(a, ev->live_bytes), ev->live_count,
+		ev->live_count == 1 ? "" : "s", ev->mean_size);
+}
+
+/*
+ * The diagnosis: each finding with its kind, confidence, reason, line,
+ * evidence and fix; leaks first. Nothing when there is nothing to say.
+ */
+static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
+{
+	const struct lw_model *m = r->model;
+	struct lw_diagnosis d;
+	size_t leaks = 0, others = 0, shown = 0;
+	bool in_others = false;
+	char size[LW_SIZE_BUF];
+	int rc = lw_diagnose(r, &d);
+
+	if (rc < 0 || d.finding_count == 0)
+		goto out;
+	for (size_t i = 0; i < d.finding_count; i++) {
+		if (d.findings[i].suppressed && d.findings[i].leak)
+			continue;
+		if (d.findings[i].leak)
+			leaks++;
+		else
+			others++;
+	}
+	fprintf(out, "\nDiagnosis: %zu leak%s", leaks, leaks == 1 ? "" : "s");
+	if (others)
+		fprintf(out, ", %zu not a leak", others);
+	if (d.suppressed_count)
+		fprintf(out, "; %zu suppressed (%s live)", d.suppressed_count,
+			lw_format_size(size, d.suppressed_bytes));
+	putc('\n', out);
+	for (size_t i = 0; i < d.finding_count && rc == 0; i++) {
+		const struct lw_finding *f = &d.findings[i];
+
+		if (f->suppressed && f->leak)
+			continue;
+		if (!f->leak && !in_others) {
+			fputs("  Not leaks (no need to chase them):\n", out);
+			in_others = true;
+		}
+		if (top && shown == top) {
+			fputs("  ... more findings not shown (--top 0 shows all)\n",
+			      out);
+			break;
+		}
+		fprintf(out, "  #%zu %s (%s confidence): %s\n", ++shown,
+			lw_category_name(f->category),
+			lw_confidence_name(f->confidence), f->reason);
+		if ((rc = lw_put_site_location(out, r, f->site)) < 0)
+			break;
+		put_evidence(out, m, f);
+		if (f->leak)
+			fprintf(out, "      fix: %s\n", f->fix);
+	}
+out:
+	lw_diagnosis_fini(&d);
+	return rc;
+}
+
 int lw_render_text(FILE *out, const struct lw_report *r,
 		   const struct lw_report_options *options)
 {
@@ -530,7 +645,8 @@ int lw_render_text(FILE *out, const struct lw_report *r,
 	int rc;
 
 	put_summary(out, r, when);
-	if ((rc = put_growth(out, r, options->top)) < 0 ||
+	if ((rc = put_diagnosis(out, r, options->top)) < 0 ||
+	    (rc = put_growth(out, r, options->top)) < 0 ||
 	    (rc = put_phase_survivors(out, r, options->top)) < 0 ||
 	    (rc = put_peak_attribution(out, r, options->top)) < 0)
 		return rc;

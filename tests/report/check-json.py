@@ -25,7 +25,8 @@ REPORT_KEYS = [
     "python", "program_end",
     # Growth (issue 4).
     "step_series", "step_series_stride", "growth_bytes_per_step", "verdict",
-    "min_steps", "step_source", "peak_attribution",
+    "min_steps", "step_source", "peak_attribution", "gc_passes", "findings",
+    "suppressed_findings",
 ]
 VERDICTS = ("growing", "plateau", "sawtooth-flat", "stable", "not-enough-steps")
 POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes",
@@ -33,6 +34,16 @@ POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes",
 PHASE_KEYS = ["name", "begins", "ends", "surviving_bytes", "surviving_count",
               "sites", "more_sites"]
 SHARE_KEYS = ["id", "kind", "bytes", "count", "location"]
+FINDING_KEYS = ["category", "leak", "confidence", "suppressed", "site", "kind",
+                "location", "reason", "fix", "phase", "evidence"]
+EVIDENCE_KEYS = ["bytes_per_step", "count_per_step", "live_bytes", "live_count",
+                 "mean_size", "frees", "mean_lifetime_steps",
+                 "max_lifetime_steps", "gc_frees", "gc_passes",
+                 "lingering_steps", "lingering_bytes", "peak_bytes",
+                 "phase_bytes", "sites"]
+CATEGORIES = ["retained-loss", "metric-copy", "retained-graph",
+              "lingering-previous-step", "unreleased-module",
+              "cycle-delayed-frees", "growth", "not-a-leak"]
 KIND_KEYS = ["device", "managed", "pinned_host", "host_registered"]
 TOTAL_KEYS = ["live_bytes", "live_count", "allocations", "bytes_allocated"]
 SITE_KEYS = ["id", "kind", "live_bytes", "live_count", "allocations",
@@ -41,7 +52,8 @@ SITE_KEYS = ["id", "kind", "live_bytes", "live_count", "allocations",
              "location", "native_thread", "live_bytes_at_program_end",
              "live_count_at_program_end", "live_bytes_at_end",
              "live_count_at_end",
-             "growth_bytes_per_step", "growth_count_per_step", "verdict"]
+             "growth_bytes_per_step", "growth_count_per_step", "verdict",
+             "category", "fix"]
 DEVICE_KINDS = ("device", "managed")
 FRAME_KEYS = ["function", "file", "line", "python", "module", "address",
               "module_offset"]
@@ -157,6 +169,22 @@ def check_report(r, where):
               f"{where}: program_end is the report point")
     else:
         check(r["program_end"] is None, f"{where}: program_end without a mark")
+    check(is_uint(r["gc_passes"]) and is_uint(r["suppressed_findings"]),
+          f"{where}: gc_passes, suppressed_findings")
+    check(isinstance(r["findings"], list), f"{where}: findings")
+    by_id = {}
+    for f in r["findings"]:
+        check(list(f) == FINDING_KEYS, f"{where}: finding keys {list(f)}")
+        check(f["category"] in CATEGORIES and
+              f["confidence"] in ("low", "medium", "high") and
+              f["leak"] == (f["category"] != "not-a-leak") and
+              (f["fix"] is None) == (not f["leak"]) and
+              isinstance(f["reason"], str) and
+              list(f["evidence"]) == EVIDENCE_KEYS and
+              f["evidence"]["sites"] >= 1, f"{where}: finding {f}")
+        by_id.setdefault((f["site"], f["kind"]), f)
+    check(sum(f["suppressed"] and f["leak"] for f in r["findings"]) ==
+          r["suppressed_findings"], f"{where}: suppressed findings counted")
     previous = None
     live_total = 0
     device_at_end = device_at_report = 0
@@ -187,6 +215,12 @@ def check_report(r, where):
             check(isinstance(s[k], (int, float)) and not isinstance(s[k], bool),
                   f"{where}: {k}")
         check(s["verdict"] in VERDICTS, f"{where}: verdict")
+        check(s["category"] is None or s["category"] in CATEGORIES,
+              f"{where}: site category")
+        lead = by_id.get((s["id"], s["kind"]))
+        if lead is not None:
+            check(s["category"] == lead["category"] and s["fix"] == lead["fix"],
+                  f"{where}: a finding's lead site has its category and fix")
         if s["native_thread"]:
             check(r["python"] is not None and s["frames"] and
                   not any(f["python"] for f in s["frames"]),

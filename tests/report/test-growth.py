@@ -77,8 +77,11 @@ def check_scenario(lw, tmp, name, expected, leak):
         for k in ("growth_bytes_per_step", "growth_count_per_step", "verdict"):
             if k not in s:
                 fail(f"{name}: site without {k}")
-        if list(s)[-3:] != ["growth_bytes_per_step", "growth_count_per_step", "verdict"]:
-            fail(f"{name}: growth fields not last in a site: {list(s)}")
+        keys = list(s)
+        at = keys.index("growth_bytes_per_step")
+        if keys[at - 1:at + 3] != ["live_count_at_end", "growth_bytes_per_step",
+                                   "growth_count_per_step", "verdict"]:
+            fail(f"{name}: growth fields not after live_count_at_end: {keys}")
     growth_keys = ["step_series", "step_series_stride",
                    "growth_bytes_per_step", "verdict", "min_steps"]
     keys = list(d)

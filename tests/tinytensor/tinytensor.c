@@ -271,3 +271,27 @@ TT_EXPORT int tt_lock_wait(void)
 	pthread_mutex_unlock(&order_lock);
 	return 0;
 }
+
+/*
+ * A library workspace, as cuBLAS keeps one: allocated at first use, grown
+ * when a larger one is needed, kept for reuse until the process ends.
+ */
+static void *workspace;
+static size_t workspace_size;
+
+TT_EXPORT int tt_workspace(size_t nbytes, void **out)
+{
+	if (nbytes > workspace_size) {
+		void *p;
+		int rc = (int)cudaMalloc(&p, nbytes);
+
+		if (rc != 0)
+			return rc;
+		if (workspace)
+			cudaFree(workspace);
+		workspace = p;
+		workspace_size = nbytes;
+	}
+	*out = workspace;
+	return 0;
+}

@@ -54,6 +54,8 @@ int tt_write(void *dst, const float *host, size_t n);
  * errno value from pthread_create, or the first failed call's error.
  */
 int tt_native_leak(unsigned count, size_t nbytes);
+/* A workspace kept for reuse (grown as needed), as cuBLAS keeps one. */
+int tt_workspace(size_t nbytes, void **out);
 
 /* Frees what tt_native_leak() kept; returns how many buffers it freed. */
 int tt_native_release(void);

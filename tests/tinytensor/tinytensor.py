@@ -24,7 +24,8 @@ import ctypes
 import os
 
 __all__ = ["Storage", "Tensor", "Module", "Linear", "SGD", "empty", "zeros",
-           "ones", "full", "tensor", "no_grad", "lib", "pylib"]
+           "ones", "full", "tensor", "no_grad", "workspace_sum", "lib",
+           "pylib"]
 
 FLOAT_SIZE = 4
 
@@ -58,6 +59,7 @@ def _declare(handle):
         "tt_locked_alloc_start": [size],
         "tt_locked_alloc_join": [pp],
         "tt_lock_wait": [],
+        "tt_workspace": [size, pp],
     }
     for name, argtypes in signatures.items():
         fn = getattr(handle, name)
@@ -361,6 +363,17 @@ def ones(shape, requires_grad=False):
     return full(shape, 1.0, requires_grad)
 
 
+def workspace_sum(t):
+    """The sum of t, computed through the library's kept workspace (as a
+    cuBLAS call uses cuBLAS's): a Python float."""
+    ws = ctypes.c_void_p()
+    _check(lib.tt_workspace(t.nbytes, ctypes.byref(ws)), "tt_workspace")
+    _check(lib.tt_copy(ws.value, t.ptr, t.nbytes), "tt_copy")
+    total = ctypes.c_float()
+    _check(lib.tt_sum(ws.value, t.numel, ctypes.byref(total)), "tt_sum")
+    return total.value
+
+
 def tensor(values, requires_grad=False):
     values = [float(v) for v in values]
     t = empty(len(values), requires_grad)
@@ -388,6 +401,22 @@ class Module(object):
     def forward(self, *args):
         raise NotImplementedError
 
+    def to(self, device):
+        """Moving to "cuda" gives every tensor attribute (and those of
+        submodules) a new device copy, as torch's Module.to() allocates on
+        the target device; the old storages go when unreferenced."""
+        if device != "cuda":
+            raise ValueError("tinytensor keeps tensors on the device only")
+        for name, value in list(vars(self).items()):
+            if isinstance(value, Tensor):
+                with no_grad():
+                    moved = value.clone()
+                moved.requires_grad = value.requires_grad
+                setattr(self, name, moved)
+            elif isinstance(value, Module):
+                value.to(device)
+        return self
+
     def __call__(self, *args):
         return self.forward(*args)
 
@@ -404,15 +433,31 @@ class Linear(Module):
 
 
 class SGD(object):
-    def __init__(self, params, lr=0.1):
+    """With momentum, a buffer per parameter is made lazily at the first
+    step() (as torch's optimizers make their state) and kept."""
+
+    def __init__(self, params, lr=0.1, momentum=0.0):
         self.params = list(params)
         self.lr = lr
+        self.momentum = momentum
+        self.state = {}
 
     def step(self):
         for p in self.params:
-            if p.grad is not None:
-                _check(lib.tt_axpy(p.ptr, -self.lr, p.grad.ptr, p.numel),
+            if p.grad is None:
+                continue
+            grad = p.grad
+            if self.momentum:
+                buf = self.state.get(id(p))
+                if buf is None:
+                    buf = self.state[id(p)] = zeros(p.shape)
+                _check(lib.tt_axpb(buf.ptr, self.momentum, 0.0, buf.ptr,
+                                   p.numel), "tt_axpb")
+                _check(lib.tt_axpy(buf.ptr, 1.0, grad.ptr, p.numel),
                        "tt_axpy")
+                grad = buf
+            _check(lib.tt_axpy(p.ptr, -self.lr, grad.ptr, p.numel),
+                   "tt_axpy")
 
     def zero_grad(self):
         for p in self.params:

@@ -1,0 +1,490 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The classifier. Every rule here is about memory, lifetimes and the tags
+ * of frames, never about a framework's names (those are in the rules file):
+ *
+ * - growing, with a deep copy (or metric code) in the stack: metric copy;
+ * - frees mostly inside cycle-collector passes: metric copy with a copy in
+ *   the stack, else cycle-delayed frees;
+ * - several sites growing together at the same count per step, one of them
+ *   under a module's forward: a retained graph (one finding, led by the
+ *   forward site that grows most);
+ * - one site growing, or kept for many steps and drained at intervals
+ *   (frees that lived more than LW_LINGER_STEPS steps), in small blocks:
+ *   a retained loss; larger: growth, or a retained graph under a forward;
+ * - alive at later steps' peaks and freed soon after, adding a tenth or
+ *   more of the peak: lingering previous step;
+ * - born in a transient phase and still live: unreleased module;
+ * - plateau, a workspace, optimizer state made at the first step: not a
+ *   leak, said so.
+ */
+#include "diagnose.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Blocks up to this size are a loss or a metric value, not activations. */
+#define SMALL_BLOCK (64 * 1024)
+/* The fewest frees that make a pattern of lifetimes or of GC passes. */
+#define MIN_FREES 3
+/* A lingering site matters when it adds this share of the peak. */
+#define LINGER_SHARE_MIN 0.10
+#define LINGER_SHARE_HIGH 0.20
+/* ... and at least this much: a loss scalar kept a step is not worth one. */
+#define LINGER_BYTES_MIN (64 * 1024)
+/* Survivors of a transient phase, with no load in their stack, that matter. */
+#define LARGE_SURVIVOR (1024 * 1024)
+/* A retained graph: at least this many sites growing together. */
+#define GRAPH_MIN_SITES 3
+
+static const char *const generic_fixes[LW_CATEGORY_COUNT] = {
+	[LW_CATEGORY_RETAINED_LOSS] = "keep a number (or a detached copy) instead of the tensor, or drain the list every step",
+	[LW_CATEGORY_METRIC_COPY] = "drop the copy: reset and reuse the object instead of copying it every batch",
+	[LW_CATEGORY_RETAINED_GRAPH] = "run evaluation without recording a graph, and keep detached values of outputs kept for later",
+	[LW_CATEGORY_LINGERING] = "drop the previous step's references (del loss, retval = None) right after the backward pass",
+	[LW_CATEGORY_UNRELEASED_MODULE] = "drop the last reference to what the phase loaded, then collect garbage and empty the allocator's cache",
+	[LW_CATEGORY_CYCLE_DELAYED] = "break the reference cycle (a weak reference), or collect garbage at step ends",
+	[LW_CATEGORY_GROWTH] = "find what keeps these blocks alive from step to step (the line above made them) and drop the reference once used",
+	[LW_CATEGORY_NOT_A_LEAK] = "nothing to fix",
+};
+
+const char *lw_confidence_name(enum lw_confidence c)
+{
+	return c == LW_CONFIDENCE_HIGH ? "high"
+	       : c == LW_CONFIDENCE_MEDIUM ? "medium" : "low";
+}
+
+static bool is_device(const struct lw_site *s)
+{
+	return s->kind == LW_MEM_DEVICE || s->kind == LW_MEM_MANAGED;
+}
+
+/* A Python frame's names, NUL-terminated in buf; NULL where unknown. */
+static const char *bytes_str(struct lw_bytes b, char *buf, size_t size)
+{
+	size_t n;
+
+	if (!b.data)
+		return NULL;
+	n = b.len < size - 1 ? b.len : size - 1;
+	memcpy(buf, b.data, n);
+	buf[n] = 0;
+	return buf;
+}
+
+/* The tags of a site's frames, and whether one of them is suppressed. */
+static int site_tags(const struct lw_report *r, uint32_t site, uint32_t *tags,
+		     bool *suppressed)
+{
+	const struct lw_model *m = r->model;
+	struct lw_frame *frames;
+	size_t count;
+	int rc;
+
+	*tags = 0;
+	*suppressed = false;
+	if (!r->rules)
+		return 0;
+	rc = lw_model_stack(m, m->sites[site].stack_id, &frames, &count);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < count && rc == 0; i++) {
+		const struct lw_symbol *sym;
+
+		if (frames[i].python) {
+			char fn[512], file[1024];
+			struct lw_bytes fb, lb;
+			const char *f, *l;
+
+			lw_model_pyframe_names(m, frames[i].py, &fb, &lb);
+			f = bytes_str(fb, fn, sizeof(fn));
+			l = bytes_str(lb, file, sizeof(file));
+			*tags |= lw_rules_frame_tags(r->rules, f, l, NULL);
+			*suppressed |= lw_rules_frame_suppressed(r->rules, f, l,
+								 NULL);
+			continue;
+		}
+		if ((rc = lw_symbolize(r->symbolizer, frames[i].address,
+				       &sym)) < 0)
+			break;
+		for (unsigned j = 0; j < sym->frame_count; j++) {
+			const struct lw_sym_frame *sf = &sym->frames[j];
+
+			*tags |= lw_rules_frame_tags(r->rules, sf->function,
+						     sf->file, sym->module);
+			*suppressed |= lw_rules_frame_suppressed(
+				r->rules, sf->function, sf->file, sym->module);
+		}
+		if (sym->frame_count == 0) {
+			*tags |= lw_rules_frame_tags(r->rules, NULL, NULL,
+						     sym->module);
+			*suppressed |= lw_rules_frame_suppressed(
+				r->rules, NULL, NULL, sym->module);
+		}
+	}
+	free(frames);
+	return rc;
+}
+
+static void site_evidence(const struct lw_model *m,
+			  const struct lw_site_growth *sg, uint32_t site,
+			  struct lw_evidence *ev)
+{
+	const struct lw_site *s = &m->sites[site];
+	struct lw_totals t = lw_model_site_totals(m, site);
+
+	memset(ev, 0, sizeof(*ev));
+	ev->bytes_per_step = sg->bytes_per_step;
+	ev->count_per_step = sg->count_per_step;
+	ev->live_bytes = t.live_bytes;
+	ev->live_count = t.live_count;
+	ev->frees = s->frees;
+	ev->mean_lifetime = s->frees ? (double)s->lifetime_total /
+					       (double)s->frees : 0;
+	ev->max_lifetime = s->lifetime_max;
+	ev->gc_frees = s->gc_frees;
+	ev->gc_passes = m->gc_passes;
+	ev->lingering_steps = s->lingering_steps;
+	ev->lingering_bytes = s->lingering_max;
+	ev->peak_bytes = m->peak_bytes;
+	ev->mean_size = t.allocations ? t.bytes_allocated / t.allocations : 0;
+	ev->sites = 1;
+}
+
+/* Transient-phase survivors still live: the site's phase share, if any. */
+static const struct lw_site_share *transient_share(const struct lw_report *r,
+						   uint32_t site,
+						   uint64_t *phase_string)
+{
+	const struct lw_model *m = r->model;
+
+	for (size_t i = 0; i < m->phase_count; i++) {
+		const struct lw_phase *ph = &m->phases[i];
+		const struct lw_string *name = lw_model_string(m, ph->string_id);
+		char buf[256];
+
+		if (!name || !ph->surviving_count ||
+		    !lw_rules_transient_phase(r->rules,
+					      bytes_str(name->text, buf,
+							sizeof(buf))))
+			continue;
+		for (size_t j = 0; j < ph->sites.count; j++) {
+			if (ph->sites.items[j].site == site &&
+			    ph->sites.items[j].count) {
+				*phase_string = ph->string_id;
+				return &ph->sites.items[j];
+			}
+		}
+	}
+	return NULL;
+}
+
+static bool mostly(uint64_t part, uint64_t whole)
+{
+	return part >= MIN_FREES && part * 2 >= whole;
+}
+
+/*
+ * One site on its own. Growing sites that no rule explains are left as
+ * LW_CATEGORY_GROWTH for the group rule (classify_groups()) to settle.
+ */
+static void classify_site(const struct lw_report *r,
+			  const struct lw_site_growth *sg, uint32_t site,
+			  uint32_t tags, struct lw_finding *f)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_site *s = &m->sites[site];
+	struct lw_evidence *ev = &f->evidence;
+	bool growing = sg->verdict == LW_VERDICT_GROWING;
+	bool copy = tags & (LW_TAG_COPY | LW_TAG_METRIC);
+	bool gc = mostly(s->gc_frees, s->frees);
+	/* Frees after the last step are teardown, not the loop's doing. */
+	bool teardown = m->steps && s->tail_step == m->steps;
+	uint64_t loop_frees = s->frees - (teardown ? s->tail_frees : 0);
+	uint64_t loop_long = s->long_frees - (teardown ? s->tail_long_frees : 0);
+	bool kept = mostly(loop_long, loop_frees);
+	const struct lw_site_share *share;
+
+	f->category = LW_CATEGORY_NONE;
+	f->confidence = LW_CONFIDENCE_MEDIUM;
+	f->weight = (double)ev->live_bytes;
+	if ((growing || gc || kept) && copy) {
+		f->category = LW_CATEGORY_METRIC_COPY;
+		f->confidence = LW_CONFIDENCE_HIGH;
+		f->reason = gc ? "copies made under a deep copy, freed only by the cycle collector's passes"
+			       : "copies made under a deep copy pile up from step to step";
+	} else if (gc) {
+		f->category = LW_CATEGORY_CYCLE_DELAYED;
+		f->confidence = growing ? LW_CONFIDENCE_HIGH
+					: LW_CONFIDENCE_MEDIUM;
+		f->reason = "freed only inside the cycle collector's passes: a reference cycle keeps it until then";
+		f->weight = (double)s->gc_freed_bytes / (double)s->gc_frees *
+			    ev->mean_lifetime;
+	} else if (growing) {
+		f->category = LW_CATEGORY_GROWTH; /* settled by the groups */
+		f->weight = sg->bytes_per_step * (double)m->steps;
+	} else if (kept && ev->mean_size <= SMALL_BLOCK) {
+		f->category = LW_CATEGORY_RETAINED_LOSS;
+		f->confidence = tags & LW_TAG_LOSS ? LW_CONFIDENCE_HIGH
+						   : LW_CONFIDENCE_MEDIUM;
+		f->reason = "small per-step blocks kept across many steps, released only in batches";
+		f->weight = (double)ev->mean_size * ev->mean_lifetime;
+	} else if (s->lingering_steps >= 3 && s->lingering_steps * 4 >= m->steps &&
+		   s->lingering_max >= LINGER_BYTES_MIN &&
+		   (double)s->lingering_max >=
+			   LINGER_SHARE_MIN * (double)m->peak_bytes) {
+		f->category = LW_CATEGORY_LINGERING;
+		f->confidence = (double)s->lingering_max >=
+						LINGER_SHARE_HIGH *
+							(double)m->peak_bytes
+					? LW_CONFIDENCE_HIGH
+					: LW_CONFIDENCE_MEDIUM;
+		f->reason = "a step's blocks are still alive at the next step's peak, and freed during it";
+		f->weight = (double)s->lingering_max;
+	} else if (ev->live_bytes &&
+		   (share = transient_share(r, site, &ev->phase_string)) &&
+		   ((tags & LW_TAG_LOAD) || share->bytes >= LARGE_SURVIVOR)) {
+		ev->phase_bytes = share->bytes;
+		f->category = LW_CATEGORY_UNRELEASED_MODULE;
+		f->confidence = tags & LW_TAG_LOAD ? LW_CONFIDENCE_HIGH
+						   : LW_CONFIDENCE_LOW;
+		f->reason = "born in a phase that should have released it, and still live";
+	} else if (ev->live_bytes && (tags & LW_TAG_WORKSPACE)) {
+		f->category = LW_CATEGORY_NOT_A_LEAK;
+		f->reason = "a library workspace, kept for reuse";
+	} else if (ev->live_bytes && sg->verdict == LW_VERDICT_PLATEAU) {
+		f->category = LW_CATEGORY_NOT_A_LEAK;
+		f->reason = "a cache that filled, then stopped growing (plateau)";
+	} else if (ev->live_bytes && (tags & LW_TAG_CACHE)) {
+		f->category = LW_CATEGORY_NOT_A_LEAK;
+		f->reason = "a cache, kept on purpose";
+	} else if (ev->live_bytes && (tags & LW_TAG_OPTIMIZER) &&
+		   s->last_birth_step <= 1 && m->steps) {
+		f->category = LW_CATEGORY_NOT_A_LEAK;
+		f->reason = "optimizer state, made lazily at the first step";
+	}
+}
+
+static bool same_rate(double a, double b)
+{
+	return b > 0 && fabs(a - b) <= 0.25 * b;
+}
+
+/* Growing sites not settled yet that grow at this count per step. */
+static uint32_t count_at_rate(const struct lw_model *m,
+			      const struct lw_growth_report *g,
+			      const struct lw_finding *fs, double rate)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < m->site_count; i++)
+		n += fs[i].category == LW_CATEGORY_GROWTH &&
+		     same_rate(g->sites[i].count_per_step, rate);
+	return n;
+}
+
+/*
+ * Settles the growing sites no single rule explained (LW_CATEGORY_GROWTH):
+ * those growing together with a forward-pass site (or, without one, at
+ * least GRAPH_MIN_SITES at one rate) are one retained graph; the rest are
+ * judged alone.
+ */
+static void classify_groups(const struct lw_report *r,
+			    const struct lw_growth_report *g,
+			    struct lw_diagnosis *d, struct lw_finding *fs)
+{
+	const struct lw_model *m = r->model;
+	double rate = 0, best = -1;
+	uint32_t members, lead = LW_NO_SITE;
+	bool forward = false;
+
+	for (uint32_t i = 0; i < m->site_count; i++)
+		if (fs[i].category == LW_CATEGORY_GROWTH &&
+		    (d->sites[i].tags & LW_TAG_FORWARD) &&
+		    g->sites[i].count_per_step > rate) {
+			rate = g->sites[i].count_per_step;
+			forward = true;
+		}
+	for (uint32_t i = 0; i < m->site_count && rate <= 0; i++)
+		if (fs[i].category == LW_CATEGORY_GROWTH &&
+		    count_at_rate(m, g, fs, g->sites[i].count_per_step) >=
+			    GRAPH_MIN_SITES)
+			rate = g->sites[i].count_per_step;
+	members = rate > 0 ? count_at_rate(m, g, fs, rate) : 0;
+	if (members >= GRAPH_MIN_SITES || (forward && members >= 2)) {
+		for (uint32_t i = 0; i < m->site_count; i++) {
+			double key;
+
+			if (fs[i].category != LW_CATEGORY_GROWTH ||
+			    !same_rate(g->sites[i].count_per_step, rate))
+				continue;
+			/* The lead: a forward site first, then the fastest. */
+			key = g->sites[i].bytes_per_step +
+			      ((d->sites[i].tags & LW_TAG_FORWARD) ? 1e18 : 0);
+			if (key > best) {
+				best = key;
+				lead = i;
+			}
+		}
+	}
+	for (uint32_t i = 0; i < m->site_count; i++) {
+		struct lw_finding *f = &fs[i];
+
+		if (f->category != LW_CATEGORY_GROWTH)
+			continue;
+		if (lead != LW_NO_SITE &&
+		    same_rate(g->sites[i].count_per_step, rate)) {
+			f->category = LW_CATEGORY_RETAINED_GRAPH;
+			f->confidence = forward ? LW_CONFIDENCE_HIGH
+						: LW_CONFIDENCE_MEDIUM;
+			f->reason = "many sites of a forward pass kept together, once per step: a whole graph survives each step";
+			f->site = lead;
+		} else if (f->evidence.mean_size <= SMALL_BLOCK) {
+			f->category = LW_CATEGORY_RETAINED_LOSS;
+			f->confidence = (d->sites[i].tags & LW_TAG_LOSS) ||
+						f->evidence.mean_size <= 4096
+						? LW_CONFIDENCE_HIGH
+						: LW_CONFIDENCE_MEDIUM;
+			f->reason = "one small block kept per step and never released";
+		} else if (d->sites[i].tags & LW_TAG_FORWARD) {
+			f->category = LW_CATEGORY_RETAINED_GRAPH;
+			f->reason = "outputs of a forward pass kept from step to step";
+		} else {
+			f->confidence = LW_CONFIDENCE_LOW;
+			f->reason = "grows from step to step";
+		}
+	}
+}
+
+static int compare_findings(const void *a, const void *b)
+{
+	const struct lw_finding *x = a, *y = b;
+
+	if (x->leak != y->leak)
+		return x->leak ? -1 : 1;
+	if (x->confidence != y->confidence)
+		return x->confidence > y->confidence ? -1 : 1;
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	return (x->site > y->site) - (x->site < y->site);
+}
+
+/* Merges the per-site verdicts into findings: one per site, one per group. */
+static int collect(const struct lw_report *r, struct lw_diagnosis *d,
+		   struct lw_finding *fs)
+{
+	const struct lw_model *m = r->model;
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < m->site_count; i++)
+		n += fs[i].category != LW_CATEGORY_NONE && fs[i].site == i;
+	d->findings = n ? calloc(n, sizeof(*d->findings)) : NULL;
+	if (n && !d->findings)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < m->site_count; i++) {
+		struct lw_finding *f = &fs[i];
+
+		if (f->category == LW_CATEGORY_NONE || f->site != i)
+			continue;
+		f->leak = f->category != LW_CATEGORY_NOT_A_LEAK;
+		f->suppressed = d->sites[i].suppressed;
+		f->fix = r->rules && r->rules->fixes[f->category]
+				 ? r->rules->fixes[f->category]
+				 : generic_fixes[f->category];
+		d->findings[d->finding_count++] = *f;
+	}
+	/* Group members add their numbers to the lead's. */
+	for (uint32_t i = 0; i < m->site_count; i++) {
+		struct lw_finding *f = &fs[i], *lead = NULL;
+
+		if (f->category == LW_CATEGORY_NONE || f->site == i)
+			continue;
+		for (size_t k = 0; k < d->finding_count; k++)
+			if (d->findings[k].site == f->site)
+				lead = &d->findings[k];
+		if (!lead)
+			continue;
+		lead->evidence.bytes_per_step += f->evidence.bytes_per_step;
+		lead->evidence.count_per_step += f->evidence.count_per_step;
+		lead->evidence.live_bytes += f->evidence.live_bytes;
+		lead->evidence.live_count += f->evidence.live_count;
+		lead->evidence.sites++;
+	}
+	for (size_t k = 0; k < d->finding_count; k++) {
+		struct lw_finding *f = &d->findings[k];
+
+		if (f->category == LW_CATEGORY_RETAINED_GRAPH ||
+		    f->category == LW_CATEGORY_GROWTH)
+			f->weight = f->evidence.bytes_per_step *
+				    (double)(m->steps ? m->steps : 1);
+	}
+	if (d->finding_count > 1)
+		qsort(d->findings, d->finding_count, sizeof(*d->findings),
+		      compare_findings);
+	for (size_t k = 0; k < d->finding_count; k++) {
+		const struct lw_finding *f = &d->findings[k];
+
+		d->sites[f->site].finding = k;
+		if (f->suppressed && f->leak) {
+			d->suppressed_count++;
+			d->suppressed_bytes += f->evidence.live_bytes;
+		}
+	}
+	for (uint32_t i = 0; i < m->site_count; i++)
+		if (fs[i].category != LW_CATEGORY_NONE)
+			d->sites[i].finding = d->sites[fs[i].site].finding;
+	return 0;
+}
+
+int lw_diagnose(const struct lw_report *r, struct lw_diagnosis *d)
+{
+	const struct lw_model *m = r->model;
+	struct lw_growth_report g;
+	struct lw_finding *fs = NULL;
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	rc = lw_model_growth(m, r->min_steps, &g);
+	if (rc < 0)
+		goto out;
+	if (m->site_count == 0)
+		goto out;
+	d->sites = calloc(m->site_count, sizeof(*d->sites));
+	fs = calloc(m->site_count, sizeof(*fs));
+	if (!d->sites || !fs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	d->site_count = m->site_count;
+	for (uint32_t i = 0; i < m->site_count; i++) {
+		struct lw_site_diagnosis *sd = &d->sites[i];
+
+		sd->finding = SIZE_MAX;
+		fs[i].site = i;
+		if (!is_device(&m->sites[i]))
+			continue;
+		if ((rc = site_tags(r, i, &sd->tags, &sd->suppressed)) < 0)
+			goto out;
+		site_evidence(m, &g.sites[i], i, &fs[i].evidence);
+		classify_site(r, &g.sites[i], i, sd->tags, &fs[i]);
+	}
+	classify_groups(r, &g, d, fs);
+	for (uint32_t i = 0; i < m->site_count; i++) {
+		d->sites[i].category = fs[i].category;
+		d->sites[i].confidence = fs[i].confidence;
+	}
+	rc = collect(r, d, fs);
+out:
+	free(fs);
+	lw_growth_report_fini(&g);
+	return rc;
+}
+
+void lw_diagnosis_fini(struct lw_diagnosis *d)
+{
+	free(d->sites);
+	free(d->findings);
+	memset(d, 0, sizeof(*d));
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Diagnosis: what kind of leak each site shows, the evidence in numbers,
+ * and the fix, as an engineer would say after reading the stacks (see
+ * diagnose.c for the rules of judgement; rules.h for the data they use).
+ */
+#ifndef LW_DIAGNOSE_H
+#define LW_DIAGNOSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "growth.h"
+#include "render.h"
+#include "rules.h"
+
+enum lw_confidence {
+	LW_CONFIDENCE_LOW,
+	LW_CONFIDENCE_MEDIUM,
+	LW_CONFIDENCE_HIGH,
+};
+
+/* "low", "medium", "high". */
+const char *lw_confidence_name(enum lw_confidence confidence);
+
+/* The numbers behind a verdict, for a site or a finding's sites together. */
+struct lw_evidence {
+	double bytes_per_step;	/* growth (growth.h) */
+	double count_per_step;
+	uint64_t live_bytes;	/* at the report point */
+	uint64_t live_count;
+	uint64_t frees;		/* before the report point */
+	double mean_lifetime;	/* in steps, of those frees */
+	uint64_t max_lifetime;
+	uint64_t gc_frees;	/* inside a cycle-collector pass */
+	uint64_t gc_passes;	/* of the whole run */
+	uint64_t lingering_steps;	/* step peaks it added to */
+	uint64_t lingering_bytes;	/* the most it added to one */
+	uint64_t peak_bytes;	/* the run's device peak */
+	uint64_t phase_bytes;	/* born in a phase and outlived it */
+	uint64_t phase_string;	/* the phase's STRING id; 0: none */
+	uint64_t mean_size;	/* bytes per allocation */
+	uint32_t sites;		/* sites in the finding */
+};
+
+/* One site's verdict; category LW_CATEGORY_NONE when nothing is said. */
+struct lw_site_diagnosis {
+	enum lw_category category;
+	enum lw_confidence confidence;
+	uint32_t tags;		/* enum lw_tag bits of its frames */
+	bool suppressed;	/* a frame matched a suppression */
+	size_t finding;		/* index in lw_diagnosis.findings */
+};
+
+struct lw_finding {
+	enum lw_category category;
+	enum lw_confidence confidence;
+	bool leak;		/* false for LW_CATEGORY_NOT_A_LEAK */
+	bool suppressed;	/* the lead site matched a suppression */
+	uint32_t site;		/* the lead site: its location comes first */
+	struct lw_evidence evidence;
+	const char *reason;	/* static: what the evidence shows */
+	const char *fix;	/* from the rules, else a generic wording */
+	double weight;		/* bytes at stake, for ordering */
+};
+
+struct lw_diagnosis {
+	struct lw_site_diagnosis *sites;	/* indexed by site */
+	uint32_t site_count;
+	/* Leaks first, then by confidence and bytes at stake; suppressed
+	 * ones included (flagged). */
+	struct lw_finding *findings;
+	size_t finding_count;
+	size_t suppressed_count;
+	uint64_t suppressed_bytes;	/* live at the report point */
+};
+
+/*
+ * Classifies the sites of report (with report->rules, which may be NULL).
+ * Returns 0 or a negative errno (-ENOMEM, or the symbolizer's); call
+ * lw_diagnosis_fini() either way.
+ */
+int lw_diagnose(const struct lw_report *report, struct lw_diagnosis *out);
+void lw_diagnosis_fini(struct lw_diagnosis *diagnosis);
+
+#endif
