@@ -145,7 +145,7 @@ def main():
     p.add_argument("--target")
     p.add_argument("--seconds", type=int,
                    default=int(os.environ.get("LEAKWATCH_FUZZ_SECONDS", "60")))
-    p.add_argument("--per-seed", type=int, default=16)
+    p.add_argument("--per-seed", type=int, default=10)
     p.add_argument("--keep", help="directory for failing inputs")
     args = p.parse_args()
     for k in ("gen", "shim", "leakwatch", "target"):
