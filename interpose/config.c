@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,35 @@ int lw_parse_bool(const char *value)
 	return -1;
 }
 
-static int read_bool(const char *name, int fallback)
+/*
+ * Problems with the settings: the first in full, then the names of the
+ * others, all in the one warning line lw_config_load() prints.
+ */
+struct problems {
+	char line[240];
+	unsigned count;
+};
+
+static void problem(struct problems *p, const char *name, const char *fmt,
+		    ...) __attribute__((format(printf, 3, 4)));
+
+static void problem(struct problems *p, const char *name, const char *fmt,
+		    ...)
+{
+	size_t len = strlen(p->line);
+	va_list ap;
+
+	if (p->count++ == 0) {
+		va_start(ap, fmt);
+		vsnprintf(p->line, sizeof(p->line), fmt, ap);
+		va_end(ap);
+	} else if (len < sizeof(p->line)) {
+		snprintf(p->line + len, sizeof(p->line) - len, "%s%s",
+			 p->count == 2 ? "; also not valid: " : ", ", name);
+	}
+}
+
+static int read_bool(struct problems *p, const char *name, int fallback)
 {
 	const char *value = getenv(name);
 
@@ -32,17 +61,16 @@ static int read_bool(const char *name, int fallback)
 		return fallback;
 	int b = lw_parse_bool(value);
 	if (b < 0) {
-		lw_warn_once(LW_WARN_BAD_ENV,
-			     "%s='%.64s' is not a yes/no value (1, 0, yes, no, "
-			     "true, false, on, off); using %s", name, value,
-			     fallback ? "yes" : "no");
+		problem(p, name, "%s='%.32s' is not a yes/no value (1, 0, yes, "
+			"no, true, false, on, off); using %s", name, value,
+			fallback ? "yes" : "no");
 		return fallback;
 	}
 	return b;
 }
 
-static unsigned read_count(const char *name, unsigned lo, unsigned hi,
-			   unsigned fallback)
+static unsigned read_count(struct problems *p, const char *name, unsigned lo,
+			   unsigned hi, unsigned fallback)
 {
 	const char *value = getenv(name);
 	char *end;
@@ -53,22 +81,21 @@ static unsigned read_count(const char *name, unsigned lo, unsigned hi,
 	unsigned long v = strtoul(value, &end, 10);
 	if (errno || end == value || *end || value[0] == '-' || v < lo ||
 	    v > hi) {
-		lw_warn_once(LW_WARN_BAD_ENV,
-			     "%s='%.64s' is not a whole number from %u to %u; "
-			     "using %u", name, value, lo, hi, fallback);
+		problem(p, name, "%s='%.32s' is not a whole number from %u to "
+			"%u; using %u", name, value, lo, hi, fallback);
 		return fallback;
 	}
 	return (unsigned)v;
 }
 
-static void read_path(const char *name, char *out, size_t size,
-		      const char *fallback)
+static void read_path(struct problems *p, const char *name, char *out,
+		      size_t size, const char *fallback)
 {
 	const char *value = getenv(name);
 
 	if (value && strlen(value) >= size) {
-		lw_warn_once(LW_WARN_BAD_ENV, "%s is longer than %zu bytes; "
-			     "using the default", name, size - 1);
+		problem(p, name, "%s is longer than %zu bytes; using the "
+			"default", name, size - 1);
 		value = NULL;
 	}
 	if (!value || !value[0])
@@ -78,17 +105,21 @@ static void read_path(const char *name, char *out, size_t size,
 
 void lw_config_load(struct lw_config *config)
 {
+	struct problems p = { "", 0 };
+
 	memset(config, 0, sizeof(*config));
-	config->disabled = read_bool("LEAKWATCH_DISABLE", 0);
-	config->quiet = read_bool("LEAKWATCH_QUIET", 0);
-	config->max_frames = read_count("LEAKWATCH_MAX_FRAMES", 1,
+	config->disabled = read_bool(&p, "LEAKWATCH_DISABLE", 0);
+	config->quiet = read_bool(&p, "LEAKWATCH_QUIET", 0);
+	config->max_frames = read_count(&p, "LEAKWATCH_MAX_FRAMES", 1,
 					 LW_MAX_FRAMES_LIMIT,
 					 LW_DEFAULT_MAX_FRAMES);
-	config->fast_unwind = read_bool("LEAKWATCH_FAST_UNWIND", 1);
-	read_path("LEAKWATCH_OUT", config->out_pattern,
+	config->fast_unwind = read_bool(&p, "LEAKWATCH_FAST_UNWIND", 1);
+	read_path(&p, "LEAKWATCH_OUT", config->out_pattern,
 		  sizeof(config->out_pattern), LW_DEFAULT_TRACE_PATTERN);
-	read_path("LEAKWATCH_MANIFEST", config->manifest,
+	read_path(&p, "LEAKWATCH_MANIFEST", config->manifest,
 		  sizeof(config->manifest), "");
+	if (p.count)
+		lw_warn_once(LW_WARN_BAD_ENV, "%s", p.line);
 }
 
 /* Appends s to out at *len; false if it does not fit. */

@@ -102,11 +102,31 @@ static lw_fnptr resolve_in_loaded_runtime(const char *name)
 	return symbol(handle, name);
 }
 
+/*
+ * The real functions are kept for the life of the process, so the object
+ * they come from must stay loaded: a program that dlclose()s the runtime
+ * (or the last library that needed it) and dlopen()s it again would
+ * otherwise leave the shim calling into unmapped memory. A handle taken
+ * here, and never given back, keeps it loaded; dlopen() again then finds
+ * the same copy. The handle of resolve_in_loaded_runtime() does the same.
+ */
+static void keep_loaded(lw_fnptr fn)
+{
+	Dl_info info;
+	void *addr;
+
+	*(lw_fnptr *)&addr = fn;
+	if (dladdr(addr, &info) && info.dli_fname && info.dli_fname[0])
+		dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+}
+
 lw_fnptr lw_real_resolve(enum lw_fn fn)
 {
 	lw_fnptr p = symbol(RTLD_NEXT, fn_names[fn]);
 
-	if (!p)
+	if (p)
+		keep_loaded(p);
+	else
 		p = resolve_in_loaded_runtime(fn_names[fn]);
 	if (!p && fn == LW_FN_CUDA_GET_DEVICE)
 		return NULL; /* optional: the device is then recorded as unknown */

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,7 +211,8 @@ static int ensure_trace_locked(void)
 	clock_gettime(CLOCK_REALTIME, &now);
 	uint64_t start_ns = (uint64_t)now.tv_sec * 1000000000ull +
 			    (uint64_t)now.tv_nsec;
-	int err = lw_writer_open(&writer, trace_path, start_ns, (uint32_t)pid);
+	int err = lw_writer_open(&writer, trace_path, sizeof(trace_path),
+				 start_ns, (uint32_t)pid);
 	if (err < 0) {
 		trace_state = TRACE_FAILED;
 		lw_warn_once(LW_WARN_TRACE_OPEN,
@@ -690,6 +692,58 @@ static void after_fork_in_child(void)
 	pthread_mutex_unlock(&lock);
 }
 
+/*
+ * A program that crashes (SIGSEGV, abort()) would lose what was recorded
+ * since the last flush. Where the program has no handler of its own for a
+ * fatal signal, the shim writes the buffer out and lets the signal kill
+ * the process as it would have: it restores the default action and raises
+ * the signal again. It flushes only if it can take the lock at once (a
+ * crash inside a hook, or while another thread writes, skips the flush);
+ * write() is safe in a signal handler. The trace has no end record, so the
+ * report says it was cut short. A handler the program installs later
+ * replaces this one.
+ */
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+
+static void flush_on_fatal_signal(int sig)
+{
+	int saved_errno = errno;
+	struct sigaction dfl;
+
+	if (pthread_mutex_trylock(&lock) == 0) {
+		if (trace_state == TRACE_OPEN)
+			lw_writer_flush(&writer);
+		pthread_mutex_unlock(&lock);
+	}
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	/* Blocked while this handler runs: delivered, with the default
+	 * action, as it returns (a fault would also recur then). */
+	raise(sig);
+	errno = saved_errno;
+}
+
+static void install_fatal_signal_handlers(void)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = flush_on_fatal_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_ONSTACK;
+	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]);
+	     i++) {
+		int sig = fatal_signals[i];
+		/* Look first: a handler of the program's is never replaced,
+		 * not even for an instant. */
+		if (sigaction(sig, NULL, &old) == 0 &&
+		    !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+			sigaction(sig, &sa, NULL);
+	}
+}
+
 static void init_once_fn(void)
 {
 	int state = LW_STATE_ACTIVE;
@@ -715,6 +769,7 @@ static void init_once_fn(void)
 			     "allocation sites show native frames only",
 			     lw_py_version());
 	pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+	install_fatal_signal_handlers();
 done:
 	lw_in_hook = 0;
 	__atomic_store_n(&lw_state, state, __ATOMIC_RELEASE);

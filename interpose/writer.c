@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -14,36 +16,69 @@
  * written through lw_writer_ext, which checks its own size. */
 #define HOT_RECORD_MAX (1 + 3 * LW_VARINT_MAX)
 
-static int open_trace_file(const char *path)
+static int create_trace_file(const char *path)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		      0600);
-	if (fd >= 0 || errno != EEXIST)
-		return fd >= 0 ? fd : -errno;
+	return fd >= 0 ? fd : -errno;
+}
 
-	/*
-	 * The file exists. Reuse it only if it is a plain file of ours with a
-	 * single name: in a shared directory someone else's file, or a link
-	 * planted to make us overwrite one, is left alone.
-	 */
-	fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
+/*
+ * Whether the existing file at path is a plain file of ours with a single
+ * name. In a shared directory someone else's file, or a link planted to
+ * make us write where it points, is left alone and nothing is recorded.
+ */
+static int is_own_file(const char *path)
+{
 	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_uid != geteuid() || st.st_nlink != 1) {
-		close(fd);
+
+	if (lstat(path, &st) < 0)
+		return 0;
+	return S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	       st.st_nlink == 1;
+}
+
+/* "dir/run.trace" numbered n: "dir/run-n.trace"; "dir/run": "dir/run-n". */
+static int numbered_path(const char *path, unsigned n, char *out,
+			 size_t size)
+{
+	const char *base = strrchr(path, '/');
+	const char *dot = strrchr(base ? base + 1 : path, '.');
+	size_t stem = dot && dot != (base ? base + 1 : path) ?
+			      (size_t)(dot - path) : strlen(path);
+	int len = snprintf(out, size, "%.*s-%u%s", (int)stem, path, n,
+			   path + stem);
+	return len > 0 && (size_t)len < size;
+}
+
+/*
+ * Creates the trace, never over an existing file: a file of ours already
+ * there (the trace of an earlier program this process exec()ed from, which
+ * has the same pid, or of an earlier run) is kept, and the next free
+ * numbered name is used instead; path is updated to the name used.
+ */
+static int open_trace_file(char *path, size_t path_size)
+{
+	char alt[PATH_MAX];
+	int fd = create_trace_file(path);
+
+	if (fd >= 0 || fd != -EEXIST)
+		return fd;
+	if (!is_own_file(path))
 		return -EEXIST;
+	for (unsigned n = 1; n < 1000; n++) {
+		if (!numbered_path(path, n, alt, sizeof(alt)) ||
+		    strlen(alt) >= path_size)
+			return -ENAMETOOLONG;
+		fd = create_trace_file(alt);
+		if (fd >= 0) {
+			memcpy(path, alt, strlen(alt) + 1);
+			return fd;
+		}
+		if (fd != -EEXIST)
+			return fd;
 	}
-	if (ftruncate(fd, 0) < 0 || fchmod(fd, 0600) < 0) {
-		int err = -errno;
-		close(fd);
-		return err;
-	}
-	int flags = fcntl(fd, F_GETFL);
-	if (flags >= 0)
-		fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-	return fd;
+	return -EEXIST;
 }
 
 static void put_u16(uint8_t *p, uint16_t v)
@@ -64,11 +99,11 @@ static void put_u64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-int lw_writer_open(struct lw_writer *w, const char *path, uint64_t start_ns,
-		   uint32_t pid)
+int lw_writer_open(struct lw_writer *w, char *path, size_t path_size,
+		   uint64_t start_ns, uint32_t pid)
 {
 	struct rlimit rl;
-	int fd = open_trace_file(path);
+	int fd = open_trace_file(path, path_size);
 
 	if (fd < 0)
 		return fd;

@@ -29,11 +29,12 @@ struct lw_writer {
 
 /*
  * Creates the trace file at path (mode 0600, never following a symbolic
- * link, never taking over another user's file) and writes the header.
- * Returns 0 or -errno.
+ * link, never over an existing file) and writes the header. If a file of
+ * ours is already there, the next free name path-1.ext, path-2.ext, ... is
+ * used and written back to path (path_size bytes). Returns 0 or -errno.
  */
-int lw_writer_open(struct lw_writer *w, const char *path, uint64_t start_ns,
-		   uint32_t pid);
+int lw_writer_open(struct lw_writer *w, char *path, size_t path_size,
+		   uint64_t start_ns, uint32_t pid);
 
 /* Writes out the buffer. Returns 0 or -errno (the writer is then failed). */
 int lw_writer_flush(struct lw_writer *w);

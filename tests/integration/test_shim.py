@@ -398,10 +398,172 @@ def run_max_growth():
     check_eq(p.returncode, 2, "a bad size is a usage error")
 
 
+def hazards(*args, **kw):
+    return Run([prog("hazards"), *args], **kw)
+
+
+def sizes(rep):
+    """The sizes of the live device allocations, per site, sorted."""
+    return sorted(s["live_bytes"] // s["live_count"] for s in rep["sites"])
+
+
+def exec_chain():
+    """exec() keeps the pid: each program of the chain gets a trace of its
+    own, and none clobbers the one before it."""
+    run = hazards("exec", "2").expect_ok()
+    pids = set(run.stdout.split()[1::2])
+    check_eq(len(pids), 1, f"one pid for the chain: {run.stdout}")
+    pid = pids.pop()
+    names = [os.path.basename(t) for t in run.traces()]
+    check_eq(sorted(names), sorted([f"trace-{pid}.trace",
+                                    f"trace-{pid}-1.trace",
+                                    f"trace-{pid}-2.trace"]), "traces")
+    for name, size, cut in [(f"trace-{pid}.trace", 1002, True),
+                            (f"trace-{pid}-1.trace", 1001, True),
+                            (f"trace-{pid}-2.trace", 1000, False)]:
+        rep = report(os.path.join(run.dir, name))
+        check_eq(sizes(rep), [size], f"{name}: what it keeps")
+        check_eq(rep["steps"], 1, f"{name}: the step before exec")
+        check_eq(rep["truncated"], cut, f"{name}: truncated")
+
+
+def spawned_children():
+    """vfork()+exec and posix_spawn() children (no fork handlers run) trace
+    themselves; the parent's trace holds only its own allocations."""
+    for mode in ["vfork", "spawn"]:
+        run = hazards(mode).expect_ok()
+        reps = [report(t) for t in run.traces()]
+        check_eq(len(reps), 2, f"{mode}: two traces")
+        by_pid = sorted(reps, key=lambda r: sizes(r))
+        check_eq(sizes(by_pid[0]), [2000, 2001], f"{mode}: the parent")
+        check_eq(sizes(by_pid[1]), [3000], f"{mode}: the child")
+        for r in reps:
+            check_eq(r["truncated"], False, f"{mode}: complete")
+
+
+def daemon_child():
+    """A double-forked, setsid() daemon whose output is closed and whose
+    working directory is / writes its own complete trace."""
+    probe = Run([prog("no_cuda")])
+    pidfile = os.path.join(probe.dir, "daemon.pid")
+    run = Run([prog("hazards"), "daemon", pidfile]).expect_ok()
+    deadline = time.time() + 60
+    rep = None
+    while time.time() < deadline:
+        if os.path.exists(pidfile):
+            with open(pidfile) as f:
+                pid = f.read().strip()
+            path = os.path.join(run.dir, f"trace-{pid}.trace")
+            if pid and os.path.exists(path):
+                rep = report(path)
+                if not rep["truncated"]:
+                    break
+        time.sleep(0.05)
+    check(rep is not None and not rep["truncated"],
+          "the daemon's trace is complete")
+    check_eq(sizes(rep), [4000], "the daemon's allocations")
+    others = [t for t in run.traces() if not t.endswith(f"-{pid}.trace")]
+    check_eq(len(others), 1, f"one more trace, the parent's: {others}")
+    parent = report(others[0])
+    check_eq(sizes(parent), [2000, 2001], "the parent's allocations")
+
+
+def crash_flush():
+    """A program that crashes keeps what was recorded before the crash: the
+    shim writes its buffer out and the signal kills the program as it
+    would have (status and all); a handler of the program's is left in
+    place."""
+    for mode, sig in [("segv", signal.SIGSEGV), ("abort", signal.SIGABRT)]:
+        run = hazards(mode)
+        check_eq(run.returncode, -sig, f"{mode}: killed by the signal")
+        rep = report(run.trace())
+        check_eq(rep["truncated"], True, f"{mode}: truncated")
+        check_eq(rep["allocations"], 3, f"{mode}: allocations before "
+                 "the crash, though nothing had been flushed")
+        check_eq(rep["live_bytes_at_exit"], 15000, f"{mode}: live bytes")
+    run = hazards("own-handler")
+    check_eq(run.returncode, 3, "the program's own handler ran")
+    check_eq(run.stdout, "own handler\n", "its output")
+
+
+def signals():
+    """A timer interrupting hooks every 50 us (no SA_RESTART, so the
+    trace's writes see EINTR), another thread churning, and allocations
+    made by a signal handler: every event is recorded."""
+    run = hazards("signals", "100000", timeout=300).expect_ok()
+    check_eq(run.stdout.strip(), "alarms 1", "the timer fired")
+    rep = report(run.trace())
+    check_eq(rep["truncated"], False, "complete")
+    check_eq(rep["live_count_at_exit"], 10, "live count")
+    check_eq(rep["live_bytes_at_exit"], 60000, "live bytes")
+    check_eq(rep["allocations"] - rep["frees"], 10, "allocations - frees")
+    check_eq(rep["unknown_frees"], 0, "unknown frees")
+    check("signal_kept" in functions(rep["sites"][0]),
+          f"the handler's site: {functions(rep['sites'][0])}")
+
+
+def exit_handlers():
+    """An atexit handler allocates and frees: recorded. A thread that goes
+    on allocating while the process exits, after the trace was closed,
+    passes through untouched."""
+    for _ in range(3):
+        run = hazards("atexit").expect_ok()
+        rep = report(run.trace())
+        check_eq(rep["truncated"], False, "complete")
+        # The churning thread's 64-byte buffer may be between its alloc
+        # and its free when the trace closes: live at the end, rightly.
+        check_eq([s for s in sizes(rep) if s != 64], [7000],
+                 "the atexit handler's buffer, and not main's, freed by the "
+                 "handler")
+        check(rep["live_count_at_exit"] <= 2, f"live: {rep['live_count_at_exit']}")
+
+
+def double_free():
+    """Double frees, frees of unknown addresses and of the wrong kind
+    return the runtime's own error; nothing is counted for a failed free."""
+    plain = Run([prog("hazards"), "double-free"], preload=False).expect_ok()
+    run = hazards("double-free").expect_ok()
+    check_eq(run.stdout, plain.stdout, "results as without leakwatch")
+    check("double free 0" not in run.stdout, f"errors: {run.stdout}")
+    rep = report(run.trace())
+    check_eq(rep["live_count_at_exit"], 0, "live count")
+    check_eq(rep["unknown_frees"], 0, "failed frees are not counted")
+    check_eq((rep["allocations"], rep["frees"]), (3, 3), "records")
+
+
+def reopen_runtime():
+    """dlclose() then dlopen() of the runtime, moved elsewhere: the shim
+    never calls into where it was."""
+    lib = os.environ["LW_TESTEXT"]
+    plain = Run([prog("reopen"), lib], preload=False).expect_ok()
+    check_eq(plain.stdout, "unloaded yes\nok\n",
+             "without leakwatch, the runtime really is unloaded")
+    run = Run([prog("reopen"), lib]).expect_ok()
+    check("ok" in run.stdout, f"output: {run.stdout}")
+    rep = report(run.trace())
+    check_eq(sizes(rep), [100, 200], "both allocations")
+
+
+def threads_million():
+    """8 threads, 1M allocations and frees each: exact counts at the end."""
+    run = Run([prog("threads"), "8", "500000"], timeout=600).expect_ok()
+    m = re.search(r"expected_live_count (\d+) expected_live_bytes (\d+)",
+                  run.stdout)
+    check(m, f"program output: {run.stdout}")
+    rep = report(run.trace())
+    check_eq(rep["allocations"], 8 * 500000 + int(m.group(1)), "allocations")
+    check_eq(rep["live_count_at_exit"], int(m.group(1)), "live count")
+    check_eq(rep["live_bytes_at_exit"], int(m.group(2)), "live bytes")
+    check_eq(rep["unknown_frees"], 0, "unknown frees")
+    check_eq(rep["dropped_events"], 0, "dropped events")
+
+
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         leaky_loop, clean_loop, every_api, threads, forker, failing_alloc,
         rtld_local, unknown_free, no_cuda, quiet, killed, killed_after_step,
         optimizer_steps, python_helper_without_shim,
         symlink_not_followed, unwritable, exports, run_command,
-        run_max_growth]}))
+        run_max_growth, exec_chain, spawned_children, daemon_child,
+        crash_flush, signals, exit_handlers, double_free, reopen_runtime,
+        threads_million]}))

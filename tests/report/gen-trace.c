@@ -249,18 +249,30 @@ static void scenario_escapes(struct out *o)
 	static const char cmdline[] = "./prog\0" "arg with space\0" "it's\0"
 				      "\x1b[31mred\x1b[0m\0" "tab\there\0"
 				      "bad\xff\xfe utf8\0" "\xc3\xbcn\xc3\xaf" "c\xc3\xb6" "de\0"
-				      "c1\xc2\x85" "control\0" "quote\"back\\slash";
+				      "c1\xc2\x85" "control\0" "quote\"back\\slash\0"
+				      "%n%s%x%%";
 	static const uint64_t s1[] = { 0x401000 };
+	/* Python frames whose file and function names are hostile too. */
+	static const uint64_t s2[] = { 0x7f0000001000, 0x5000a0 };
+	static const struct py_frame p2[] = { { 1, 7, 1 } };
+	static const unsigned e2[] = { 1 };
 
 	std_header(o);
-	rec_info_str(o, "exe", "/tmp/we\x01ird/pr\x7fog");
+	rec_info_str(o, "exe", "/tmp/we\x01ird/pr\x7fog%s%n");
 	rec_info(o, "cmdline", cmdline, sizeof(cmdline) - 1);
 	rec_info_str(o, "cwd", "/tmp");
-	rec_warning(o, "line one\nline two\r\x1b]0;title\x07 \xed\xa0\x80 surrogate");
-	rec_string(o, 1, "ph\xc0\xafse\n");
+	rec_info_str(o, "python", "3.11.7");
+	rec_warning(o, "line one\nline two\r\x1b]0;title\x07 \xed\xa0\x80 surrogate %s%n");
+	rec_string(o, 1, "ph\xc0\xafse\n%n");
+	rec_string(o, 2, "/tmp/<script>&\"'%s%n.py");
+	rec_string(o, 3, "f%n%s\x1b[2J\xff\\\"");
+	rec_pycode(o, 1, 2, 3, 5);
 	rec_stack(o, 1, s1, 1);
+	rec_stack(o, 2, s2, 2);
+	rec_pystack(o, 2, p2, 1, e2, 1);
 	rec_phase_begin(o, 1);
 	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000000000, 4096, 1);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000100000, 2048, 2);
 	rec_end(o, 0);
 }
 

@@ -9,10 +9,45 @@
 #include "config.h"
 #include "lw-test.h"
 
+/*
+ * Several bad settings at once: each is named in the one warning line (a
+ * warning is printed once per process, so this runs first).
+ */
+static void check_bad_settings_all_named(void)
+{
+	struct lw_config config;
+	char tmpl[] = "/tmp/lw-test-config-XXXXXX", text[512];
+	int fd = mkstemp(tmpl), saved = dup(2);
+
+	CHECK(fd >= 0 && saved >= 0);
+	if (fd < 0 || saved < 0)
+		return;
+	setenv("LEAKWATCH_MAX_FRAMES", "lots", 1);
+	setenv("LEAKWATCH_QUIET", "perhaps", 1);
+	setenv("LEAKWATCH_DISABLE", "2", 1);
+	dup2(fd, 2);
+	lw_config_load(&config);
+	dup2(saved, 2);
+	close(saved);
+	ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+	close(fd);
+	unlink(tmpl);
+	text[n > 0 ? n : 0] = '\0';
+	CHECK(strncmp(text, "leakwatch: warning: LEAKWATCH_DISABLE='2'", 41) == 0);
+	CHECK(strstr(text, "LEAKWATCH_QUIET") != NULL);
+	CHECK(strstr(text, "LEAKWATCH_MAX_FRAMES") != NULL);
+	CHECK(strchr(text, '\n') == text + strlen(text) - 1); /* one line */
+	CHECK(config.disabled == 0 && config.quiet == 0);
+	CHECK(config.max_frames == LW_DEFAULT_MAX_FRAMES);
+	unsetenv("LEAKWATCH_DISABLE");
+}
+
 int main(void)
 {
 	struct lw_config config;
 	char path[PATH_MAX], expected[PATH_MAX + 64], cwd[PATH_MAX];
+
+	check_bad_settings_all_named();
 
 	CHECK(lw_parse_bool("1") == 1);
 	CHECK(lw_parse_bool("YES") == 1);
