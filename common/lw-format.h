@@ -67,7 +67,17 @@ enum lw_api {
 	LW_API_CUDA_MALLOC_HOST = 7,
 	LW_API_CUDA_HOST_ALLOC = 8,
 	LW_API_CUDA_HOST_REGISTER = 9,
-	LW_API_MAX = 9,
+	LW_API_CU_MEM_ALLOC = 10,               /* cuMemAlloc_v2 */
+	LW_API_CU_MEM_ALLOC_PITCH = 11,         /* cuMemAllocPitch_v2 */
+	LW_API_CU_MEM_ALLOC_MANAGED = 12,
+	LW_API_CU_MEM_ALLOC_HOST = 13,          /* cuMemAllocHost_v2 */
+	LW_API_CU_MEM_HOST_ALLOC = 14,
+	LW_API_CU_MEM_ALLOC_ASYNC = 15,
+	LW_API_CU_MEM_ALLOC_FROM_POOL_ASYNC = 16,
+	/* cuMemCreate: physical memory, keyed by its handle, not an address;
+	 * cuMemRelease frees it. Mappings are not recorded. */
+	LW_API_CU_MEM_CREATE = 17,
+	LW_API_MAX = 17,
 };
 
 enum lw_record_tag {

@@ -89,6 +89,52 @@ def every_api():
     check_eq(kinds, set(expected), "kinds of the live sites")
 
 
+def driver_api():
+    """Every driver entry point, reached by name, through dlsym on libcuda,
+    cuGetProcAddress (both) and cudaGetDriverEntryPoint*: each allocation
+    is seen once, at the program's own function; virtual memory counts
+    physical memory once however often it is mapped."""
+    for how in ("direct", "dlsym", "procaddress", "entrypoint"):
+        run = Run([prog("driver_api"), how]).expect_ok()
+        rep = report(run.trace())
+        expected = {}
+        for line in run.stdout.splitlines():
+            _, kind, allocations, count, size = line.split()
+            expected[kind] = (int(allocations), int(count), int(size))
+        check_eq(len(expected), 3, f"{how}: kinds exercised")
+        for kind, want in expected.items():
+            got = rep["kinds"][kind]
+            check_eq((got["allocations"], got["live_count"], got["live_bytes"]),
+                     want, f"{how}: {kind} allocations, live count, bytes")
+        check_eq(rep["unknown_frees"], 0, f"{how}: unknown frees")
+        for site in rep["sites"]:
+            first = site["frames"][0]["function"]
+            check(first and first.startswith("via_"),
+                  f"{how}: a site starts in {first}, not the program")
+    # Asked for a version older than every ABI leakwatch hooks, the driver
+    # refuses, and the refusal reaches the program unchanged.
+    Run([prog("driver_api"), "legacy"]).expect_ok()
+    # The exported dlsym leaves RTLD_NEXT relative to its caller.
+    run = Run([prog("driver_api"), "next"]).expect_ok()
+    check(run.stdout.strip().endswith("libleakwatch.so"),
+          f"dlsym(RTLD_NEXT) from the program: {run.stdout}")
+
+
+def runtime_counted_once():
+    """The stand-in runtime allocates through the driver, whose functions it
+    resolves with cuGetProcAddress like the real one: a cudaMalloc must be
+    one allocation, at the caller, not a second one inside the runtime."""
+    run = Run([prog("leaky_loop"), "20", "4096"]).expect_ok()
+    rep = report(run.trace())
+    check_eq(rep["allocations"] - rep["frees"], rep["live_count_at_exit"],
+             "allocations minus frees")
+    check_eq(rep["live_count_at_exit"], 20, "live count")
+    for site in rep["sites"]:
+        check(all("libcudart" not in (f["module"] or "")
+                  for f in site["frames"][:1]),
+              f"a site starts inside the runtime: {site['frames'][:2]}")
+
+
 def threads():
     run = Run([prog("threads"), "8", "20000"], timeout=300).expect_ok()
     m = re.search(r"expected_live_count (\d+) expected_live_bytes (\d+)",
@@ -400,7 +446,8 @@ def run_max_growth():
 
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
-        leaky_loop, clean_loop, every_api, threads, forker, failing_alloc,
+        leaky_loop, clean_loop, every_api, driver_api, runtime_counted_once,
+        threads, forker, failing_alloc,
         rtld_local, unknown_free, no_cuda, quiet, killed, killed_after_step,
         optimizer_steps, python_helper_without_shim,
         symlink_not_followed, unwritable, exports, run_command,
