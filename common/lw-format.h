@@ -126,7 +126,12 @@ enum lw_record_tag {
 	 * separated by NUL), "cwd", "leakwatch", "cudart" (the runtime's path),
 	 * "python" (the CPython version, when Python frames are recorded),
 	 * "step_source" ("api" or "optimizer": where the STEP records that
-	 * follow come from). */
+	 * follow come from), "torch_alloc_conf" (the PyTorch allocator
+	 * configuration in effect at start, possibly empty) and
+	 * "torch_alloc_conf_source" ("leakwatch": the shim selected it;
+	 * "user": the user's PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF;
+	 * "no_caching": PYTORCH_NO_CUDA_MEMORY_CACHING is set; "kept": none
+	 * set, and the user asked leakwatch to leave it so). */
 	LW_REC_INFO = 0x44,
 	/* WARNING: the text of a warning the shim printed (once). */
 	LW_REC_WARNING = 0x45,

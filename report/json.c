@@ -165,6 +165,17 @@
  *                       or "not-enough-steps" (fewer STEP records than
  *                       "min_steps").
  *   "min_steps"         the fewest steps judged (`--min-steps`, default 10).
+ *   "torch_allocator"   null unless PyTorch's CUDA library (libc10_cuda)
+ *                       was loaded; then {"conf": the allocator
+ *                       configuration PyTorch read (INFO
+ *                       "torch_alloc_conf") or null if not recorded,
+ *                       "source": "leakwatch", "user", "no_caching",
+ *                       "kept" or null (see common/lw-format.h),
+ *                       "tensors_visible": true under the cudaMallocAsync
+ *                       backend or PYTORCH_NO_CUDA_MEMORY_CACHING, false
+ *                       under the native caching allocator (only its
+ *                       segments are seen), "expandable_segments": the
+ *                       native allocator with expandable_segments:True}.
  *   Each object of "sites" has, after "live_count_at_end":
  *       "growth_bytes_per_step", "growth_count_per_step"
  *                       the site's live bytes and allocations growth per
@@ -186,6 +197,7 @@
 
 #include "growth.h"
 #include "render.h"
+#include "torch.h"
 
 static void newline(FILE *out, unsigned indent)
 {
@@ -211,6 +223,24 @@ static void put_bytes_or_null(FILE *out, const struct lw_bytes *b)
 		lw_put_json_string(out, b->data, b->len);
 	else
 		fputs("null", out);
+}
+
+static void put_torch(FILE *out, const struct lw_model *m)
+{
+	struct lw_torch_view t;
+
+	lw_torch_view(m, &t);
+	if (!t.present) {
+		fputs("null", out);
+		return;
+	}
+	fputs("{\"conf\": ", out);
+	put_bytes_or_null(out, t.conf);
+	fputs(", \"source\": ", out);
+	put_bytes_or_null(out, t.source);
+	fprintf(out, ", \"tensors_visible\": %s, \"expandable_segments\": %s}",
+		t.tensors_visible ? "true" : "false",
+		t.expandable_segments ? "true" : "false");
 }
 
 static void put_command(FILE *out, const struct lw_model *m)
@@ -630,7 +660,9 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_key(out, k, "verdict");
 	fprintf(out, "\"%s\",", lw_verdict_name(g.run.verdict));
 	put_key(out, k, "min_steps");
-	fprintf(out, "%" PRIu64, g.min_steps);
+	fprintf(out, "%" PRIu64 ",", g.min_steps);
+	put_key(out, k, "torch_allocator");
+	put_torch(out, m);
 	lw_growth_report_fini(&g);
 	newline(out, in);
 	putc('}', out);

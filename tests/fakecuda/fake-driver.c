@@ -201,6 +201,16 @@ FAKECUDA_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 	return free_async(dptr, hStream);
 }
 
+FAKECUDA_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+	if (Flags & ~(unsigned int)(CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+				    CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY))
+		return CUDA_ERROR_INVALID_VALUE;
+	cudaError_t err = fake_mem_register(p, bytesize);
+	return err == cudaErrorHostMemoryAlreadyRegistered ?
+		       CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED : to_cu(err);
+}
+
 /*
  * Virtual memory. Physical allocations are host memory charged to their
  * device; a reserved range is anonymous memory. Mappings are checked, not
@@ -348,6 +358,7 @@ static const struct proc procs[] = {
 	PROC("cuMemHostAlloc", 2020, cuMemHostAlloc),
 	PROC("cuMemFree", 3020, cuMemFree_v2),
 	PROC("cuMemFreeHost", 2000, cuMemFreeHost),
+	PROC("cuMemHostRegister", 6050, cuMemHostRegister_v2),
 	PROC_PTSZ("cuMemAllocAsync", 11020, cuMemAllocAsync),
 	PROC_PTSZ("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync),
 	PROC_PTSZ("cuMemFreeAsync", 11020, cuMemFreeAsync),

@@ -79,11 +79,15 @@ def check_scenario(lw, tmp, name, expected, leak):
                 fail(f"{name}: site without {k}")
         if list(s)[-3:] != ["growth_bytes_per_step", "growth_count_per_step", "verdict"]:
             fail(f"{name}: growth fields not last in a site: {list(s)}")
-    if list(d)[-6:] != ["step_series", "step_series_stride",
-                        "growth_bytes_per_step", "verdict", "min_steps"][-6:] and \
-       list(d)[-5:] != ["step_series", "step_series_stride",
-                        "growth_bytes_per_step", "verdict", "min_steps"]:
-        fail(f"{name}: new fields not last: {list(d)[-6:]}")
+    # Appended after the fields before them, in this order (fields added
+    # later come after them).
+    growth_keys = ["step_series", "step_series_stride",
+                   "growth_bytes_per_step", "verdict", "min_steps"]
+    keys = list(d)
+    at = keys.index("step_series") if "step_series" in keys else -1
+    if at < 0 or keys[at:at + 5] != growth_keys or \
+       keys.index("program_end") > at:
+        fail(f"{name}: growth fields out of place: {keys}")
     # The series: one point per step (or per stride), in order.
     series, stride = d["step_series"], d["step_series_stride"]
     if d["steps"] and not series:
