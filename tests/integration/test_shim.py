@@ -192,6 +192,38 @@ def torch_allocator():
     check_eq(report(plain.trace())["torch_allocator"], None, "not PyTorch")
 
 
+PLUGGABLE = r"""
+import ctypes, sys
+ctypes.CDLL(sys.argv[2])  # loads the runtime, as torch's libraries do
+# What torch.cuda.memory.CUDAPluggableAllocator(path, alloc, free) does.
+lib = ctypes.CDLL(sys.argv[1])
+alloc, free = lib.leakwatch_torch_alloc, lib.leakwatch_torch_free
+alloc.restype = ctypes.c_void_p
+alloc.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+free.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+blocks = [alloc(1 << 20, 0, None) for _ in range(3)]
+assert all(blocks)
+free(blocks.pop(), 1 << 20, 0, None)
+print("ok")
+"""
+
+
+def pluggable_allocator():
+    """The CUDAPluggableAllocator functions allocate through the hooks: each
+    tensor once, at the caller, not inside leakwatch."""
+    run = Run([sys.executable, "-c", PLUGGABLE, LIB,
+               os.environ["LW_TESTEXT"]]).expect_ok()
+    rep = report(run.trace())
+    check_eq((rep["kinds"]["device"]["allocations"], rep["frees"],
+              rep["live_count_at_exit"], rep["live_bytes_at_exit"]),
+             (3, 1, 2, 2 << 20), "allocations, frees, live count and bytes")
+    check_eq(rep["unknown_frees"], 0, "unknown frees")
+    for site in rep["sites"]:
+        module = site["frames"][0]["module"] or ""
+        check("libleakwatch" not in module,
+              f"a site starts inside leakwatch: {site['frames'][:2]}")
+
+
 def threads():
     run = Run([prog("threads"), "8", "20000"], timeout=300).expect_ok()
     m = re.search(r"expected_live_count (\d+) expected_live_bytes (\d+)",
@@ -509,7 +541,7 @@ def run_max_growth():
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         leaky_loop, clean_loop, every_api, driver_api, runtime_counted_once,
-        torch_allocator, threads, forker, failing_alloc,
+        torch_allocator, pluggable_allocator, threads, forker, failing_alloc,
         rtld_local, unknown_free, no_cuda, quiet, killed, killed_after_step,
         optimizer_steps, python_helper_without_shim,
         symlink_not_followed, unwritable, exports, run_command,
