@@ -67,7 +67,17 @@ enum lw_api {
 	LW_API_CUDA_MALLOC_HOST = 7,
 	LW_API_CUDA_HOST_ALLOC = 8,
 	LW_API_CUDA_HOST_REGISTER = 9,
-	LW_API_MAX = 9,
+	LW_API_CU_MEM_ALLOC = 10,               /* cuMemAlloc_v2 */
+	LW_API_CU_MEM_ALLOC_PITCH = 11,         /* cuMemAllocPitch_v2 */
+	LW_API_CU_MEM_ALLOC_MANAGED = 12,
+	LW_API_CU_MEM_ALLOC_HOST = 13,          /* cuMemAllocHost_v2 */
+	LW_API_CU_MEM_HOST_ALLOC = 14,
+	LW_API_CU_MEM_ALLOC_ASYNC = 15,
+	LW_API_CU_MEM_ALLOC_FROM_POOL_ASYNC = 16,
+	/* cuMemCreate: physical memory, keyed by its handle, not an address;
+	 * cuMemRelease frees it. Mappings are not recorded. */
+	LW_API_CU_MEM_CREATE = 17,
+	LW_API_MAX = 17,
 };
 
 enum lw_record_tag {
@@ -116,7 +126,12 @@ enum lw_record_tag {
 	 * separated by NUL), "cwd", "leakwatch", "cudart" (the runtime's path),
 	 * "python" (the CPython version, when Python frames are recorded),
 	 * "step_source" ("api" or "optimizer": where the STEP records that
-	 * follow come from). */
+	 * follow come from), "torch_alloc_conf" (the PyTorch allocator
+	 * configuration in effect at start, possibly empty) and
+	 * "torch_alloc_conf_source" ("leakwatch": the shim selected it;
+	 * "user": the user's PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF;
+	 * "no_caching": PYTORCH_NO_CUDA_MEMORY_CACHING is set; "kept": none
+	 * set, and the user asked leakwatch to leave it so). */
 	LW_REC_INFO = 0x44,
 	/* WARNING: the text of a warning the shim printed (once). */
 	LW_REC_WARNING = 0x45,

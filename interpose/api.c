@@ -2,8 +2,44 @@
 /* The public C API of include/leakwatch.h. */
 #include "leakwatch.h"
 
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+
 #include "export.h"
 #include "tracker.h"
+
+/*
+ * PyTorch's CUDAPluggableAllocator ABI, for users who plug leakwatch in
+ * explicitly: torch.cuda.memory.CUDAPluggableAllocator(path,
+ * "leakwatch_torch_alloc", "leakwatch_torch_free"). Each tensor is one
+ * cudaMallocAsync on PyTorch's stream, through the shim's own hook (so it
+ * is recorded once, with PyTorch's stack: the shim's frames are dropped).
+ * PyTorch calls them with the device current; failure returns NULL, which
+ * PyTorch reports as out of memory.
+ */
+LW_EXPORT void *leakwatch_torch_alloc(size_t size, int device,
+				      cudaStream_t stream);
+LW_EXPORT void leakwatch_torch_free(void *ptr, size_t size, int device,
+				    cudaStream_t stream);
+
+void *leakwatch_torch_alloc(size_t size, int device, cudaStream_t stream)
+{
+	void *ptr = NULL;
+
+	(void)device;
+	if (cudaMallocAsync(&ptr, size, stream) != cudaSuccess)
+		return NULL;
+	return ptr;
+}
+
+void leakwatch_torch_free(void *ptr, size_t size, int device,
+			  cudaStream_t stream)
+{
+	(void)size;
+	(void)device;
+	cudaFreeAsync(ptr, stream);
+}
 
 LW_EXPORT void leakwatch_step(void)
 {

@@ -28,10 +28,34 @@ static const char *const fn_names[LW_FN_COUNT] = {
 	[LW_FN_CUDA_HOST_REGISTER] = "cudaHostRegister",
 	[LW_FN_CUDA_HOST_UNREGISTER] = "cudaHostUnregister",
 	[LW_FN_CUDA_GET_DEVICE] = "cudaGetDevice",
+	[LW_FN_CUDA_GET_DRIVER_ENTRY_POINT] = "cudaGetDriverEntryPoint",
+	[LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_PTSZ] = "cudaGetDriverEntryPoint_ptsz",
+	[LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION] =
+		"cudaGetDriverEntryPointByVersion",
+	[LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION_PTSZ] =
+		"cudaGetDriverEntryPointByVersion_ptsz",
+	[LW_FN_CU_GET_PROC_ADDRESS] = "cuGetProcAddress",
+	[LW_FN_CU_GET_PROC_ADDRESS_V2] = "cuGetProcAddress_v2",
+	[LW_FN_CU_MEM_ALLOC_V2] = "cuMemAlloc_v2",
+	[LW_FN_CU_MEM_ALLOC_PITCH_V2] = "cuMemAllocPitch_v2",
+	[LW_FN_CU_MEM_ALLOC_MANAGED] = "cuMemAllocManaged",
+	[LW_FN_CU_MEM_ALLOC_HOST_V2] = "cuMemAllocHost_v2",
+	[LW_FN_CU_MEM_HOST_ALLOC] = "cuMemHostAlloc",
+	[LW_FN_CU_MEM_FREE_V2] = "cuMemFree_v2",
+	[LW_FN_CU_MEM_FREE_HOST] = "cuMemFreeHost",
+	[LW_FN_CU_MEM_ALLOC_ASYNC] = "cuMemAllocAsync",
+	[LW_FN_CU_MEM_ALLOC_ASYNC_PTSZ] = "cuMemAllocAsync_ptsz",
+	[LW_FN_CU_MEM_ALLOC_FROM_POOL_ASYNC] = "cuMemAllocFromPoolAsync",
+	[LW_FN_CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ] =
+		"cuMemAllocFromPoolAsync_ptsz",
+	[LW_FN_CU_MEM_FREE_ASYNC] = "cuMemFreeAsync",
+	[LW_FN_CU_MEM_FREE_ASYNC_PTSZ] = "cuMemFreeAsync_ptsz",
+	[LW_FN_CU_MEM_CREATE] = "cuMemCreate",
+	[LW_FN_CU_MEM_RELEASE] = "cuMemRelease",
 };
 
 static char runtime_path[PATH_MAX];
-static void *runtime_handle;
+static void *runtime_handle, *driver_handle;
 
 const char *lw_real_name(enum lw_fn fn)
 {
@@ -43,23 +67,63 @@ const char *lw_real_runtime_path(void)
 	return runtime_path[0] ? runtime_path : NULL;
 }
 
-static int is_cudart(const char *path)
+static int has_base_name(const char *path, const char *prefix)
 {
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
-	return strncmp(base, "libcudart.so", 12) == 0;
+	return strncmp(base, prefix, strlen(prefix)) == 0;
 }
 
-static int find_cudart(struct dl_phdr_info *info, size_t size, void *data)
-{
-	char *out = data;
+struct library_search {
+	const char *prefix;
+	char path[PATH_MAX];
+};
 
-	if (info->dlpi_name && is_cudart(info->dlpi_name)) {
-		strncpy(out, info->dlpi_name, PATH_MAX - 1);
-		out[PATH_MAX - 1] = '\0';
+static int find_library(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct library_search *search = data;
+
+	if (info->dlpi_name && has_base_name(info->dlpi_name, search->prefix)) {
+		strncpy(search->path, info->dlpi_name, PATH_MAX - 1);
+		search->path[PATH_MAX - 1] = '\0';
 		return 1;
 	}
 	return 0;
+}
+
+/* glibc's dlsym; also the target of the exported one (resolve.c). */
+lw_dlsym_fn lw_dlsym_target;
+
+static void *no_dlsym(void *handle, const char *name)
+{
+	(void)handle;
+	(void)name;
+	return NULL;
+}
+
+/* Finds glibc's dlsym (dlvsym is not interposed); never returns NULL. */
+lw_dlsym_fn lw_dlsym_load(void)
+{
+	static const char *const versions[] = {
+		"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17",
+	};
+	lw_dlsym_fn fn = __atomic_load_n(&lw_dlsym_target, __ATOMIC_ACQUIRE);
+
+	for (size_t i = 0; !fn && i < sizeof(versions) / sizeof(versions[0]);
+	     i++) {
+		void *p = dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+		memcpy(&fn, &p, sizeof(fn));
+	}
+	if (!fn)
+		return no_dlsym;
+	__atomic_store_n(&lw_dlsym_target, fn, __ATOMIC_RELEASE);
+	return fn;
+}
+
+void *lw_dlsym_real(void *handle, const char *name)
+{
+	lw_dlsym_fn fn = __atomic_load_n(&lw_dlsym_target, __ATOMIC_ACQUIRE);
+	return (fn ? fn : lw_dlsym_load())(handle, name);
 }
 
 /*
@@ -72,34 +136,50 @@ static lw_fnptr symbol(void *handle, const char *name)
 {
 	lw_fnptr fn;
 	/* POSIX's way of turning dlsym()'s object pointer into a function. */
-	*(void **)&fn = dlsym(handle, name);
+	*(void **)&fn = lw_dlsym_real(handle, name);
 	return fn;
 }
 
-static lw_fnptr resolve_in_loaded_runtime(const char *name)
+/* A handle on the loaded library whose file name starts with prefix,
+ * kept in *cache; NULL if none is loaded. path receives its path. */
+static void *loaded_library(const char *prefix, void **cache, char *path)
 {
-	void *handle = __atomic_load_n(&runtime_handle, __ATOMIC_ACQUIRE);
+	void *handle = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+	struct library_search search = { prefix, "" };
 
-	if (!handle) {
-		char path[PATH_MAX] = "";
-		dl_iterate_phdr(find_cudart, path);
-		if (!path[0])
-			return NULL;
-		/* RTLD_NOLOAD: take a handle on what is loaded, load nothing. */
-		handle = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-		if (!handle)
-			return NULL;
-		void *expected = NULL;
-		if (__atomic_compare_exchange_n(&runtime_handle, &expected,
-						handle, 0, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE)) {
-			memcpy(runtime_path, path, sizeof(runtime_path));
-		} else {
-			dlclose(handle);
-			handle = expected;
-		}
+	if (handle)
+		return handle;
+	dl_iterate_phdr(find_library, &search);
+	if (!search.path[0])
+		return NULL;
+	/* RTLD_NOLOAD: take a handle on what is loaded, load nothing. */
+	handle = dlopen(search.path, RTLD_LAZY | RTLD_NOLOAD);
+	if (!handle)
+		return NULL;
+	void *expected = NULL;
+	if (__atomic_compare_exchange_n(cache, &expected, handle, 0,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		if (path)
+			memcpy(path, search.path, PATH_MAX);
+	} else {
+		dlclose(handle);
+		handle = expected;
 	}
-	return symbol(handle, name);
+	return handle;
+}
+
+void *lw_real_driver_handle(void)
+{
+	return loaded_library("libcuda.so", &driver_handle, NULL);
+}
+
+static lw_fnptr resolve_in_loaded_library(enum lw_fn fn)
+{
+	void *handle = fn >= LW_FN_FIRST_DRIVER
+			       ? lw_real_driver_handle()
+			       : loaded_library("libcudart.so", &runtime_handle,
+						runtime_path);
+	return handle ? symbol(handle, fn_names[fn]) : NULL;
 }
 
 /*
@@ -108,7 +188,7 @@ static lw_fnptr resolve_in_loaded_runtime(const char *name)
  * (or the last library that needed it) and dlopen()s it again would
  * otherwise leave the shim calling into unmapped memory. A handle taken
  * here, and never given back, keeps it loaded; dlopen() again then finds
- * the same copy. The handle of resolve_in_loaded_runtime() does the same.
+ * the same copy. The handle of resolve_in_loaded_library() does the same.
  */
 static void keep_loaded(lw_fnptr fn)
 {
@@ -127,13 +207,14 @@ lw_fnptr lw_real_resolve(enum lw_fn fn)
 	if (p)
 		keep_loaded(p);
 	else
-		p = resolve_in_loaded_runtime(fn_names[fn]);
+		p = resolve_in_loaded_library(fn);
 	if (!p && fn == LW_FN_CUDA_GET_DEVICE)
 		return NULL; /* optional: the device is then recorded as unknown */
 	if (!p) {
 		lw_warn_once(LW_WARN_NO_RUNTIME,
-			     "no CUDA runtime is loaded that provides %s; "
-			     "the call fails as it would without a runtime",
+			     "no CUDA %s is loaded that provides %s; "
+			     "the call fails as it would without one",
+			     fn >= LW_FN_FIRST_DRIVER ? "driver" : "runtime",
 			     fn_names[fn]);
 		return NULL;
 	}

@@ -26,6 +26,29 @@ enum lw_fn {
 	LW_FN_CUDA_HOST_REGISTER,
 	LW_FN_CUDA_HOST_UNREGISTER,
 	LW_FN_CUDA_GET_DEVICE,
+	LW_FN_CUDA_GET_DRIVER_ENTRY_POINT,
+	LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_PTSZ,
+	LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION,
+	LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION_PTSZ,
+	/* The driver's (libcuda.so.1), by their exported names. */
+	LW_FN_FIRST_DRIVER,
+	LW_FN_CU_GET_PROC_ADDRESS = LW_FN_FIRST_DRIVER,
+	LW_FN_CU_GET_PROC_ADDRESS_V2,
+	LW_FN_CU_MEM_ALLOC_V2,
+	LW_FN_CU_MEM_ALLOC_PITCH_V2,
+	LW_FN_CU_MEM_ALLOC_MANAGED,
+	LW_FN_CU_MEM_ALLOC_HOST_V2,
+	LW_FN_CU_MEM_HOST_ALLOC,
+	LW_FN_CU_MEM_FREE_V2,
+	LW_FN_CU_MEM_FREE_HOST,
+	LW_FN_CU_MEM_ALLOC_ASYNC,
+	LW_FN_CU_MEM_ALLOC_ASYNC_PTSZ,
+	LW_FN_CU_MEM_ALLOC_FROM_POOL_ASYNC,
+	LW_FN_CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ,
+	LW_FN_CU_MEM_FREE_ASYNC,
+	LW_FN_CU_MEM_FREE_ASYNC_PTSZ,
+	LW_FN_CU_MEM_CREATE,
+	LW_FN_CU_MEM_RELEASE,
 	LW_FN_COUNT,
 };
 
@@ -44,8 +67,34 @@ static inline lw_fnptr lw_real(enum lw_fn fn)
 	return p ? p : lw_real_resolve(fn);
 }
 
-/* The CUDA name of fn. */
+/* The CUDA name of fn (the exported name, with its _v2 or _ptsz). */
 const char *lw_real_name(enum lw_fn fn);
+
+/*
+ * The real dlsym(), as glibc's: the shim exports its own (resolve.c) to
+ * hand out its driver hooks for handles on libcuda, and must not meet it.
+ */
+void *lw_dlsym_real(void *handle, const char *name);
+
+typedef void *(*lw_dlsym_fn)(void *handle, const char *name);
+extern lw_dlsym_fn lw_dlsym_target;
+
+/* Finds glibc's dlsym into lw_dlsym_target; never returns NULL. */
+lw_dlsym_fn lw_dlsym_load(void);
+
+/*
+ * Given a function a real resolver (cuGetProcAddress, dlsym on libcuda,
+ * cudaGetDriverEntryPoint) returned: if it is the very function libcuda
+ * exports under one of the names leakwatch hooks, remembers it as the real
+ * one and returns the hook; anything else comes back unchanged. (resolve.c)
+ */
+void *lw_resolve_swap(void *fn);
+
+/* A handle on the loaded libcuda.so.1, or NULL. */
+void *lw_real_driver_handle(void);
+
+/* The hook leakwatch exports for a driver function (driver.c). */
+extern const lw_fnptr lw_driver_hooks[LW_FN_COUNT];
 
 /*
  * The path of the CUDA runtime the real functions come from, once one was

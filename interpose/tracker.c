@@ -24,6 +24,7 @@
 #include "real.h"
 #include "stacks.h"
 #include "summary.h"
+#include "torchconf.h"
 #include "unwind.h"
 #include "writer.h"
 
@@ -168,6 +169,7 @@ static void write_process_info_locked(void)
 	const char *cudart = lw_real_runtime_path();
 	if (cudart)
 		lw_writer_info(&writer, "cudart", cudart, strlen(cudart));
+	lw_torch_write_info(&writer);
 }
 
 static void append_to_manifest(const char *path)

@@ -252,6 +252,17 @@
  *                       one), "peak_bytes" (the run's peak), "phase_bytes"
  *                       (born in the phase and outlived it), "sites"}.
  *   "suppressed_findings"  leak findings that were suppressed.
+ *   "torch_allocator"   null unless PyTorch's CUDA library (libc10_cuda)
+ *                       was loaded; then {"conf": the allocator
+ *                       configuration PyTorch read (INFO
+ *                       "torch_alloc_conf") or null if not recorded,
+ *                       "source": "leakwatch", "user", "no_caching",
+ *                       "kept" or null (see common/lw-format.h),
+ *                       "tensors_visible": true under the cudaMallocAsync
+ *                       backend or PYTORCH_NO_CUDA_MEMORY_CACHING, false
+ *                       under the native caching allocator (only its
+ *                       segments are seen), "expandable_segments": the
+ *                       native allocator with expandable_segments:True}.
  *
  * Numbers are unsigned integers (they may exceed 2^53), except the growth
  * rates and "mean_lifetime_steps". Strings from the trace are escaped (control characters as
@@ -265,6 +276,7 @@
 #include "diagnose.h"
 #include "growth.h"
 #include "render.h"
+#include "torch.h"
 
 static void newline(FILE *out, unsigned indent)
 {
@@ -290,6 +302,24 @@ static void put_bytes_or_null(FILE *out, const struct lw_bytes *b)
 		lw_put_json_string(out, b->data, b->len);
 	else
 		fputs("null", out);
+}
+
+static void put_torch(FILE *out, const struct lw_model *m)
+{
+	struct lw_torch_view t;
+
+	lw_torch_view(m, &t);
+	if (!t.present) {
+		fputs("null", out);
+		return;
+	}
+	fputs("{\"conf\": ", out);
+	put_bytes_or_null(out, t.conf);
+	fputs(", \"source\": ", out);
+	put_bytes_or_null(out, t.source);
+	fprintf(out, ", \"tensors_visible\": %s, \"expandable_segments\": %s}",
+		t.tensors_visible ? "true" : "false",
+		t.expandable_segments ? "true" : "false");
 }
 
 static void put_command(FILE *out, const struct lw_model *m)
@@ -977,8 +1007,10 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 		goto fail_diagnosis;
 	putc(',', out);
 	put_key(out, k, "suppressed_findings");
-	fprintf(out, "%zu", d.suppressed_count);
+	fprintf(out, "%zu,", d.suppressed_count);
 	lw_diagnosis_fini(&d);
+	put_key(out, k, "torch_allocator");
+	put_torch(out, m);
 	newline(out, in);
 	putc('}', out);
 	if (!nested)

@@ -49,7 +49,8 @@ void lw_run_usage(FILE *out)
 {
 	fputs("usage: leakwatch run [--trace PATTERN] [--format text|json] [-o FILE] [--no-report]\n"
 	      "                     [--max-growth SIZE] [--min-steps N] [--rules FILE]\n"
-	      "                     [--suppressions FILE] -- CMD [ARGS...]\n"
+	      "                     [--suppressions FILE] [--torch-allocator async|keep]\n"
+	      "                     -- CMD [ARGS...]\n"
 	      "\n"
 	      "Runs CMD with the leakwatch shim preloaded, then reports the GPU memory that\n"
 	      "each of its processes left allocated (on standard error, or in FILE).\n"
@@ -64,6 +65,12 @@ void lw_run_usage(FILE *out)
 	      "                      CMD succeeded but grew faster, exit with 23\n"
 	      "  --min-steps N       steps needed before growth is judged (default 10)\n"
 	      "  --rules FILE, --suppressions FILE  as for `leakwatch report`\n"
+	      "  --torch-allocator async|keep\n"
+	      "                      async (default): unless PYTORCH_CUDA_ALLOC_CONF or\n"
+	      "                      PYTORCH_ALLOC_CONF is set, run PyTorch with\n"
+	      "                      backend:cudaMallocAsync so that every tensor is seen;\n"
+	      "                      keep: leave PyTorch's allocator as it is\n"
+	      "                      (sets LEAKWATCH_TORCH_ALLOCATOR)\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
 	      "The shim is $LEAKWATCH_LIB, or " LIBRARY_NAME " from the build tree or the\n"
@@ -142,7 +149,7 @@ static int find_library(char *out)
 }
 
 static int set_environment(const char *library, const char *trace_pattern,
-			   const char *manifest)
+			   const char *manifest, const char *torch_allocator)
 {
 	const char *preload = getenv("LD_PRELOAD");
 	char *value = NULL;
@@ -174,6 +181,8 @@ static int set_environment(const char *library, const char *trace_pattern,
 	 * change the status this command reads as the program's. */
 	if (rc == 0)
 		rc = unsetenv("LEAKWATCH_MAX_GROWTH");
+	if (rc == 0 && torch_allocator)
+		rc = setenv("LEAKWATCH_TORCH_ALLOCATOR", torch_allocator, 1);
 	return rc == 0 ? 0 : -errno;
 }
 
@@ -426,6 +435,7 @@ int lw_cmd_run(int argc, char **argv)
 		{ "max-growth", required_argument, NULL, 'G' },
 		{ "rules", required_argument, NULL, 'U' },
 		{ "suppressions", required_argument, NULL, 'P' },
+		{ "torch-allocator", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -433,7 +443,7 @@ int lw_cmd_run(int argc, char **argv)
 		.format = LW_FORMAT_TEXT,
 		.report = { .top = LW_DEFAULT_TOP, .frames = LW_DEFAULT_FRAMES },
 	};
-	const char *trace_pattern = NULL, *output = NULL;
+	const char *trace_pattern = NULL, *output = NULL, *torch_allocator = NULL;
 	char library[PATH_MAX], manifest[PATH_MAX];
 	bool no_report = false, gate = false;
 	uint64_t max_growth = 0;
@@ -455,6 +465,14 @@ int lw_cmd_run(int argc, char **argv)
 			break;
 		case 'R':
 			no_report = true;
+			break;
+		case 'A':
+			if (strcmp(optarg, "async") != 0 && strcmp(optarg, "keep") != 0) {
+				lw_error("--torch-allocator: '%s' is neither async nor keep",
+					 optarg);
+				return LW_EXIT_USAGE;
+			}
+			torch_allocator = optarg;
 			break;
 		case 'G':
 			if (lw_parse_max_growth(optarg, &max_growth) < 0)
@@ -510,7 +528,8 @@ int lw_cmd_run(int argc, char **argv)
 		exit_code = LW_EXIT_USAGE;
 		goto out;
 	}
-	rc = set_environment(library, trace_pattern, manifest);
+	rc = set_environment(library, trace_pattern, manifest,
+			     torch_allocator);
 	if (rc < 0) {
 		if (rc != -EINVAL)
 			lw_error("cannot set the environment: %s",

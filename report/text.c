@@ -14,8 +14,44 @@
 #include "diagnose.h"
 #include "growth.h"
 #include "render.h"
+#include "torch.h"
 
 /* Whether a shell would need an argument quoted. */
+/* What PyTorch's allocator lets the trace see, when PyTorch was loaded. */
+static void put_torch(FILE *out, const struct lw_model *m)
+{
+	struct lw_torch_view t;
+
+	lw_torch_view(m, &t);
+	if (!t.present)
+		return;
+	fputs("  pytorch allocator: ", out);
+	if (t.conf && t.conf->len)
+		lw_put_text(out, t.conf->data, t.conf->len);
+	else if (t.source && t.source->len == 10 &&
+		 memcmp(t.source->data, "no_caching", 10) == 0)
+		fputs("PYTORCH_NO_CUDA_MEMORY_CACHING", out);
+	else if (t.source)
+		fputs("native caching allocator", out);
+	else
+		fputs("configuration not recorded", out);
+	if (t.source && t.source->len == 9 &&
+	    memcmp(t.source->data, "leakwatch", 9) == 0)
+		fputs(" (chosen by leakwatch; LEAKWATCH_TORCH_ALLOCATOR=keep "
+		      "keeps PyTorch's default)", out);
+	if (t.tensors_visible) {
+		fputs(": tensors tracked one by one\n", out);
+		return;
+	}
+	fputs(": the native caching allocator: only its segments are "
+	      "visible, not tensors", out);
+	if (t.expandable_segments)
+		fputs(" (expandable segments, as their cuMemCreate pages)", out);
+	fputs("; to see tensors, run with "
+	      "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, or without "
+	      "PYTORCH_CUDA_ALLOC_CONF and LEAKWATCH_TORCH_ALLOCATOR\n", out);
+}
+
 static bool needs_quotes(const uint8_t *s, size_t len)
 {
 	if (len == 0)
@@ -129,6 +165,7 @@ static void put_summary(FILE *out, const struct lw_report *r,
 		lw_put_text(out, python->data, python->len);
 		putc('\n', out);
 	}
+	put_torch(out, m);
 	if (res->truncated)
 		fprintf(out, "  trace: TRUNCATED: the trace ends early (process killed or still running); showing %" PRIu64 " events up to the last flush\n",
 			m->events);

@@ -165,7 +165,7 @@ void fake_set_current_device(int device)
 /* The live-bytes counter an allocation of kind is charged to. */
 static size_t *live_counter(int kind, int device, size_t *capacity)
 {
-	if (kind == FAKE_PINNED) {
+	if (kind == FAKE_PINNED || device < 0) {
 		*capacity = host_capacity;
 		return &host_live;
 	}
@@ -223,8 +223,20 @@ static void uncharge(const struct fake_entry *entry)
 	size_t capacity;
 
 	if (entry->kind == FAKE_DEVICE || entry->kind == FAKE_MANAGED ||
-	    entry->kind == FAKE_PINNED)
+	    entry->kind == FAKE_PINNED || entry->kind == FAKE_PHYSICAL)
 		*live_counter(entry->kind, entry->device, &capacity) -= entry->size;
+}
+
+int fake_mem_kind(const void *ptr)
+{
+	const struct fake_entry *entry;
+	int kind;
+
+	lock();
+	entry = fake_table_find(&allocations, (uintptr_t)ptr);
+	kind = entry ? entry->kind : 0;
+	unlock();
+	return kind;
 }
 
 cudaError_t fake_mem_free(void *ptr, unsigned int kind_mask)

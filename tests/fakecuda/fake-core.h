@@ -42,6 +42,13 @@ cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
 cudaError_t cudaMemset_ptds(void *devPtr, int value, size_t count);
 cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream);
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
+					 unsigned long long flags,
+					 enum cudaDriverEntryPointQueryResult *driverStatus);
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr,
+						  unsigned int cudaVersion,
+						  unsigned long long flags,
+						  enum cudaDriverEntryPointQueryResult *driverStatus);
 
 enum fake_kind {
 	FAKE_DEVICE = 1,     /* cudaMalloc, cudaMallocAsync, pitch, 3D, pools */
@@ -50,6 +57,7 @@ enum fake_kind {
 	FAKE_REGISTERED = 4, /* cudaHostRegister of the caller's memory */
 	FAKE_STREAM = 5,
 	FAKE_POOL = 6,
+	FAKE_PHYSICAL = 7,   /* cuMemCreate: device memory reached by mapping */
 };
 
 #define FAKE_KIND_BIT(kind) (1u << (kind))
@@ -81,12 +89,16 @@ void fake_set_current_device(int device);
 void fake_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
 
 /*
- * Allocates size bytes, 256-byte aligned, of kind FAKE_DEVICE, FAKE_MANAGED
- * (charged to device) or FAKE_PINNED (charged to the host). Size 0 stores
+ * Allocates size bytes, 256-byte aligned, of kind FAKE_DEVICE, FAKE_MANAGED,
+ * FAKE_PHYSICAL (charged to device; to the host if device is -1) or
+ * FAKE_PINNED (charged to the host). Size 0 stores
  * NULL. Over capacity, or when the system has no memory, returns
  * cudaErrorMemoryAllocation and leaves *out alone.
  */
 cudaError_t fake_mem_alloc(int kind, int device, size_t size, void **out);
+
+/* The kind of the live allocation that starts at ptr, or 0. */
+int fake_mem_kind(const void *ptr);
 
 /*
  * Frees ptr if it is the start of a live allocation whose kind is in

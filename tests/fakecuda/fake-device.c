@@ -2,8 +2,9 @@
 /*
  * The stand-in runtime's device, stream, error and version entry points.
  */
-#include "fake-core.h"
+#include "fake-driver.h"
 
+#include <limits.h>
 #include <stddef.h>
 
 struct fake_error_name {
@@ -196,4 +197,66 @@ FAKECUDA_EXPORT cudaError_t cudaDriverGetVersion(int *driverVersion)
 		return fake_return(cudaErrorInvalidValue);
 	*driverVersion = CUDART_VERSION;
 	return cudaSuccess;
+}
+
+/*
+ * The driver's functions for programs that take them from the runtime: the
+ * driver's cuGetProcAddress_v2 (as the runtime resolved it) answers, with
+ * the runtime's version or the caller's. The flags have the driver's
+ * values; the _ptsz variants make the default per-thread.
+ */
+static cudaError_t driver_entry_point(const char *symbol, void **funcPtr, int version,
+				      unsigned long long flags, int per_thread,
+				      enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+
+	if (!symbol || !funcPtr ||
+	    (flags & ~(unsigned long long)(cudaEnableLegacyStream |
+					   cudaEnablePerThreadDefaultStream)))
+		return fake_return(cudaErrorInvalidValue);
+	if (per_thread && !(flags & cudaEnableLegacyStream))
+		flags |= cudaEnablePerThreadDefaultStream;
+	if (fake_driver()->get_proc_address(symbol, funcPtr, version, flags, &found) !=
+	    CUDA_SUCCESS)
+		*funcPtr = NULL;
+	if (driverStatus)
+		*driverStatus = found == CU_GET_PROC_ADDRESS_SUCCESS ?
+			cudaDriverEntryPointSuccess :
+			found == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT ?
+			cudaDriverEntryPointVersionNotSufficent :
+			cudaDriverEntryPointSymbolNotFound;
+	return cudaSuccess;
+}
+
+FAKECUDA_EXPORT cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
+						    unsigned long long flags,
+						    enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	return driver_entry_point(symbol, funcPtr, CUDART_VERSION, flags, 0, driverStatus);
+}
+
+FAKECUDA_EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(
+	const char *symbol, void **funcPtr, unsigned long long flags,
+	enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	return driver_entry_point(symbol, funcPtr, CUDART_VERSION, flags, 1, driverStatus);
+}
+
+FAKECUDA_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(
+	const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
+	enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	if (cudaVersion > INT_MAX)
+		return fake_return(cudaErrorInvalidValue);
+	return driver_entry_point(symbol, funcPtr, (int)cudaVersion, flags, 0, driverStatus);
+}
+
+FAKECUDA_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
+	const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
+	enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	if (cudaVersion > INT_MAX)
+		return fake_return(cudaErrorInvalidValue);
+	return driver_entry_point(symbol, funcPtr, (int)cudaVersion, flags, 1, driverStatus);
 }

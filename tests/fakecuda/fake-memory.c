@@ -5,43 +5,63 @@
  * arguments as the real runtime does, calls fake-core.c and records a
  * failure as the thread's last error.
  */
-#include "fake-core.h"
+#include "fake-driver.h"
 
 #include <stdint.h>
 #include <string.h>
 
-/* cudaMallocPitch and cudaMalloc3D round rows up to this. */
-#define PITCH_ALIGNMENT 512
-
-#define DEVICE_KINDS (FAKE_KIND_BIT(FAKE_DEVICE) | FAKE_KIND_BIT(FAKE_MANAGED))
-
-static cudaError_t device_alloc(int kind, int device, size_t size, void **out)
+/*
+ * The allocation entry points call the driver's, as the real runtime does.
+ * What the runtime checks itself: a NULL result pointer, a size of 0
+ * (success and NULL, where the driver refuses it), a NULL free (success,
+ * where the driver refuses it), and that a device exists.
+ */
+static cudaError_t checked(void **out, size_t size)
 {
 	cudaError_t err;
 
 	if (!out)
-		return fake_return(cudaErrorInvalidValue);
+		return cudaErrorInvalidValue;
 	err = fake_require_device();
 	if (err)
-		return fake_return(err);
-	return fake_return(fake_mem_alloc(kind, device, size, out));
+		return err;
+	if (!size) {
+		*out = NULL;
+		return cudaErrorNotReady; /* done: nothing to allocate */
+	}
+	return cudaSuccess;
 }
+
+/* Runs a driver allocation after checked(); cudaErrorNotReady from it means
+ * success with nothing to do. */
+#define ALLOC_THROUGH_DRIVER(out, size, call)                               \
+	do {                                                                \
+		cudaError_t err_ = checked((void **)(out), (size));         \
+		if (err_ == cudaErrorNotReady)                              \
+			return cudaSuccess;                                 \
+		if (err_)                                                   \
+			return fake_return(err_);                           \
+		return fake_return(fake_from_cu(call));                     \
+	} while (0)
 
 FAKECUDA_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
-	return device_alloc(FAKE_DEVICE, fake_current_device(), size, devPtr);
+	ALLOC_THROUGH_DRIVER(devPtr, size,
+			     fake_driver()->mem_alloc((CUdeviceptr *)devPtr, size));
 }
 
 FAKECUDA_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
 {
 	if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost)
 		return fake_return(cudaErrorInvalidValue);
-	return device_alloc(FAKE_MANAGED, fake_current_device(), size, devPtr);
+	ALLOC_THROUGH_DRIVER(devPtr, size,
+			     fake_driver()->mem_alloc_managed((CUdeviceptr *)devPtr, size,
+							      flags));
 }
 
 FAKECUDA_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
-	return device_alloc(FAKE_PINNED, -1, size, ptr);
+	ALLOC_THROUGH_DRIVER(ptr, size, fake_driver()->mem_alloc_host(ptr, size));
 }
 
 FAKECUDA_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
@@ -49,149 +69,125 @@ FAKECUDA_EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned in
 	if (flags & ~(unsigned int)(cudaHostAllocPortable | cudaHostAllocMapped |
 				    cudaHostAllocWriteCombined))
 		return fake_return(cudaErrorInvalidValue);
-	return device_alloc(FAKE_PINNED, -1, size, pHost);
+	ALLOC_THROUGH_DRIVER(pHost, size, fake_driver()->mem_host_alloc(pHost, size, flags));
 }
 
-/* Rounds width up to the pitch; 0 on overflow. */
-static size_t pitch_of(size_t width)
+/* A pitched allocation of width x rows; the driver picks the pitch. */
+static cudaError_t alloc_pitched(void **devPtr, size_t *pitch, size_t width, size_t rows)
 {
-	if (width > SIZE_MAX - (PITCH_ALIGNMENT - 1))
-		return 0;
-	return (width + PITCH_ALIGNMENT - 1) & ~(size_t)(PITCH_ALIGNMENT - 1);
-}
+	CUdeviceptr dptr;
+	cudaError_t err = checked(devPtr, width && rows ? 1 : 0);
 
-/* pitch * rows * layers, or SIZE_MAX when that overflows. */
-static size_t pitched_size(size_t pitch, size_t rows, size_t layers)
-{
-	if (rows && pitch > SIZE_MAX / rows)
-		return SIZE_MAX;
-	if (layers && pitch * rows > SIZE_MAX / layers)
-		return SIZE_MAX;
-	return pitch * rows * layers;
+	if (err == cudaErrorNotReady) {
+		/* No rows: nothing allocated, but the pitch a row would have. */
+		*pitch = width <= SIZE_MAX - 511 ? (width + 511) & ~(size_t)511 : 0;
+		return cudaSuccess;
+	}
+	if (err)
+		return fake_return(err);
+	err = fake_from_cu(fake_driver()->mem_alloc_pitch(&dptr, pitch, width, rows, 4));
+	if (!err)
+		*devPtr = (void *)(uintptr_t)dptr;
+	return fake_return(err);
 }
 
 FAKECUDA_EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width,
 					    size_t height)
 {
-	size_t row_bytes = pitch_of(width);
-	cudaError_t err;
-
 	if (!devPtr || !pitch)
 		return fake_return(cudaErrorInvalidValue);
-	if (width && !row_bytes)
-		return fake_return(cudaErrorMemoryAllocation);
-	err = device_alloc(FAKE_DEVICE, fake_current_device(),
-			   pitched_size(row_bytes, height, 1), devPtr);
-	if (!err)
-		*pitch = row_bytes;
-	return err;
+	return alloc_pitched(devPtr, pitch, width, height);
 }
 
 FAKECUDA_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr,
 					 struct cudaExtent extent)
 {
-	size_t row_bytes = pitch_of(extent.width);
+	size_t pitch = 0;
 	cudaError_t err;
-	void *ptr;
+	void *ptr = NULL;
 
 	if (!pitchedDevPtr)
 		return fake_return(cudaErrorInvalidValue);
-	if (extent.width && !row_bytes)
+	if (extent.depth && extent.height > SIZE_MAX / extent.depth)
 		return fake_return(cudaErrorMemoryAllocation);
-	err = device_alloc(FAKE_DEVICE, fake_current_device(),
-			   pitched_size(row_bytes, extent.height, extent.depth), &ptr);
+	err = alloc_pitched(&ptr, &pitch, extent.width, extent.height * extent.depth);
 	if (!err) {
 		pitchedDevPtr->ptr = ptr;
-		pitchedDevPtr->pitch = row_bytes;
+		pitchedDevPtr->pitch = pitch;
 		pitchedDevPtr->xsize = extent.width;
 		pitchedDevPtr->ysize = extent.height;
 	}
 	return err;
 }
 
-static cudaError_t malloc_async(void **devPtr, size_t size, cudaStream_t stream)
-{
-	cudaError_t err;
-	int device;
-
-	if (!devPtr)
-		return fake_return(cudaErrorInvalidValue);
-	err = fake_stream_device(stream, &device);
-	if (err)
-		return fake_return(err);
-	return device_alloc(FAKE_DEVICE, device, size, devPtr);
-}
-
 FAKECUDA_EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
 {
-	return malloc_async(devPtr, size, hStream);
+	ALLOC_THROUGH_DRIVER(devPtr, size,
+			     fake_driver()->mem_alloc_async((CUdeviceptr *)devPtr, size,
+							    (CUstream)hStream));
 }
 
 FAKECUDA_EXPORT cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size,
 						 cudaStream_t hStream)
 {
-	return malloc_async(devPtr, size, hStream);
-}
-
-static cudaError_t malloc_from_pool(void **ptr, size_t size, cudaMemPool_t pool,
-				    cudaStream_t stream)
-{
-	cudaError_t err;
-	int stream_device;
-	int device;
-
-	if (!ptr)
-		return fake_return(cudaErrorInvalidValue);
-	err = fake_pool_device(pool, &device);
-	if (!err)
-		err = fake_stream_device(stream, &stream_device);
-	if (err)
-		return fake_return(err);
-	return device_alloc(FAKE_DEVICE, device, size, ptr);
+	ALLOC_THROUGH_DRIVER(devPtr, size,
+			     fake_driver()->mem_alloc_async_ptsz((CUdeviceptr *)devPtr, size,
+								 (CUstream)hStream));
 }
 
 FAKECUDA_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size,
 						    cudaMemPool_t memPool, cudaStream_t stream)
 {
-	return malloc_from_pool(ptr, size, memPool, stream);
+	ALLOC_THROUGH_DRIVER(ptr, size,
+			     fake_driver()->mem_alloc_from_pool_async(
+				     (CUdeviceptr *)ptr, size, (CUmemoryPool)memPool,
+				     (CUstream)stream));
 }
 
 FAKECUDA_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size,
 							 cudaMemPool_t memPool,
 							 cudaStream_t stream)
 {
-	return malloc_from_pool(ptr, size, memPool, stream);
+	ALLOC_THROUGH_DRIVER(ptr, size,
+			     fake_driver()->mem_alloc_from_pool_async_ptsz(
+				     (CUdeviceptr *)ptr, size, (CUmemoryPool)memPool,
+				     (CUstream)stream));
 }
 
 FAKECUDA_EXPORT cudaError_t cudaFree(void *devPtr)
 {
-	return fake_return(fake_mem_free(devPtr, DEVICE_KINDS));
-}
-
-static cudaError_t free_async(void *devPtr, cudaStream_t stream)
-{
-	cudaError_t err;
-	int device;
-
-	err = fake_stream_device(stream, &device);
-	if (err)
-		return fake_return(err);
-	return fake_return(fake_mem_free(devPtr, DEVICE_KINDS));
+	if (!devPtr)
+		return cudaSuccess;
+	return fake_return(fake_from_cu(fake_driver()->mem_free((CUdeviceptr)(uintptr_t)devPtr)));
 }
 
 FAKECUDA_EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)
 {
-	return free_async(devPtr, hStream);
+	int device;
+	cudaError_t err = fake_stream_device(hStream, &device);
+
+	if (err || !devPtr)
+		return fake_return(err);
+	return fake_return(fake_from_cu(fake_driver()->mem_free_async(
+		(CUdeviceptr)(uintptr_t)devPtr, (CUstream)hStream)));
 }
 
 FAKECUDA_EXPORT cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
 {
-	return free_async(devPtr, hStream);
+	int device;
+	cudaError_t err = fake_stream_device(hStream, &device);
+
+	if (err || !devPtr)
+		return fake_return(err);
+	return fake_return(fake_from_cu(fake_driver()->mem_free_async_ptsz(
+		(CUdeviceptr)(uintptr_t)devPtr, (CUstream)hStream)));
 }
 
 FAKECUDA_EXPORT cudaError_t cudaFreeHost(void *ptr)
 {
-	return fake_return(fake_mem_free(ptr, FAKE_KIND_BIT(FAKE_PINNED)));
+	if (!ptr)
+		return cudaSuccess;
+	return fake_return(fake_from_cu(fake_driver()->mem_free_host(ptr)));
 }
 
 FAKECUDA_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)

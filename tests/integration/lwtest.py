@@ -52,6 +52,8 @@ class Run:
             full_env["LD_PRELOAD"] = LIB
         full_env["LEAKWATCH_OUT"] = os.path.join(self.dir, pattern)
         full_env.update(env or {})
+        for key in [k for k, v in full_env.items() if v is None]:
+            del full_env[key]  # None: unset
         self.proc = subprocess.run(argv, env=full_env, cwd=self.dir,
                                    capture_output=True, text=True,
                                    timeout=timeout)

@@ -26,7 +26,7 @@ REPORT_KEYS = [
     # Growth (issue 4).
     "step_series", "step_series_stride", "growth_bytes_per_step", "verdict",
     "min_steps", "step_source", "peak_attribution", "gc_passes", "findings",
-    "suppressed_findings",
+    "suppressed_findings", "torch_allocator",
 ]
 VERDICTS = ("growing", "plateau", "sawtooth-flat", "stable", "not-enough-steps")
 POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes",
@@ -161,6 +161,11 @@ def check_report(r, where):
           f"{where}: growth_bytes_per_step")
     check(r["verdict"] in VERDICTS, f"{where}: verdict")
     check(is_uint(r["min_steps"]), f"{where}: min_steps")
+    torch = r["torch_allocator"]
+    check(torch is None or (isinstance(torch, dict) and list(torch) ==
+                            ["conf", "source", "tensors_visible",
+                             "expandable_segments"]),
+          f"{where}: torch_allocator {torch!r}")
     check(r["python"] == r["info"].get("python"), f"{where}: python = INFO python")
     marked = r["report_point"] == "program_end"
     if marked:

@@ -86,8 +86,9 @@ def check_scenario(lw, tmp, name, expected, leak):
                    "growth_bytes_per_step", "verdict", "min_steps"]
     keys = list(d)
     at = keys.index("step_series") if "step_series" in keys else -1
-    if at < 0 or keys[at:at + 5] != growth_keys:
-        fail(f"{name}: growth fields not together in order: {keys[at:]}")
+    if at < 0 or keys[at:at + 5] != growth_keys or \
+       keys.index("program_end") > at:
+        fail(f"{name}: growth fields out of place: {keys}")
     # The series: one point per step (or per stride), in order.
     series, stride = d["step_series"], d["step_series_stride"]
     if d["steps"] and not series:
