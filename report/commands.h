@@ -22,6 +22,10 @@
 enum lw_format {
 	LW_FORMAT_TEXT,
 	LW_FORMAT_JSON,
+	LW_FORMAT_HTML,
+	LW_FORMAT_PERFETTO,
+	LW_FORMAT_FOLDED,
+	LW_FORMAT_GITHUB,
 };
 
 struct lw_output_options {

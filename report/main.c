@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "formats.h"
 #include "growth.h"
 #include "lw-size.h"
 #include "lw-report-config.h"
@@ -127,8 +128,17 @@ int lw_parse_format(const char *value, enum lw_format *out)
 		*out = LW_FORMAT_TEXT;
 	} else if (strcmp(value, "json") == 0) {
 		*out = LW_FORMAT_JSON;
+	} else if (strcmp(value, "html") == 0) {
+		*out = LW_FORMAT_HTML;
+	} else if (strcmp(value, "perfetto") == 0) {
+		*out = LW_FORMAT_PERFETTO;
+	} else if (strcmp(value, "folded") == 0) {
+		*out = LW_FORMAT_FOLDED;
+	} else if (strcmp(value, "github") == 0) {
+		*out = LW_FORMAT_GITHUB;
 	} else {
-		lw_error("unknown format '%s' (use text or json)", value);
+		lw_error("unknown format '%s' (use text, json, html, perfetto, folded or github)",
+			 value);
 		return -EINVAL;
 	}
 	return 0;
@@ -169,9 +179,26 @@ static void put_file_error(const char *path, const char *message)
 	fflush(stderr);
 }
 
+static const struct lw_renderer *renderer_for(enum lw_format format)
+{
+	switch (format) {
+	case LW_FORMAT_HTML:
+		return &lw_html_renderer;
+	case LW_FORMAT_PERFETTO:
+		return &lw_perfetto_renderer;
+	case LW_FORMAT_FOLDED:
+		return &lw_folded_renderer;
+	case LW_FORMAT_GITHUB:
+		return &lw_github_renderer;
+	default:
+		return NULL;
+	}
+}
+
 int lw_report_files(FILE *out, const char *const *paths, size_t count,
 		    const struct lw_output_options *options)
 {
+	const struct lw_renderer *renderer = renderer_for(options->format);
 	bool json = options->format == LW_FORMAT_JSON;
 	bool list = json && (count != 1 || options->json_list);
 	bool first = true;
@@ -179,6 +206,8 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 
 	if (list)
 		lw_json_begin_list(out);
+	if (renderer && renderer->begin)
+		renderer->begin(out, count);
 	for (size_t i = 0; i < count; i++) {
 		struct lw_trace_file tf;
 		char message[256];
@@ -188,9 +217,12 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 		if (rc == 0) {
 			if (options->report.min_steps)
 				tf.report.min_steps = options->report.min_steps;
-			if (!json && !first)
+			if (!json && !renderer && !first)
 				putc('\n', out);
-			if (json)
+			if (renderer)
+				rc = renderer->report(out, &tf.report,
+						      &options->report, i);
+			else if (json)
 				rc = lw_render_json(out, &tf.report, list, first);
 			else
 				rc = lw_render_text(out, &tf.report,
@@ -210,6 +242,8 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 	}
 	if (list)
 		lw_json_end_list(out);
+	if (renderer && renderer->end)
+		renderer->end(out);
 	if (fflush(out) != 0 || ferror(out))
 		return -(errno ? errno : EIO);
 	return failed;

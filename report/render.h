@@ -21,6 +21,10 @@ struct lw_report {
 	const struct lw_trace_result *result;
 	struct lw_symbolizer *symbolizer;
 	uint64_t min_steps;	/* growth verdicts need this many steps */
+	/* The trace's bytes, for a format that reads it again (timeline.h);
+	 * NULL when not at hand. */
+	const uint8_t *data;
+	size_t len;
 };
 
 struct lw_report_options {

@@ -110,6 +110,8 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 	tf->report.result = &tf->result;
 	tf->report.symbolizer = tf->symbolizer;
 	tf->report.min_steps = LW_DEFAULT_MIN_STEPS;
+	tf->report.data = tf->data ? tf->data : empty;
+	tf->report.len = tf->len;
 	return 0;
 
 error:
