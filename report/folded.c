@@ -11,8 +11,9 @@
 #include <stdlib.h>
 
 /*
- * A frame may hold neither ';' (the separator) nor a line break; the
- * last space of a line comes before the number, so spaces are fine.
+ * A frame may hold neither ';' (the separator) nor a line break (U+2028
+ * and U+2029 included, which some readers split lines at); the last space
+ * of a line comes before the number, so spaces are fine.
  */
 static void put_folded(FILE *out, const void *data, size_t len)
 {
@@ -28,6 +29,8 @@ static void put_folded(FILE *out, const void *data, size_t len)
 			putc('?', out);
 		else if (cp == ';')
 			putc(',', out);
+		else if (cp == 0x2028 || cp == 0x2029)
+			putc(' ', out);
 		else
 			fwrite(s + i, 1, n, out);
 		i += n ? n : 1;

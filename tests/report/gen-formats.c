@@ -18,7 +18,7 @@
 #define KiB 1024ull
 
 static const char hostile_file[] =
-	"/home/user/job/</script><script>document.title='pwned'</script>.py";
+	"/home/user/job/</script><script>document.title='pwned'</script>,v2:a.py";
 /* U+2028, U+2029, quotes, ampersand and an img tag in a function name. */
 static const char hostile_function[] =
 	"log_loss\xe2\x80\xa8<img src=x onerror=alert(1)>\xe2\x80\xa9\"&'";
