@@ -77,14 +77,16 @@ static void usage(FILE *out)
 	      "       leakwatch check --max-growth SIZE [--min-steps N] TRACE...\n"
 	      "       leakwatch run [--trace PATTERN] [--format text|json] [-o FILE] [--no-report]\n"
 	      "                     [--max-growth SIZE] [--min-steps N] -- CMD [ARGS...]\n"
-	      "       leakwatch help [report|check|run]\n"
+	      "       leakwatch diff [--min-steps N] BEFORE AFTER\n"
+	      "       leakwatch help [report|check|diff|run]\n"
 	      "       leakwatch --version\n"
 	      "\n"
 	      "leakwatch finds GPU memory leaks. `leakwatch run` runs a program with the\n"
 	      "leakwatch shim preloaded, which records every CUDA allocation and free in a\n"
 	      "trace, then reports what was never freed. `leakwatch report` reports on\n"
 	      "traces written before. `leakwatch check` fails (exit 1) when device memory\n"
-	      "grows faster per training step than allowed: a CI gate.\n"
+	      "grows faster per training step than allowed: a CI gate. `leakwatch diff`\n"
+	      "compares two runs site by site (exit 1 when a site newly grows).\n"
 	      "\n"
 	      "Exit status: 0 on success, 2 for bad usage or an unreadable trace; `check`\n"
 	      "exits 1 when memory grows too fast; `run` exits with the program's status\n"
@@ -244,6 +246,9 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 		lw_json_end_list(out);
 	if (renderer && renderer->end)
 		renderer->end(out);
+	if (options->format == LW_FORMAT_TEXT && count > 1 &&
+	    lw_merged_view(out, paths, count, options->report.min_steps) < 0)
+		failed++;
 	if (fflush(out) != 0 || ferror(out))
 		return -(errno ? errno : EIO);
 	return failed;
@@ -482,6 +487,9 @@ static int cmd_check(int argc, char **argv)
 		else if (rc > 0)
 			over = true;
 	}
+	if (argc - optind > 1)
+		lw_merged_view(stdout, (const char *const *)argv + optind,
+			       (size_t)(argc - optind), min_steps);
 	return unreadable ? LW_EXIT_USAGE : over ? 1 : 0;
 }
 
@@ -495,8 +503,11 @@ static int cmd_help(int argc, char **argv)
 		check_usage(stdout);
 	} else if (strcmp(argv[1], "run") == 0) {
 		lw_run_usage(stdout);
+	} else if (strcmp(argv[1], "diff") == 0) {
+		lw_diff_usage(stdout);
 	} else {
-		lw_error("no help for '%s' (try report, check or run)", argv[1]);
+		lw_error("no help for '%s' (try report, check, diff or run)",
+			 argv[1]);
 		return LW_EXIT_USAGE;
 	}
 	return 0;
@@ -526,6 +537,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (strcmp(command, "run") == 0)
 		return lw_cmd_run(argc - 1, argv + 1);
+	if (strcmp(command, "diff") == 0)
+		return lw_cmd_diff(argc - 1, argv + 1);
 	if (command[0] == '-')
 		lw_error("unknown option '%s' (try 'leakwatch --help')", command);
 	else

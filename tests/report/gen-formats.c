@@ -5,9 +5,9 @@
  * take as markup: the loop keeps one 4 KiB tensor per step for logging
  * (stack 3, `log_loss` in a file whose name holds HTML), plus weights (1),
  * temporaries freed every step (2) and an evaluation cache that fills and
- * stops (4). Variants: "fixed" keeps nothing per step (the same frames,
- * with a new stack id numbering: stacks are matched by name across runs),
- * "worse" keeps 8 KiB per step, and two ranks of a torchrun job (INFO
+ * stops (4). Variants: "fixed" keeps nothing per step (the same frames
+ * under other stack ids: sites are matched by name across runs), "worse"
+ * keeps 8 KiB per step, its lines two further down, and two ranks of a torchrun job (INFO
  * "rank"), rank 1 keeping twice as much as rank 0.
  */
 #include "gen-formats.h"
@@ -23,8 +23,13 @@ static const char hostile_file[] =
 static const char hostile_function[] =
 	"log_loss\xe2\x80\xa8<img src=x onerror=alert(1)>\xe2\x80\xa9\"&'";
 
-/* Stack ids of the four sites, in order: weights, temporaries, kept, cache. */
-static void define_stacks(struct out *o, const uint64_t ids[4])
+/*
+ * The four sites get stack ids first_id to first_id + 3 (weights,
+ * temporaries, kept, cache); ids before them are stacks of no site. Lines
+ * move down by line_shift, as after an edit above them.
+ */
+static void define_stacks(struct out *o, uint64_t first_id,
+			  int64_t line_shift)
 {
 	static const uint64_t native[] = { 0x7f0000001000, 0x5000a0,
 					   0x5000a0, 0x400500 };
@@ -44,19 +49,25 @@ static void define_stacks(struct out *o, const uint64_t ids[4])
 	rec_pycode(o, 3, 1, 3, 25);
 	rec_pycode(o, 4, 4, 5, 40);
 	rec_pycode(o, 5, 1, 6, 70);
+	static const uint64_t other[] = { 0x400900 };
+
+	for (uint64_t id = 1; id < first_id; id++)
+		rec_stack(o, id, other, 1);
 	for (unsigned i = 0; i < 4; i++) {
 		static const uint64_t codes[4] = { 2, 3, 4, 5 };
 
-		rec_stack(o, ids[i], native, 4);
+		rec_stack(o, first_id + i, native, 4);
 		py[0].code = codes[i];
-		py[0].line = lines[i];
-		rec_pystack(o, ids[i], py, 2, evals, 2);
+		py[0].line = lines[i] + line_shift;
+		rec_pystack(o, first_id + i, py, 2, evals, 2);
 	}
 }
 
 static void run(struct out *o, uint64_t kept_per_step, const char *rank,
-		uint32_t pid, const uint64_t ids[4])
+		uint32_t pid, uint64_t first_id, int64_t line_shift)
 {
+	const uint64_t ids[4] = { first_id, first_id + 1, first_id + 2,
+				  first_id + 3 };
 	static const char cmdline[] = "/usr/bin/python3\0train.py";
 	uint64_t addr = 0x7f0000000000;
 
@@ -77,7 +88,7 @@ static void run(struct out *o, uint64_t kept_per_step, const char *rank,
 	rec_context(o, LW_API_CUDA_MALLOC_ASYNC, 0, 0);
 	rec_string(o, 8, "train");
 	rec_string(o, 9, "eval");
-	define_stacks(o, ids);
+	define_stacks(o, first_id, line_shift);
 	rec_alloc(o, LW_MEM_DEVICE, addr, 32 * 1024 * KiB, ids[0]);
 	addr += 0x10000000;
 	for (unsigned step = 0; step < STEPS; step++) {
@@ -110,35 +121,25 @@ static void run(struct out *o, uint64_t kept_per_step, const char *rank,
 
 void scenario_formats(struct out *o)
 {
-	static const uint64_t ids[4] = { 1, 2, 3, 4 };
-
-	run(o, 4 * KiB, NULL, PID, ids);
+	run(o, 4 * KiB, NULL, PID, 1, 0);
 }
 
 void scenario_formats_fixed(struct out *o)
 {
-	static const uint64_t ids[4] = { 7, 5, 9, 6 };
-
-	run(o, 0, NULL, PID + 1, ids);
+	run(o, 0, NULL, PID + 1, 3, 0);
 }
 
 void scenario_formats_worse(struct out *o)
 {
-	static const uint64_t ids[4] = { 4, 3, 2, 1 };
-
-	run(o, 8 * KiB, NULL, PID + 2, ids);
+	run(o, 8 * KiB, NULL, PID + 2, 2, 2);
 }
 
 void scenario_formats_rank0(struct out *o)
 {
-	static const uint64_t ids[4] = { 1, 2, 3, 4 };
-
-	run(o, 4 * KiB, "0", PID + 10, ids);
+	run(o, 4 * KiB, "0", PID + 10, 1, 0);
 }
 
 void scenario_formats_rank1(struct out *o)
 {
-	static const uint64_t ids[4] = { 1, 2, 3, 4 };
-
-	run(o, 8 * KiB, "1", PID + 11, ids);
+	run(o, 8 * KiB, "1", PID + 11, 1, 0);
 }

@@ -3,7 +3,8 @@
 """The html, perfetto, folded and github formats on gen-trace's "formats"
 run (a Python training loop with phases that keeps 4 KiB per step in a
 function and file whose names hold HTML and U+2028), checked against the
-JSON report of the same trace.
+JSON report of the same trace; `leakwatch diff` on its variants (fixed,
+worse, under other stack ids and lines); the merged view of two ranks.
 """
 import argparse
 import html.parser
@@ -209,6 +210,60 @@ def check_html(args, tmp, rep):
         fail("html: a name from the trace became an element")
 
 
+def check_diff(args, tmp):
+    lw = args.leakwatch
+    # (before, after): exit status, the change named for the kept site
+    cases = {
+        ("formats.trace", "formats-fixed.trace"): (0, "fixed"),
+        ("formats.trace", "formats-worse.trace"): (1, "WORSE"),
+        ("formats-fixed.trace", "formats.trace"): (1, "NEW LEAK"),
+        ("formats.trace", "formats.trace"): (0, "still growing"),
+    }
+    for (before, after), (status, change) in cases.items():
+        p = run([lw, "diff", before, after], tmp)
+        out = p.stdout.decode("utf-8")
+        if p.returncode != status:
+            fail(f"diff {before} {after}: exit {p.returncode}, want {status}")
+        kept = [line for line in out.split("\n") if line.startswith("  ")
+                and "growth" in line and "->" in line and "KiB/step" in line]
+        if not kept or not kept[0].strip().startswith(change):
+            fail(f"diff {before} {after}: want {change!r} first: {out}")
+        # The weights and the evaluation cache match by name even though
+        # stack ids (fixed) and lines (worse) differ.
+        if "2 sites unchanged" not in out:
+            fail(f"diff {before} {after}: sites not matched by name: {out}")
+    for argv in (["diff", "formats.trace"],
+                 ["diff", "formats.trace", "missing.trace"],
+                 ["diff", "--top", "x", "formats.trace", "formats.trace"]):
+        p = run([lw, *argv], tmp)
+        if p.returncode != 2 or len(p.stderr.splitlines()) != 1:
+            fail(f"{argv}: exit {p.returncode}, stderr {p.stderr!r}")
+
+
+def check_merged(args, tmp):
+    lw = args.leakwatch
+    p = run([lw, "report", "formats-rank1.trace", "formats-rank0.trace"], tmp)
+    out = p.stdout.decode("utf-8")
+    view = out[out.find("Merged view of 2 traces:"):]
+    if p.returncode != 0 or not view:
+        fail(f"report of two ranks: no merged view (exit {p.returncode})")
+        return
+    lines = view.split("\n")
+    if not (lines[1].startswith("  rank 0:") and lines[2].startswith("  rank 1:")):
+        fail(f"merged view not in rank order: {lines[1:3]}")
+    if "+67.0 KiB per step" not in lines[1] or "+71.0 KiB per step" not in lines[2]:
+        fail(f"merged view: per-rank growth wrong: {lines[1:3]}")
+    if "peak: 41.5 MiB (rank 0) to 41.9 MiB (rank 1)" not in view:
+        fail(f"merged view: imbalance wrong: {view}")
+    if "rank 0 +4.0 KiB/step, rank 1 +8.0 KiB/step" not in view or \
+            "sites common to all traces: 3; sites in only some: 0" not in view:
+        fail(f"merged view: common sites wrong: {view}")
+    p = run([lw, "check", "--max-growth", "1MiB", "formats-rank0.trace",
+             "formats-rank1.trace"], tmp)
+    if p.returncode != 0 or b"Merged view of 2 traces" not in p.stdout:
+        fail(f"check of two ranks: exit {p.returncode}, no merged view")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--leakwatch", required=True)
@@ -217,7 +272,8 @@ def main():
     args.leakwatch = os.path.abspath(args.leakwatch)
     args.gen = os.path.abspath(args.gen)
     with tempfile.TemporaryDirectory() as tmp:
-        for s in ("formats", "formats-rank1"):
+        for s in ("formats", "formats-fixed", "formats-worse",
+                  "formats-rank0", "formats-rank1"):
             subprocess.run([args.gen, s, os.path.join(tmp, s + ".trace")],
                            check=True)
         rep = json.loads(report(args, tmp, "json", "formats.trace"))
@@ -225,6 +281,8 @@ def main():
         check_github(args, tmp, rep)
         check_perfetto(args, tmp, rep)
         check_html(args, tmp, rep)
+        check_diff(args, tmp)
+        check_merged(args, tmp)
         p = run([args.leakwatch, "report", "--format", "svg", "formats.trace"],
                 tmp)
         if p.returncode != 2 or b"unknown format 'svg'" not in p.stderr:
