@@ -16,6 +16,7 @@
 
 #include "arena.h"
 #include "config.h"
+#include "live.h"
 #include "modules.h"
 #include "pyframes.h"
 #include "pyhooks.h"
@@ -160,6 +161,9 @@ static void write_process_info_locked(void)
 	if (getcwd(buf, sizeof(buf)))
 		lw_writer_info(&writer, "cwd", buf, strlen(buf));
 	lw_writer_info(&writer, "leakwatch", LW_VERSION, strlen(LW_VERSION));
+	if (config.rank[0])
+		lw_writer_info(&writer, "rank", config.rank,
+			       strlen(config.rank));
 	if (python_frames)
 		lw_writer_info(&writer, "python", lw_py_version(),
 			       strlen(lw_py_version()));
@@ -228,6 +232,7 @@ static int ensure_trace_locked(void)
 	write_process_info_locked();
 	record_warnings_locked();
 	append_to_manifest(trace_path);
+	lw_live_trace_opened();
 	return 1;
 }
 
@@ -267,6 +272,14 @@ static void note_thread_and_time_locked(void)
 		last_time_ns = now;
 		if (now - last_flush_ns >= FLUSH_INTERVAL_NS)
 			flush_locked();
+	}
+	if (lw_live_take_request()) {
+		flush_locked();
+		lw_live_print_now(live_bytes[LW_MEM_DEVICE] +
+					  live_bytes[LW_MEM_MANAGED],
+				  live_count[LW_MEM_DEVICE] +
+					  live_count[LW_MEM_MANAGED],
+				  trace_path);
 	}
 	if (dropped_events != dropped_reported) {
 		uint8_t payload[LW_VARINT_MAX];
@@ -523,6 +536,8 @@ static void write_step_locked(enum lw_step_source source)
 	}
 	lw_writer_tag(&writer, LW_REC_STEP);
 	flush_locked();
+	lw_live_step(live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED],
+		     live_count[LW_MEM_DEVICE] + live_count[LW_MEM_MANAGED]);
 }
 
 void lw_record_step(enum lw_step_source source)
@@ -678,6 +693,7 @@ static void after_fork_in_child(void)
 	lw_modules_reset();
 	dropped_events = dropped_reported = unknown_frees = 0;
 	warnings_in_trace_mask = 0;
+	lw_live_reset();
 	pthread_mutex_unlock(&lock);
 }
 
@@ -696,6 +712,7 @@ static void init_once_fn(void)
 		state = LW_STATE_OFF;
 		goto done;
 	}
+	lw_live_configure(config.live_every, config.use_signal);
 	lw_unwind_init();
 	enum lw_py_status py = lw_py_init();
 	python_process = py != LW_PY_NOT_PYTHON;
