@@ -652,6 +652,23 @@ void lw_record_mark(enum lw_mark mark)
 	lw_leave();
 }
 
+int lw_device_live(uint64_t *bytes, uint64_t *count)
+{
+	int rc = -1;
+
+	lw_init();
+	if (__atomic_load_n(&lw_state, __ATOMIC_ACQUIRE) != LW_STATE_ACTIVE)
+		return -1;
+	pthread_mutex_lock(&lock);
+	if (trace_state != TRACE_FAILED) {
+		*bytes = live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED];
+		*count = live_count[LW_MEM_DEVICE] + live_count[LW_MEM_MANAGED];
+		rc = 0;
+	}
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
 /* ---- process life ---- */
 
 static void before_fork(void)
