@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Reads what cannot be mapped (a pipe, /dev/stdin) into memory. */
@@ -75,6 +76,70 @@ static int load(int fd, struct lw_trace_file *tf)
 	return 0;
 }
 
+/*
+ * Progress of a long read on a terminal: "leakwatch: reading PATH: 42%",
+ * rewritten in place at most five times a second once the read has taken
+ * a second (with LEAKWATCH_PROGRESS=1 at once and at every callback; with
+ * LEAKWATCH_PROGRESS=0 never), erased at the end.
+ */
+static struct {
+	const char *path;
+	struct timespec start, last;
+	bool shown;
+	bool always;
+} progress;
+
+static double seconds_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) +
+	       (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+static int show_progress(void *ctx, size_t offset, size_t total)
+{
+	(void)ctx;
+	if (!progress.always && seconds_since(&progress.start) < 1.0)
+		return 0;
+	if (!progress.always && progress.shown &&
+	    seconds_since(&progress.last) < 0.2)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &progress.last);
+	fputs("\rleakwatch: reading ", stderr);
+	lw_put_text_str(stderr, progress.path);
+	fprintf(stderr, ": %u%%", (unsigned)(total ? offset * 100 / total : 0));
+	fflush(stderr);
+	progress.shown = true;
+	return 0;
+}
+
+static const struct lw_trace_ops *ops_for(const char *path)
+{
+	static struct lw_trace_ops with_progress;
+	const char *setting = getenv("LEAKWATCH_PROGRESS");
+
+	if ((setting && strcmp(setting, "0") == 0) || !isatty(STDERR_FILENO))
+		return &lw_model_ops;
+	with_progress = lw_model_ops;
+	with_progress.progress = show_progress;
+	progress.path = path;
+	progress.shown = false;
+	progress.always = setting && strcmp(setting, "1") == 0;
+	clock_gettime(CLOCK_MONOTONIC, &progress.start);
+	return &with_progress;
+}
+
+static void end_progress(void)
+{
+	if (progress.shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		progress.shown = false;
+	}
+}
+
 int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 		       char *message, size_t message_size)
 {
@@ -94,8 +159,9 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 	close(fd);
 	if (rc < 0)
 		goto error;
-	rc = lw_trace_read(tf->data ? tf->data : empty, tf->len, &lw_model_ops,
-			   &tf->model, &tf->result);
+	rc = lw_trace_read(tf->data ? tf->data : empty, tf->len,
+			   ops_for(path), &tf->model, &tf->result);
+	end_progress();
 	if (rc < 0) {
 		snprintf(message, message_size, "%s", tf->result.message);
 		return rc;

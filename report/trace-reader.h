@@ -85,7 +85,13 @@ struct lw_trace_ops {
 		       const uint32_t *evals, uint32_t eval_count);
 	/* kind is an enum lw_mark (unknown kinds are passed on too). */
 	int (*mark)(void *ctx, uint64_t kind);
+	/* Every LW_TRACE_PROGRESS_RECORDS records: bytes read so far, of
+	 * total. */
+	int (*progress)(void *ctx, size_t offset, size_t total);
 };
+
+/* Records between two progress callbacks (a power of two). */
+#define LW_TRACE_PROGRESS_RECORDS (1u << 18)
 
 struct lw_trace_result {
 	struct lw_trace_header header;

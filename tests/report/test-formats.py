@@ -264,6 +264,52 @@ def check_merged(args, tmp):
         fail(f"check of two ranks: exit {p.returncode}, no merged view")
 
 
+def read_on_terminal(argv, cwd, setting):
+    """stderr of argv when it is a terminal (a pseudo-terminal)."""
+    import pty
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LEAKWATCH_")}
+    env["LEAKWATCH_PROGRESS"] = setting
+    p = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                         stderr=slave)
+    os.close(slave)
+    data = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    p.wait(timeout=120)
+    os.close(master)
+    return p.returncode, data
+
+
+def check_progress(args, tmp):
+    """On a terminal a long read shows "reading PATH: N%" and erases it;
+    never on a pipe, nor with LEAKWATCH_PROGRESS=0."""
+    subprocess.run([args.gen, "large", os.path.join(tmp, "large.trace"),
+                    "1000000"], check=True)
+    argv = [args.leakwatch, "report", "large.trace"]
+    rc, err = read_on_terminal(argv, tmp, "1")
+    shown = re.findall(rb"\rleakwatch: reading large\.trace: (\d+)%", err)
+    if rc != 0 or len(shown) < 2 or not err.endswith(b"\r\x1b[K"):
+        fail(f"progress on a terminal: exit {rc}, {err[:300]!r}")
+    elif [int(x) for x in shown] != sorted(int(x) for x in shown):
+        fail(f"progress goes backwards: {shown}")
+    rc, err = read_on_terminal(argv, tmp, "0")
+    if err:
+        fail(f"LEAKWATCH_PROGRESS=0 still shows progress: {err[:200]!r}")
+    env = dict(os.environ, LEAKWATCH_PROGRESS="1")
+    p = subprocess.run(argv, cwd=tmp, env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+    if p.stderr:
+        fail(f"progress on a pipe: {p.stderr[:200]!r}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--leakwatch", required=True)
@@ -283,6 +329,7 @@ def main():
         check_html(args, tmp, rep)
         check_diff(args, tmp)
         check_merged(args, tmp)
+        check_progress(args, tmp)
         p = run([args.leakwatch, "report", "--format", "svg", "formats.trace"],
                 tmp)
         if p.returncode != 2 or b"unknown format 'svg'" not in p.stderr:
