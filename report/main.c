@@ -24,12 +24,16 @@
 
 static void report_usage(FILE *out)
 {
-	fputs("usage: leakwatch report [--format text|json] [-o FILE] [--top N] [--frames N] TRACE...\n"
+	fputs("usage: leakwatch report [--format FORMAT] [-o FILE] [--top N] [--frames N] TRACE...\n"
 	      "\n"
 	      "Prints the GPU memory each trace left allocated, grouped by the call stack\n"
 	      "that allocated it, largest first.\n"
 	      "\n"
-	      "  --format text|json  text for people (default), or JSON for programs\n"
+	      "  --format FORMAT     text for people (default); json for programs; html, a\n"
+	      "                      self-contained page with plots and a flame graph;\n"
+	      "                      perfetto, a Chrome/Perfetto trace (ui.perfetto.dev);\n"
+	      "                      folded, stacks of retained bytes for flamegraph.pl\n"
+	      "                      and speedscope; github, GitHub Actions annotations\n"
 	      "  -o, --output FILE   write the report to FILE instead of standard output\n"
 	      "  --top N             text: show the N largest sites (default 10; 0: all)\n"
 	      "  --frames N          text: show N frames of each stack (default 12; 0: all)\n"
@@ -38,7 +42,9 @@ static void report_usage(FILE *out)
 	      "\n"
 	      "With step marks, the report judges whether device memory grows from step\n"
 	      "to step (see `leakwatch help check`) and lists the growing sites first.\n"
-	      "JSON lists every site and frame. Several traces give several reports.\n"
+	      "JSON lists every site and frame. Several traces give several reports;\n"
+	      "as text, then a merged view (each rank's growth, the imbalance between\n"
+	      "them, the sites common to all).\n"
 	      "A trace without an END record (the process was killed, or still runs) is\n"
 	      "reported up to its last complete record and marked TRUNCATED.\n",
 	      out);
@@ -73,9 +79,9 @@ static void check_usage(FILE *out)
 
 static void usage(FILE *out)
 {
-	fputs("usage: leakwatch report [--format text|json] [-o FILE] [--top N] [--frames N] [--min-steps N] TRACE...\n"
+	fputs("usage: leakwatch report [--format FORMAT] [-o FILE] [--top N] [--frames N] [--min-steps N] TRACE...\n"
 	      "       leakwatch check --max-growth SIZE [--min-steps N] TRACE...\n"
-	      "       leakwatch run [--trace PATTERN] [--format text|json] [-o FILE] [--no-report]\n"
+	      "       leakwatch run [--trace PATTERN] [--format FORMAT] [-o FILE] [--no-report]\n"
 	      "                     [--max-growth SIZE] [--min-steps N] -- CMD [ARGS...]\n"
 	      "       leakwatch diff [--min-steps N] BEFORE AFTER\n"
 	      "       leakwatch help [report|check|diff|run]\n"
