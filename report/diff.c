@@ -139,14 +139,13 @@ static void put_pair(FILE *out, const struct pair *p)
 	putc('\n', out);
 }
 
-static void put_run(FILE *out, const char *what, const struct lw_trace_file *b,
+static void put_run(FILE *out, const struct lw_trace_file *b,
 		    const struct lw_site_keys *kb,
 		    const struct lw_trace_file *a,
 		    const struct lw_site_keys *ka)
 {
 	char x[LW_SIZE_BUF], y[LW_SIZE_BUF];
 
-	(void)what;
 	fprintf(out, "  growth: %s %s per step -> %s %s per step\n",
 		lw_verdict_name(kb->findings.growth.run.verdict),
 		lw_format_rate(x, kb->findings.growth.run.per_step),
@@ -217,7 +216,7 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 	fputs(" -> ", out);
 	lw_put_text_str(out, after_path);
 	putc('\n', out);
-	put_run(out, "run", &before, &kb, &after, &ka);
+	put_run(out, &before, &kb, &after, &ka);
 	putc('\n', out);
 	for (size_t i = 0; i < n; i++) {
 		if (pairs[i].change == CHANGE_SAME)

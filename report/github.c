@@ -69,7 +69,7 @@ static int render(FILE *out, const struct lw_report *r,
 	rc = lw_findings_collect(r, &findings);
 	for (size_t i = 0; rc == 0 && i < findings.count; i++) {
 		const struct lw_finding *f = &findings.items[i];
-		char line[32];
+		char line[64];
 
 		fputs("::warning ", out);
 		if (f->have_location && f->location.file) {
