@@ -37,6 +37,15 @@ void leakwatch_phase_begin(const char *name);
 /* Closes the innermost open phase. Unbalanced calls are recorded as such. */
 void leakwatch_phase_end(void);
 
+/*
+ * Device memory (device and managed kinds) this process holds now, as the
+ * shim counts it: *bytes and *count (either may be NULL). Returns 0, or -1
+ * when the shim is not tracking (disabled, or its trace could not be
+ * written). Thread-safe; for test harnesses that judge growth themselves
+ * (the pytest plugin).
+ */
+int leakwatch_device_live(unsigned long long *bytes, unsigned long long *count);
+
 #ifndef LEAKWATCH_NO_INLINE_HELPERS
 #include <dlfcn.h>
 

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,27 @@ static void read_path(struct problems *p, const char *name, char *out,
 	snprintf(out, size, "%s", value);
 }
 
+/*
+ * The process's rank in a multi-process job: $RANK (global, set by
+ * torchrun, torch.distributed.launch, Slurm wrappers), else $LOCAL_RANK.
+ * Only digits are taken: the value goes into file names.
+ */
+static void read_rank(char *out, size_t size)
+{
+	static const char *const names[] = { "RANK", "LOCAL_RANK" };
+
+	out[0] = '\0';
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *value = getenv(names[i]);
+		size_t n = value ? strspn(value, "0123456789") : 0;
+
+		if (n && !value[n] && n < size) {
+			memcpy(out, value, n + 1);
+			return;
+		}
+	}
+}
+
 void lw_config_load(struct lw_config *config)
 {
 	struct problems p = { "", 0 };
@@ -114,8 +136,14 @@ void lw_config_load(struct lw_config *config)
 					 LW_MAX_FRAMES_LIMIT,
 					 LW_DEFAULT_MAX_FRAMES);
 	config->fast_unwind = read_bool(&p, "LEAKWATCH_FAST_UNWIND", 1);
+	read_rank(config->rank, sizeof(config->rank));
 	read_path(&p, "LEAKWATCH_OUT", config->out_pattern,
-		  sizeof(config->out_pattern), LW_DEFAULT_TRACE_PATTERN);
+		  sizeof(config->out_pattern),
+		  config->rank[0] ? LW_DEFAULT_RANK_TRACE_PATTERN
+				  : LW_DEFAULT_TRACE_PATTERN);
+	config->live_every = read_count(&p, "LEAKWATCH_LIVE_EVERY", 0, UINT_MAX,
+					 0);
+	config->use_signal = read_bool(&p, "LEAKWATCH_SIGNAL", 1);
 	read_path(&p, "LEAKWATCH_MANIFEST", config->manifest,
 		  sizeof(config->manifest), "");
 	if (p.count)
@@ -160,6 +188,10 @@ int lw_config_trace_path(const struct lw_config *config, pid_t pid,
 				snprintf(tmp, sizeof(tmp), "host");
 			tmp[sizeof(tmp) - 1] = '\0';
 			ok = append(out, size, &len, tmp, strlen(tmp));
+			p++;
+		} else if (p[0] == '%' && p[1] == 'r') {
+			ok = append(out, size, &len, config->rank,
+				    strlen(config->rank));
 			p++;
 		} else if (p[0] == '%' && p[1] == '%') {
 			ok = append(out, size, &len, "%", 1);

@@ -8,6 +8,8 @@
 #include <sys/types.h>
 
 #define LW_DEFAULT_TRACE_PATTERN "leakwatch-%p.trace"
+/* The default when the launcher set RANK or LOCAL_RANK (torchrun does). */
+#define LW_DEFAULT_RANK_TRACE_PATTERN "leakwatch-rank%r-%p.trace"
 #define LW_DEFAULT_MAX_FRAMES 64
 #define LW_MAX_FRAMES_LIMIT 128
 
@@ -18,6 +20,9 @@ struct lw_config {
 	int disabled;               /* LEAKWATCH_DISABLE */
 	unsigned max_frames;        /* LEAKWATCH_MAX_FRAMES */
 	int fast_unwind;            /* LEAKWATCH_FAST_UNWIND */
+	char rank[16];              /* $RANK, else $LOCAL_RANK; "" */
+	unsigned live_every;        /* LEAKWATCH_LIVE_EVERY: 0 off */
+	int use_signal;             /* LEAKWATCH_SIGNAL: SIGUSR2 */
 };
 
 /*
@@ -28,7 +33,7 @@ void lw_config_load(struct lw_config *config);
 
 /*
  * Expands the trace pattern for pid into out: %p is the pid, %h the host
- * name, %% a percent sign. A relative result is made absolute against the
+ * name, %r the rank (nothing when there is none), %% a percent sign. A relative result is made absolute against the
  * working directory. Returns 0, or -ENAMETOOLONG.
  */
 int lw_config_trace_path(const struct lw_config *config, pid_t pid,

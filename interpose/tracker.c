@@ -18,6 +18,7 @@
 #include "arena.h"
 #include "config.h"
 #include "gate.h"
+#include "live.h"
 #include "modules.h"
 #include "pyframes.h"
 #include "pyhooks.h"
@@ -163,6 +164,9 @@ static void write_process_info_locked(void)
 	if (getcwd(buf, sizeof(buf)))
 		lw_writer_info(&writer, "cwd", buf, strlen(buf));
 	lw_writer_info(&writer, "leakwatch", LW_VERSION, strlen(LW_VERSION));
+	if (config.rank[0])
+		lw_writer_info(&writer, "rank", config.rank,
+			       strlen(config.rank));
 	if (python_frames)
 		lw_writer_info(&writer, "python", lw_py_version(),
 			       strlen(lw_py_version()));
@@ -234,6 +238,7 @@ static int ensure_trace_locked(void)
 	record_warnings_locked();
 	append_to_manifest(trace_path);
 	lw_gate_trace_opened(trace_path);
+	lw_live_trace_opened();
 	return 1;
 }
 
@@ -273,6 +278,14 @@ static void note_thread_and_time_locked(void)
 		last_time_ns = now;
 		if (now - last_flush_ns >= FLUSH_INTERVAL_NS)
 			flush_locked();
+	}
+	if (lw_live_take_request()) {
+		flush_locked();
+		lw_live_print_now(live_bytes[LW_MEM_DEVICE] +
+					  live_bytes[LW_MEM_MANAGED],
+				  live_count[LW_MEM_DEVICE] +
+					  live_count[LW_MEM_MANAGED],
+				  trace_path);
 	}
 	if (dropped_events != dropped_reported) {
 		uint8_t payload[LW_VARINT_MAX];
@@ -533,6 +546,8 @@ static void write_step_locked(enum lw_step_source source)
 	lw_writer_tag(&writer, LW_REC_STEP);
 	flush_locked();
 	lw_gate_step(live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED]);
+	lw_live_step(live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED],
+		     live_count[LW_MEM_DEVICE] + live_count[LW_MEM_MANAGED]);
 }
 
 void lw_record_step(enum lw_step_source source)
@@ -649,6 +664,23 @@ void lw_record_mark(enum lw_mark mark)
 	lw_leave();
 }
 
+int lw_device_live(uint64_t *bytes, uint64_t *count)
+{
+	int rc = -1;
+
+	lw_init();
+	if (__atomic_load_n(&lw_state, __ATOMIC_ACQUIRE) != LW_STATE_ACTIVE)
+		return -1;
+	pthread_mutex_lock(&lock);
+	if (trace_state != TRACE_FAILED) {
+		*bytes = live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED];
+		*count = live_count[LW_MEM_DEVICE] + live_count[LW_MEM_MANAGED];
+		rc = 0;
+	}
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
 /* ---- process life ---- */
 
 static void before_fork(void)
@@ -691,6 +723,7 @@ static void after_fork_in_child(void)
 	lw_modules_reset();
 	dropped_events = dropped_reported = unknown_frees = 0;
 	warnings_in_trace_mask = 0;
+	lw_live_reset();
 	pthread_mutex_unlock(&lock);
 }
 
@@ -761,6 +794,7 @@ static void init_once_fn(void)
 		state = LW_STATE_OFF;
 		goto done;
 	}
+	lw_live_configure(config.live_every, config.use_signal);
 	lw_unwind_init(config.fast_unwind);
 	enum lw_py_status py = lw_py_init();
 	python_process = py != LW_PY_NOT_PYTHON;

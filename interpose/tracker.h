@@ -101,6 +101,12 @@ void lw_record_phase_end(void);
 /* Records a MARK (see common/lw-format.h) and flushes. */
 void lw_record_mark(enum lw_mark mark);
 
+/*
+ * Device and managed memory live now. Returns 0, or -1 when the shim is
+ * not tracking (off, or its trace failed).
+ */
+int lw_device_live(uint64_t *bytes, uint64_t *count);
+
 /* Prints "leakwatch: warning: ..." once per kind, and records it in the
  * trace. The format is always a literal of the shim's. */
 void lw_warn_once(enum lw_warning kind, const char *fmt, ...)

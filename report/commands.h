@@ -24,6 +24,10 @@
 enum lw_format {
 	LW_FORMAT_TEXT,
 	LW_FORMAT_JSON,
+	LW_FORMAT_HTML,
+	LW_FORMAT_PERFETTO,
+	LW_FORMAT_FOLDED,
+	LW_FORMAT_GITHUB,
 };
 
 /* --rules and --suppressions files a command takes, each. */
@@ -91,7 +95,18 @@ int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
 /* Parses --max-growth's SIZE; prints the problem and returns -EINVAL. */
 int lw_parse_max_growth(const char *value, uint64_t *out);
 
+/*
+ * The merged view of several traces (report and check): per trace growth,
+ * the imbalance between them, the sites common to all. Unreadable traces
+ * are left out silently (reported elsewhere); nothing for fewer than two.
+ * Returns 0 or -ENOMEM.
+ */
+int lw_merged_view(FILE *out, const char *const *paths, size_t count,
+		   size_t min_steps);
+
 int lw_cmd_run(int argc, char **argv);
+int lw_cmd_diff(int argc, char **argv);
+void lw_diff_usage(FILE *out);
 void lw_run_usage(FILE *out);
 
 #endif

@@ -40,7 +40,7 @@ struct stack_pattern {
 };
 
 struct infer_state {
-	int (*progress)(void *progress_ctx, size_t offset);
+	int (*progress)(void *progress_ctx, size_t offset, size_t total);
 	void *progress_ctx;
 	struct stack_pattern *stacks;
 	size_t stack_count;	/* ids [0, stack_count) */
@@ -111,11 +111,12 @@ static int infer_step(void *ctx)
 	return -ECANCELED; /* the trace says where its steps are */
 }
 
-static int infer_progress(void *ctx, size_t offset)
+static int infer_progress(void *ctx, size_t offset, size_t total)
 {
 	struct infer_state *st = ctx;
 
-	return st->progress ? st->progress(st->progress_ctx, offset) : 0;
+	return st->progress ? st->progress(st->progress_ctx, offset, total)
+			    : 0;
 }
 
 static const struct lw_trace_ops infer_ops = {
@@ -143,7 +144,8 @@ static int compare_gap(const void *a, const void *b)
 }
 
 int lw_infer_steps(const uint8_t *buf, size_t len,
-		   int (*progress)(void *progress_ctx, size_t offset),
+		   int (*progress)(void *progress_ctx, size_t offset,
+				   size_t total),
 		   void *progress_ctx, struct lw_inferred_steps *out)
 {
 	struct infer_state st = { 0 };

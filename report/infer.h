@@ -27,7 +27,8 @@ struct lw_inferred_steps {
  * why).
  */
 int lw_infer_steps(const uint8_t *buf, size_t len,
-		   int (*progress)(void *progress_ctx, size_t offset),
+		   int (*progress)(void *progress_ctx, size_t offset,
+				   size_t total),
 		   void *progress_ctx, struct lw_inferred_steps *out);
 
 #endif

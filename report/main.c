@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "formats.h"
 #include "growth.h"
 #include "lw-size.h"
 #include "lw-report-config.h"
@@ -23,13 +24,17 @@
 
 static void report_usage(FILE *out)
 {
-	fputs("usage: leakwatch report [--format text|json] [-o FILE] [--top N] [--frames N]\n"
+	fputs("usage: leakwatch report [--format FORMAT] [-o FILE] [--top N] [--frames N]\n"
 	      "                       [--min-steps N] [--rules FILE] [--suppressions FILE] TRACE...\n"
 	      "\n"
 	      "Prints the GPU memory each trace left allocated, grouped by the call stack\n"
 	      "that allocated it, largest first.\n"
 	      "\n"
-	      "  --format text|json  text for people (default), or JSON for programs\n"
+	      "  --format FORMAT     text for people (default); json for programs; html, a\n"
+	      "                      self-contained page with plots and a flame graph;\n"
+	      "                      perfetto, a Chrome/Perfetto trace (ui.perfetto.dev);\n"
+	      "                      folded, stacks of retained bytes for flamegraph.pl\n"
+	      "                      and speedscope; github, GitHub Actions annotations\n"
 	      "  -o, --output FILE   write the report to FILE instead of standard output\n"
 	      "  --top N             text: show the N largest sites (default 10; 0: all)\n"
 	      "  --frames N          text: show N frames of each stack (default 12; 0: all)\n"
@@ -43,7 +48,9 @@ static void report_usage(FILE *out)
 	      "leak), the evidence in numbers, the line to look at and the fix.\n"
 	      "With step marks, the report judges whether device memory grows from step\n"
 	      "to step (see `leakwatch help check`) and lists the growing sites first.\n"
-	      "JSON lists every site and frame. Several traces give several reports.\n"
+	      "JSON lists every site and frame. Several traces give several reports;\n"
+	      "as text, then a merged view (each rank's growth, the imbalance between\n"
+	      "them, the sites common to all).\n"
 	      "A trace without an END record (the process was killed, or still runs) is\n"
 	      "reported up to its last complete record and marked TRUNCATED.\n",
 	      out);
@@ -78,19 +85,21 @@ static void check_usage(FILE *out)
 
 static void usage(FILE *out)
 {
-	fputs("usage: leakwatch report [--format text|json] [-o FILE] [--top N] [--frames N] [--min-steps N] TRACE...\n"
+	fputs("usage: leakwatch report [--format FORMAT] [-o FILE] [--top N] [--frames N] [--min-steps N] TRACE...\n"
 	      "       leakwatch check --max-growth SIZE [--min-steps N] TRACE...\n"
-	      "       leakwatch run [--trace PATTERN] [--format text|json] [-o FILE] [--no-report]\n"
+	      "       leakwatch run [--trace PATTERN] [--format FORMAT] [-o FILE] [--no-report]\n"
 	      "                     [--max-growth SIZE] [--min-steps N]\n"
 	      "                     [--torch-allocator async|keep] -- CMD [ARGS...]\n"
-	      "       leakwatch help [report|check|run]\n"
+	      "       leakwatch diff [--min-steps N] BEFORE AFTER\n"
+	      "       leakwatch help [report|check|diff|run]\n"
 	      "       leakwatch --version\n"
 	      "\n"
 	      "leakwatch finds GPU memory leaks. `leakwatch run` runs a program with the\n"
 	      "leakwatch shim preloaded, which records every CUDA allocation and free in a\n"
 	      "trace, then reports what was never freed. `leakwatch report` reports on\n"
 	      "traces written before. `leakwatch check` fails (exit 1) when device memory\n"
-	      "grows faster per training step than allowed: a CI gate.\n"
+	      "grows faster per training step than allowed: a CI gate. `leakwatch diff`\n"
+	      "compares two runs site by site (exit 1 when a site newly grows).\n"
 	      "\n"
 	      "Exit status: 0 on success, 2 for bad usage or an unreadable trace; `check`\n"
 	      "exits 1 when memory grows too fast; `run` exits with the program's status\n"
@@ -134,8 +143,17 @@ int lw_parse_format(const char *value, enum lw_format *out)
 		*out = LW_FORMAT_TEXT;
 	} else if (strcmp(value, "json") == 0) {
 		*out = LW_FORMAT_JSON;
+	} else if (strcmp(value, "html") == 0) {
+		*out = LW_FORMAT_HTML;
+	} else if (strcmp(value, "perfetto") == 0) {
+		*out = LW_FORMAT_PERFETTO;
+	} else if (strcmp(value, "folded") == 0) {
+		*out = LW_FORMAT_FOLDED;
+	} else if (strcmp(value, "github") == 0) {
+		*out = LW_FORMAT_GITHUB;
 	} else {
-		lw_error("unknown format '%s' (use text or json)", value);
+		lw_error("unknown format '%s' (use text, json, html, perfetto, folded or github)",
+			 value);
 		return -EINVAL;
 	}
 	return 0;
@@ -176,9 +194,26 @@ static void put_file_error(const char *path, const char *message)
 	fflush(stderr);
 }
 
+static const struct lw_renderer *renderer_for(enum lw_format format)
+{
+	switch (format) {
+	case LW_FORMAT_HTML:
+		return &lw_html_renderer;
+	case LW_FORMAT_PERFETTO:
+		return &lw_perfetto_renderer;
+	case LW_FORMAT_FOLDED:
+		return &lw_folded_renderer;
+	case LW_FORMAT_GITHUB:
+		return &lw_github_renderer;
+	default:
+		return NULL;
+	}
+}
+
 int lw_report_files(FILE *out, const char *const *paths, size_t count,
 		    const struct lw_output_options *options)
 {
+	const struct lw_renderer *renderer = renderer_for(options->format);
 	bool json = options->format == LW_FORMAT_JSON;
 	bool list = json && (count != 1 || options->json_list);
 	bool first = true;
@@ -186,6 +221,8 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 
 	if (list)
 		lw_json_begin_list(out);
+	if (renderer && renderer->begin)
+		renderer->begin(out, count);
 	for (size_t i = 0; i < count; i++) {
 		struct lw_trace_file tf;
 		char message[256];
@@ -196,9 +233,12 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 			if (options->report.min_steps)
 				tf.report.min_steps = options->report.min_steps;
 			tf.report.rules = options->report.rules;
-			if (!json && !first)
+			if (!json && !renderer && !first)
 				putc('\n', out);
-			if (json)
+			if (renderer)
+				rc = renderer->report(out, &tf.report,
+						      &options->report, i);
+			else if (json)
 				rc = lw_render_json(out, &tf.report, list, first);
 			else
 				rc = lw_render_text(out, &tf.report,
@@ -218,6 +258,11 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 	}
 	if (list)
 		lw_json_end_list(out);
+	if (renderer && renderer->end)
+		renderer->end(out);
+	if (options->format == LW_FORMAT_TEXT && count > 1 &&
+	    lw_merged_view(out, paths, count, options->report.min_steps) < 0)
+		failed++;
 	if (fflush(out) != 0 || ferror(out))
 		return -(errno ? errno : EIO);
 	return failed;
@@ -542,6 +587,9 @@ static int cmd_check(int argc, char **argv)
 		else if (rc > 0)
 			over = true;
 	}
+	if (argc - optind > 1)
+		lw_merged_view(stdout, (const char *const *)argv + optind,
+			       (size_t)(argc - optind), min_steps);
 	return unreadable ? LW_EXIT_USAGE : over ? 1 : 0;
 }
 
@@ -555,8 +603,11 @@ static int cmd_help(int argc, char **argv)
 		check_usage(stdout);
 	} else if (strcmp(argv[1], "run") == 0) {
 		lw_run_usage(stdout);
+	} else if (strcmp(argv[1], "diff") == 0) {
+		lw_diff_usage(stdout);
 	} else {
-		lw_error("no help for '%s' (try report, check or run)", argv[1]);
+		lw_error("no help for '%s' (try report, check, diff or run)",
+			 argv[1]);
 		return LW_EXIT_USAGE;
 	}
 	return 0;
@@ -586,6 +637,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (strcmp(command, "run") == 0)
 		return lw_cmd_run(argc - 1, argv + 1);
+	if (strcmp(command, "diff") == 0)
+		return lw_cmd_diff(argc - 1, argv + 1);
 	if (command[0] == '-')
 		lw_error("unknown option '%s' (try 'leakwatch --help')", command);
 	else

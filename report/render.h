@@ -23,6 +23,10 @@ struct lw_report {
 	uint64_t min_steps;	/* growth verdicts need this many steps */
 	/* Diagnosis rules and suppressions (rules.h); NULL: none. */
 	const struct lw_rules *rules;
+	/* The trace's bytes, for a format that reads it again (timeline.h);
+	 * NULL when not at hand. */
+	const uint8_t *data;
+	size_t len;
 };
 
 struct lw_rules;

@@ -47,7 +47,7 @@ static volatile sig_atomic_t child_pid;
 
 void lw_run_usage(FILE *out)
 {
-	fputs("usage: leakwatch run [--trace PATTERN] [--format text|json] [-o FILE] [--no-report]\n"
+	fputs("usage: leakwatch run [--trace PATTERN] [--format FORMAT] [-o FILE] [--no-report]\n"
 	      "                     [--max-growth SIZE] [--min-steps N] [--rules FILE]\n"
 	      "                     [--suppressions FILE] [--torch-allocator async|keep]\n"
 	      "                     -- CMD [ARGS...]\n"
@@ -57,7 +57,8 @@ void lw_run_usage(FILE *out)
 	      "\n"
 	      "  --trace PATTERN     where traces go (default: $LEAKWATCH_OUT, or\n"
 	      "                      leakwatch-%p.trace; %p is the process id)\n"
-	      "  --format text|json  report format (default text)\n"
+	      "  --format FORMAT     report format: text (default), json, html, perfetto,\n"
+	      "                      folded, github (see `leakwatch help report`)\n"
 	      "  -o, --output FILE   write the report to FILE\n"
 	      "  --top N, --frames N as for `leakwatch report`\n"
 	      "  --no-report         only list the traces written\n"

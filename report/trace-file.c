@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Reads what cannot be mapped (a pipe, /dev/stdin) into memory. */
@@ -78,13 +79,76 @@ static int load(int fd, struct lw_trace_file *tf)
 }
 
 /*
- * The pages of a mapped trace already read are given back as the read goes
- * on: the model keeps pointers into them (strings, paths), but the mapping
- * is private and read-only, so a page touched again is read again from the
- * file. The report's memory stays bounded by what the model holds, not by
- * the trace's size.
+ * Progress of a long read on a terminal: "leakwatch: reading PATH: 42%",
+ * rewritten in place at most five times a second once the read has taken
+ * a second (with LEAKWATCH_PROGRESS=1 at once and at every callback; with
+ * LEAKWATCH_PROGRESS=0 never), erased at the end.
  */
-static int drop_read_pages(void *ctx, size_t offset)
+static struct {
+	const char *path;
+	struct timespec start, last;
+	bool shown;
+	bool always;
+	bool enabled;
+} progress;
+
+static double seconds_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) +
+	       (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+static int show_progress(void *ctx, size_t offset, size_t total)
+{
+	(void)ctx;
+	if (!progress.always && seconds_since(&progress.start) < 1.0)
+		return 0;
+	if (!progress.always && progress.shown &&
+	    seconds_since(&progress.last) < 0.2)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &progress.last);
+	fputs("\rleakwatch: reading ", stderr);
+	lw_put_text_str(stderr, progress.path);
+	fprintf(stderr, ": %u%%", (unsigned)(total ? offset * 100 / total : 0));
+	fflush(stderr);
+	progress.shown = true;
+	return 0;
+}
+
+/* Whether the terminal gets progress lines (see above), for path. */
+static void start_progress(const char *path)
+{
+	const char *setting = getenv("LEAKWATCH_PROGRESS");
+
+	progress.path = path;
+	progress.shown = false;
+	progress.enabled = !(setting && strcmp(setting, "0") == 0) &&
+			   isatty(STDERR_FILENO);
+	progress.always = setting && strcmp(setting, "1") == 0;
+	clock_gettime(CLOCK_MONOTONIC, &progress.start);
+}
+
+static void end_progress(void)
+{
+	if (progress.shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		progress.shown = false;
+	}
+}
+
+/*
+ * At each progress point of a read: the pages of a mapped trace already
+ * read are given back (the model keeps pointers into them, for strings
+ * and paths, but the mapping is private and read-only, so a page touched
+ * again is read again from the file: the report's memory stays bounded by
+ * what the model holds, not by the trace's size), and the terminal hears
+ * how far the read is.
+ */
+static int on_progress(void *ctx, size_t offset, size_t total)
 {
 	struct lw_trace_file *tf = (struct lw_trace_file *)(
 		(char *)ctx - offsetof(struct lw_trace_file, model));
@@ -96,6 +160,8 @@ static int drop_read_pages(void *ctx, size_t offset)
 			MADV_DONTNEED);
 		tf->dropped = end;
 	}
+	if (progress.enabled)
+		show_progress(ctx, offset, total);
 	return 0;
 }
 
@@ -108,8 +174,7 @@ static int drop_read_pages(void *ctx, size_t offset)
 static void infer_steps(struct lw_trace_file *tf)
 {
 	struct lw_inferred_steps inferred;
-
-	int rc = lw_infer_steps(tf->data, tf->len, drop_read_pages, &tf->model,
+	int rc = lw_infer_steps(tf->data, tf->len, on_progress, &tf->model,
 				&inferred);
 
 	/* Its pages are read again by the model's read. */
@@ -140,12 +205,14 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 	close(fd);
 	if (rc < 0)
 		goto error;
+	start_progress(path);
 	if (tf->data)
 		infer_steps(tf);
 	ops = lw_model_ops;
-	ops.progress = drop_read_pages;
+	ops.progress = on_progress;
 	rc = lw_trace_read(tf->data ? tf->data : empty, tf->len, &ops,
 			   &tf->model, &tf->result);
+	end_progress();
 	if (rc < 0) {
 		snprintf(message, message_size, "%s", tf->result.message);
 		return rc;
@@ -162,6 +229,8 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 	tf->report.result = &tf->result;
 	tf->report.symbolizer = tf->symbolizer;
 	tf->report.min_steps = LW_DEFAULT_MIN_STEPS;
+	tf->report.data = tf->data ? tf->data : empty;
+	tf->report.len = tf->len;
 	return 0;
 
 error:

@@ -86,14 +86,15 @@ struct lw_trace_ops {
 	/* kind is an enum lw_mark (unknown kinds are passed on too). */
 	int (*mark)(void *ctx, uint64_t kind);
 	/*
-	 * Called each time the read passes another LW_TRACE_PROGRESS_BYTES
-	 * of the buffer: everything before offset has been read (its bytes
-	 * may still be referenced through struct lw_bytes).
+	 * Every LW_TRACE_PROGRESS_RECORDS records: bytes read so far, of
+	 * total. Everything before offset has been read (its bytes may still
+	 * be referenced through struct lw_bytes).
 	 */
-	int (*progress)(void *ctx, size_t offset);
+	int (*progress)(void *ctx, size_t offset, size_t total);
 };
 
-#define LW_TRACE_PROGRESS_BYTES ((size_t)8 << 20)
+/* Records between two progress callbacks (a power of two). */
+#define LW_TRACE_PROGRESS_RECORDS (1u << 18)
 
 struct lw_trace_result {
 	struct lw_trace_header header;

@@ -16,7 +16,8 @@ by itself. An explicit leakwatch.step() takes precedence over that.
 import contextlib
 import ctypes
 
-__all__ = ["active", "step", "phase", "phase_begin", "phase_end"]
+__all__ = ["active", "step", "phase", "phase_begin", "phase_end",
+           "device_live"]
 
 
 def _lookup(name, argtypes):
@@ -32,6 +33,11 @@ def _lookup(name, argtypes):
 _step = _lookup("leakwatch_step", [])
 _phase_begin = _lookup("leakwatch_phase_begin", [ctypes.c_char_p])
 _phase_end = _lookup("leakwatch_phase_end", [])
+_device_live = _lookup("leakwatch_device_live",
+                       [ctypes.POINTER(ctypes.c_ulonglong),
+                        ctypes.POINTER(ctypes.c_ulonglong)])
+if _device_live is not None:
+    _device_live.restype = ctypes.c_int
 
 
 def active():
@@ -65,3 +71,15 @@ def phase(name):
         yield
     finally:
         phase_end()
+
+
+def device_live():
+    """(bytes, allocations) of device memory this process holds now, as
+    the shim counts it; None without the shim (or when it is not
+    tracking)."""
+    if _device_live is None:
+        return None
+    nbytes, count = ctypes.c_ulonglong(), ctypes.c_ulonglong()
+    if _device_live(ctypes.byref(nbytes), ctypes.byref(count)) != 0:
+        return None
+    return nbytes.value, count.value

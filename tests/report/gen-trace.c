@@ -23,6 +23,7 @@
 #include "lw-format.h"
 #include "trace-builder.h"
 #include "gen-steps.h"
+#include "gen-formats.h"
 
 static void std_info(struct out *o)
 {
@@ -715,6 +716,11 @@ static const struct {
 	{ "ext-overrun", scenario_ext_overrun },
 	{ "after-end", scenario_after_end },
 	{ "symbols", scenario_symbols },
+	{ "formats", scenario_formats },
+	{ "formats-fixed", scenario_formats_fixed },
+	{ "formats-worse", scenario_formats_worse },
+	{ "formats-rank0", scenario_formats_rank0 },
+	{ "formats-rank1", scenario_formats_rank1 },
 	{ "step-linear", scenario_step_linear },
 	{ "step-tiny", scenario_step_tiny },
 	{ "step-sawtooth-flat", scenario_step_sawtooth_flat },

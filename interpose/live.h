@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The live view of a long job: one line on stderr every N steps
+ * (LEAKWATCH_LIVE_EVERY), and on SIGUSR2 (LEAKWATCH_SIGNAL) a flush of the
+ * trace and the same line at the next event, so that `leakwatch report` can
+ * be run on the trace of a job that is still running.
+ */
+#ifndef LW_LIVE_H
+#define LW_LIVE_H
+
+#include <signal.h>
+#include <stdint.h>
+
+/* Set by the signal handler, cleared by lw_live_take_request(). */
+extern volatile sig_atomic_t lw_live_requested;
+
+/* every: 0 for no periodic line; use_signal: install the handler. */
+void lw_live_configure(unsigned every, int use_signal);
+
+/*
+ * The process opened its trace: installs the SIGUSR2 handler, only if the
+ * signal's disposition is still the default one (a program that handles
+ * SIGUSR2 itself keeps it).
+ */
+void lw_live_trace_opened(void);
+
+/* A step ended with this much device memory live: prints the line every
+ * N steps. Under the tracker's lock. */
+void lw_live_step(uint64_t live_bytes, uint64_t live_count);
+
+/* Whether a signal asked for a line (and clears the request). */
+static inline int lw_live_take_request(void)
+{
+	if (!lw_live_requested)
+		return 0;
+	lw_live_requested = 0;
+	return 1;
+}
+
+/* The line asked for by the signal, after the trace was flushed. */
+void lw_live_print_now(uint64_t live_bytes, uint64_t live_count,
+		       const char *trace_path);
+
+/* In a forked child: steps count from 0 again. */
+void lw_live_reset(void);
+
+#endif

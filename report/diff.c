@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `leakwatch diff BEFORE AFTER`: what changed, site by site, between two
+ * runs of the same program: did the fix work, did a change bring a leak.
+ * Sites are matched by their frames' names (stack ids and addresses differ
+ * from run to run): first all frames with their lines, then, for a file
+ * edited above the site, without line numbers.
+ *
+ * Exit status: 0 when no site grows in AFTER that did not grow in BEFORE
+ * and none grows faster than before; 1 when one does (a regression); 2 for
+ * bad usage or an unreadable trace.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "sitekeys.h"
+#include "trace-file.h"
+
+/* Rates within this fraction (and a byte a step) count as unchanged. */
+#define DIFF_RATE_TOLERANCE 0.1
+
+enum change {
+	CHANGE_NEW_LEAK,	/* regressions first */
+	CHANGE_WORSE,
+	CHANGE_FIXED,
+	CHANGE_BETTER,
+	CHANGE_STILL_GROWING,
+	CHANGE_NEW,
+	CHANGE_GONE,
+	CHANGE_LIVE,		/* grows in neither; live bytes changed */
+	CHANGE_SAME,
+};
+
+static const char *const change_names[] = {
+	"NEW LEAK", "WORSE", "fixed", "better", "still growing", "new",
+	"gone", "changed", "same",
+};
+
+struct pair {
+	const struct lw_site_key *before, *after;
+	enum change change;
+};
+
+static void diff_usage(FILE *out)
+{
+	fputs("usage: leakwatch diff [--min-steps N] [--top N] BEFORE AFTER\n"
+	      "\n"
+	      "Compares two traces of the same program, site by site: growth per step\n"
+	      "and device memory held, before and after. Sites are matched by the\n"
+	      "names of their frames (with line numbers, then without).\n"
+	      "\n"
+	      "  --min-steps N   judge growth only with at least N steps (default 10)\n"
+	      "  --top N         show N sites (default 20; 0: all)\n"
+	      "  -h, --help      show this help\n"
+	      "\n"
+	      "Exit status: 0 when no site grows in AFTER that did not grow in BEFORE,\n"
+	      "or grows faster than before (by more than 10%); 1 when one does; 2 for\n"
+	      "bad usage or an unreadable trace. Sites still growing at the same rate\n"
+	      "do not fail the diff: `leakwatch check` judges those.\n",
+	      out);
+}
+
+static bool growing(const struct lw_site_key *k)
+{
+	return k && k->growth.verdict == LW_VERDICT_GROWING;
+}
+
+static bool faster(double after, double before)
+{
+	return after > before * (1 + DIFF_RATE_TOLERANCE) + 1;
+}
+
+static enum change classify(const struct lw_site_key *b,
+			    const struct lw_site_key *a)
+{
+	if (!b)
+		return growing(a) ? CHANGE_NEW_LEAK : CHANGE_NEW;
+	if (!a)
+		return growing(b) ? CHANGE_FIXED : CHANGE_GONE;
+	if (growing(b) && !growing(a))
+		return CHANGE_FIXED;
+	if (!growing(b) && growing(a))
+		return CHANGE_NEW_LEAK;
+	if (growing(b)) {
+		if (faster(a->growth.bytes_per_step, b->growth.bytes_per_step))
+			return CHANGE_WORSE;
+		if (faster(b->growth.bytes_per_step, a->growth.bytes_per_step))
+			return CHANGE_BETTER;
+		return CHANGE_STILL_GROWING;
+	}
+	return a->live_bytes == b->live_bytes ? CHANGE_SAME : CHANGE_LIVE;
+}
+
+static int compare_pairs(const void *x, const void *y)
+{
+	const struct pair *p = x, *q = y;
+	uint64_t pb, qb;
+
+	if (p->change != q->change)
+		return p->change < q->change ? -1 : 1;
+	pb = (p->after ? p->after->live_bytes : 0) +
+	     (p->before ? p->before->live_bytes : 0);
+	qb = (q->after ? q->after->live_bytes : 0) +
+	     (q->before ? q->before->live_bytes : 0);
+	return pb > qb ? -1 : pb < qb;
+}
+
+static void put_rate(FILE *out, const struct lw_site_key *k)
+{
+	char rate[LW_SIZE_BUF];
+
+	if (!k)
+		fputs("-", out);
+	else if (k->growth.verdict == LW_VERDICT_GROWING)
+		fprintf(out, "%s/step", lw_format_rate(rate, k->growth.bytes_per_step));
+	else
+		fputs(lw_verdict_name(k->growth.verdict), out);
+}
+
+static void put_pair(FILE *out, const struct pair *p)
+{
+	const struct lw_site_key *any = p->after ? p->after : p->before;
+	char a[LW_SIZE_BUF], b[LW_SIZE_BUF];
+
+	fprintf(out, "  %-13s growth ", change_names[p->change]);
+	put_rate(out, p->before);
+	fputs(" -> ", out);
+	put_rate(out, p->after);
+	fprintf(out, "; held %s -> %s\n",
+		p->before ? lw_format_size(b, p->before->live_bytes) : "-",
+		p->after ? lw_format_size(a, p->after->live_bytes) : "-");
+	fputs("      at ", out);
+	lw_put_text_str(out, any->label);
+	putc('\n', out);
+}
+
+static void put_run(FILE *out, const struct lw_trace_file *b,
+		    const struct lw_site_keys *kb,
+		    const struct lw_trace_file *a,
+		    const struct lw_site_keys *ka)
+{
+	char x[LW_SIZE_BUF], y[LW_SIZE_BUF];
+
+	fprintf(out, "  growth: %s %s per step -> %s %s per step\n",
+		lw_verdict_name(kb->findings.growth.run.verdict),
+		lw_format_rate(x, kb->findings.growth.run.per_step),
+		lw_verdict_name(ka->findings.growth.run.verdict),
+		lw_format_rate(y, ka->findings.growth.run.per_step));
+	fprintf(out, "  steps: %" PRIu64 " -> %" PRIu64 "\n", b->model.steps,
+		a->model.steps);
+	fprintf(out, "  peak device memory: %s -> %s\n",
+		lw_format_size(x, b->model.peak_bytes),
+		lw_format_size(y, a->model.peak_bytes));
+	fprintf(out, "  live device memory at the report point: %s -> %s\n",
+		lw_format_size(x, lw_model_device_live_bytes(&b->model)),
+		lw_format_size(y, lw_model_device_live_bytes(&a->model)));
+}
+
+static int diff(FILE *out, const char *before_path, const char *after_path,
+		size_t min_steps, size_t top)
+{
+	struct lw_trace_file before, after;
+	struct lw_site_keys kb = { 0 }, ka = { 0 };
+	struct pair *pairs = NULL;
+	size_t n = 0, regressions = 0, same = 0, shown = 0;
+	char message[256];
+	const char *bad = before_path;
+	int rc;
+
+	memset(&after, 0, sizeof(after));
+	rc = lw_trace_file_open(&before, before_path, message, sizeof(message));
+	if (rc == 0) {
+		bad = after_path;
+		rc = lw_trace_file_open(&after, after_path, message,
+					sizeof(message));
+	}
+	if (rc < 0)
+		goto out;
+	before.report.min_steps = after.report.min_steps = min_steps;
+	rc = lw_site_keys_build(&before.report, &kb);
+	if (rc == 0)
+		rc = lw_site_keys_build(&after.report, &ka);
+	pairs = calloc(kb.count + ka.count + 1, sizeof(*pairs));
+	if (rc == 0 && !pairs)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		snprintf(message, sizeof(message), "%s", strerror(-rc));
+		goto out;
+	}
+	for (size_t i = 0; i < ka.count; i++) {
+		struct lw_site_key *b = lw_site_keys_match(&kb, &ka.items[i]);
+
+		if (b)
+			b->matched = true;
+		pairs[n].before = b;
+		pairs[n++].after = &ka.items[i];
+	}
+	for (size_t i = 0; i < kb.count; i++)
+		if (!kb.items[i].matched)
+			pairs[n++].before = &kb.items[i];
+	for (size_t i = 0; i < n; i++) {
+		pairs[i].change = classify(pairs[i].before, pairs[i].after);
+		regressions += pairs[i].change == CHANGE_NEW_LEAK ||
+			       pairs[i].change == CHANGE_WORSE;
+		same += pairs[i].change == CHANGE_SAME;
+	}
+	qsort(pairs, n, sizeof(*pairs), compare_pairs);
+
+	fputs("leakwatch: diff ", out);
+	lw_put_text_str(out, before_path);
+	fputs(" -> ", out);
+	lw_put_text_str(out, after_path);
+	putc('\n', out);
+	put_run(out, &before, &kb, &after, &ka);
+	putc('\n', out);
+	for (size_t i = 0; i < n; i++) {
+		if (pairs[i].change == CHANGE_SAME)
+			continue;
+		if (top && shown == top) {
+			fprintf(out, "  ... %zu more site%s (--top 0 shows all)\n",
+				n - same - shown, n - same - shown == 1 ? "" : "s");
+			break;
+		}
+		put_pair(out, &pairs[i]);
+		shown++;
+	}
+	if (same)
+		fprintf(out, "  %zu site%s unchanged\n", same,
+			same == 1 ? "" : "s");
+	if (regressions)
+		fprintf(out, "\nREGRESSION: %zu site%s grow%s in the second run that did not, or grow%s faster\n",
+			regressions, regressions == 1 ? "" : "s",
+			regressions == 1 ? "s" : "", regressions == 1 ? "s" : "");
+	else
+		fputs("\nno regression: no site grows that did not, or faster than before\n",
+		      out);
+	rc = regressions ? 1 : 0;
+out:
+	fflush(out);
+	if (rc < 0) {
+		fflush(stdout);
+		fputs("leakwatch: ", stderr);
+		lw_put_text_str(stderr, bad);
+		fprintf(stderr, ": %s\n", message);
+	}
+	free(pairs);
+	lw_site_keys_fini(&ka);
+	lw_site_keys_fini(&kb);
+	lw_trace_file_close(&after);
+	lw_trace_file_close(&before);
+	return rc;
+}
+
+int lw_cmd_diff(int argc, char **argv)
+{
+	static const struct option long_options[] = {
+		{ "min-steps", required_argument, NULL, 'S' },
+		{ "top", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	size_t min_steps = LW_DEFAULT_MIN_STEPS, top = 20;
+	int c, rc;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'S':
+			if (lw_parse_min_steps(optarg, &min_steps) < 0)
+				return LW_EXIT_USAGE;
+			break;
+		case 'T':
+			if (lw_parse_count("--top", optarg, &top) < 0)
+				return LW_EXIT_USAGE;
+			break;
+		case 'h':
+			diff_usage(stdout);
+			return 0;
+		default:
+			lw_bad_option(c, argv);
+			return LW_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
+		lw_error("diff: needs two traces (usage: leakwatch diff [OPTIONS] BEFORE AFTER)");
+		return LW_EXIT_USAGE;
+	}
+	rc = diff(stdout, argv[optind], argv[optind + 1], min_steps, top);
+	return rc < 0 ? LW_EXIT_USAGE : rc;
+}
+
+void lw_diff_usage(FILE *out)
+{
+	diff_usage(out);
+}

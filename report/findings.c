@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/* Named frames, and the one place findings are gathered. */
+#include "findings.h"
+
+#include "diagnose.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* file without the traced process's working directory when inside it. */
+static void strip_cwd(const struct lw_model *m, const char **file,
+		      size_t *len)
+{
+	const struct lw_bytes *cwd = lw_model_info(m, "cwd");
+
+	if (cwd && cwd->len && *len > cwd->len + 1 &&
+	    memcmp(*file, cwd->data, cwd->len) == 0 &&
+	    ((*file)[cwd->len] == '/' || cwd->data[cwd->len - 1] == '/')) {
+		*file += cwd->len;
+		*len -= cwd->len;
+		if (**file == '/') {
+			(*file)++;
+			(*len)--;
+		}
+	}
+}
+
+static void name_pyframe(const struct lw_model *m,
+			 const struct lw_trace_pyframe *py,
+			 struct lw_named_frame *out)
+{
+	struct lw_bytes function, file;
+
+	lw_model_pyframe_names(m, py, &function, &file);
+	memset(out, 0, sizeof(*out));
+	out->python = true;
+	out->function = (const char *)function.data;
+	out->function_len = function.len;
+	out->file = (const char *)file.data;
+	out->file_len = file.len;
+	out->line = py->line;
+	if (out->file)
+		strip_cwd(m, &out->file, &out->file_len);
+}
+
+static void name_native(const struct lw_model *m, const struct lw_symbol *sym,
+			const struct lw_sym_frame *f,
+			struct lw_named_frame *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->function = f->function;
+	out->function_len = f->function ? strlen(f->function) : 0;
+	out->file = f->file;
+	out->file_len = f->file ? strlen(f->file) : 0;
+	out->line = f->line;
+	out->module = sym->module;
+	out->offset = sym->module ? sym->offset : sym->address;
+	if (out->file)
+		strip_cwd(m, &out->file, &out->file_len);
+}
+
+int lw_named_stack(const struct lw_report *r, uint64_t stack_id,
+		   struct lw_named_frame **out, size_t *count)
+{
+	struct lw_named_frame *named = NULL;
+	struct lw_frame *frames;
+	size_t n, used = 0, capacity = 0;
+	int rc;
+
+	*out = NULL;
+	*count = 0;
+	rc = lw_model_stack(r->model, stack_id, &frames, &n);
+	if (rc < 0 || n == 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		const struct lw_symbol *sym = NULL;
+		unsigned parts = 1;
+
+		if (!frames[i].python) {
+			rc = lw_symbolize(r->symbolizer, frames[i].address,
+					  &sym);
+			if (rc < 0)
+				goto error;
+			parts = sym->frame_count;
+		}
+		if (used + parts > capacity) {
+			size_t next = (used + parts) * 2;
+			struct lw_named_frame *p =
+				realloc(named, next * sizeof(*p));
+
+			if (!p) {
+				rc = -ENOMEM;
+				goto error;
+			}
+			named = p;
+			capacity = next;
+		}
+		if (frames[i].python) {
+			name_pyframe(r->model, frames[i].py, &named[used++]);
+			continue;
+		}
+		for (unsigned j = 0; j < parts; j++)
+			name_native(r->model, sym, &sym->frames[j],
+				    &named[used++]);
+	}
+	free(frames);
+	*out = named;
+	*count = used;
+	return 0;
+
+error:
+	free(frames);
+	free(named);
+	return rc;
+}
+
+void lw_put_frame_label(FILE *out, const struct lw_named_frame *f,
+			void (*put)(FILE *out, const void *data, size_t len))
+{
+	char buf[64];
+	int n;
+
+	if (!f->function && !f->file) {
+		if (f->module) {
+			const char *slash = strrchr(f->module, '/');
+			const char *base = slash ? slash + 1 : f->module;
+
+			put(out, base, strlen(base));
+			n = snprintf(buf, sizeof(buf), "+0x%" PRIx64, f->offset);
+		} else {
+			n = snprintf(buf, sizeof(buf), "0x%" PRIx64, f->offset);
+		}
+		put(out, buf, (size_t)n);
+		return;
+	}
+	if (f->function)
+		put(out, f->function, f->function_len);
+	else
+		put(out, "??", 2);
+	if (!f->file)
+		return;
+	put(out, " (", 2);
+	put(out, f->file, f->file_len);
+	if (f->line > 0) {
+		n = snprintf(buf, sizeof(buf), ":%" PRId64, f->line);
+		put(out, buf, (size_t)n);
+	}
+	put(out, ")", 1);
+}
+
+static void put_raw(FILE *out, const void *data, size_t len)
+{
+	fwrite(data, 1, len, out);
+}
+
+char *lw_frame_label_string(const struct lw_named_frame *frame, size_t *len)
+{
+	char *text = NULL;
+	FILE *s = open_memstream(&text, len);
+
+	if (!s)
+		return NULL;
+	lw_put_frame_label(s, frame, put_raw);
+	if (fclose(s) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+/* "grows by +512 B per step at forward_backward (train.c:51)" */
+/* "CATEGORY: REASON, +N per step at LOCATION". */
+static char *make_title(const struct lw_report_finding *f, const char *reason)
+{
+	char rate[LW_SIZE_BUF], *text = NULL;
+	size_t len = 0;
+	FILE *s = open_memstream(&text, &len);
+
+	if (!s)
+		return NULL;
+	fprintf(s, "%s: %s", f->category, reason ? reason : "GPU memory leak");
+	if (f->bytes_per_step > 0)
+		fprintf(s, ", %s per step", lw_format_rate(rate, f->bytes_per_step));
+	if (f->count_per_step >= 0.5)
+		fprintf(s, " (%+.3g allocation%s per step)", f->count_per_step,
+			f->count_per_step == 1 ? "" : "s");
+	if (f->have_location) {
+		fputs(" at ", s);
+		lw_put_frame_label(s, &f->location, put_raw);
+	}
+	if (fclose(s) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+int lw_site_location(const struct lw_report *r, uint32_t site,
+		     struct lw_named_frame *out, bool *found)
+{
+	const struct lw_model *m = r->model;
+	struct lw_location loc;
+	struct lw_frame *frames;
+	size_t count;
+	int rc;
+
+	*found = false;
+	rc = lw_model_stack(m, m->sites[site].stack_id, &frames, &count);
+	if (rc < 0 || count == 0)
+		return rc;
+	rc = lw_find_location(r, frames, count, &loc);
+	if (rc == 0 && loc.frame) {
+		*found = true;
+		if (loc.frame->python)
+			name_pyframe(m, loc.frame->py, out);
+		else
+			name_native(m, loc.symbol, &loc.symbol->frames[0], out);
+	}
+	free(frames);
+	return rc;
+}
+
+int lw_findings_collect(const struct lw_report *r, struct lw_findings *out)
+{
+	struct lw_diagnosis d;
+	size_t n = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = lw_model_growth(r->model, r->min_steps, &out->growth);
+	if (rc == 0)
+		rc = lw_diagnose(r, &d);
+	else
+		memset(&d, 0, sizeof(d));
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; i < d.finding_count; i++)
+		n += d.findings[i].leak && !d.findings[i].suppressed;
+	if (n == 0)
+		goto out;
+	out->items = calloc(n, sizeof(*out->items));
+	if (!out->items) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < d.finding_count; i++) {
+		const struct lw_finding *df = &d.findings[i];
+		struct lw_report_finding *f;
+
+		if (!df->leak || df->suppressed)
+			continue;
+		f = &out->items[out->count++];
+		f->site = df->site;
+		f->category = lw_category_name(df->category);
+		f->verdict = out->growth.sites[df->site].verdict;
+		f->bytes_per_step = df->evidence.bytes_per_step;
+		f->count_per_step = df->evidence.count_per_step;
+		f->fix = df->fix;
+		if ((rc = lw_site_location(r, f->site, &f->location,
+					   &f->have_location)) < 0)
+			goto out;
+		f->title = make_title(f, df->reason);
+		if (!f->title) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+out:
+	lw_diagnosis_fini(&d);
+	return rc;
+}
+
+void lw_findings_fini(struct lw_findings *findings)
+{
+	for (size_t i = 0; i < findings->count; i++)
+		free(findings->items[i].title);
+	free(findings->items);
+	lw_growth_report_fini(&findings->growth);
+	memset(findings, 0, sizeof(*findings));
+}

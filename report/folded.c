@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `--format folded`: the device memory each stack retains at the report
+ * point, one line per stack, "outermost;...;innermost BYTES", as
+ * flamegraph.pl, inferno and speedscope read it.
+ */
+#include "findings.h"
+#include "formats.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+/*
+ * A frame may hold neither ';' (the separator) nor a line break (U+2028
+ * and U+2029 included, which some readers split lines at); the last space
+ * of a line comes before the number, so spaces are fine.
+ */
+static void put_folded(FILE *out, const void *data, size_t len)
+{
+	const uint8_t *s = data;
+	size_t i = 0;
+
+	while (i < len) {
+		uint32_t cp;
+		size_t n = lw_utf8_sequence(s + i, len - i, &cp);
+
+		if (n == 0 || cp < 0x20 || cp == 0x7f ||
+		    (cp >= 0x80 && cp < 0xa0))
+			putc('?', out);
+		else if (cp == ';')
+			putc(',', out);
+		else if (cp == 0x2028 || cp == 0x2029)
+			putc(' ', out);
+		else
+			fwrite(s + i, 1, n, out);
+		i += n ? n : 1;
+	}
+}
+
+static int render(FILE *out, const struct lw_report *r,
+		     const struct lw_report_options *options, size_t index)
+{
+	const struct lw_model *m = r->model;
+	uint32_t *sites;
+	size_t count;
+	int rc;
+
+	(void)options;
+	(void)index;
+	rc = lw_model_live_sites(m, &sites, &count);
+	for (size_t i = 0; rc == 0 && i < count; i++) {
+		uint32_t site = sites[i];
+		struct lw_totals t = lw_model_site_totals(m, site);
+		struct lw_named_frame *frames;
+		size_t n;
+
+		if (t.live_bytes == 0 || (m->sites[site].kind != LW_MEM_DEVICE &&
+					  m->sites[site].kind != LW_MEM_MANAGED))
+			continue;
+		rc = lw_named_stack(r, m->sites[site].stack_id, &frames, &n);
+		if (rc < 0)
+			break;
+		if (n == 0)
+			fputs("[no stack captured]", out);
+		for (size_t j = n; j-- > 0;) {
+			lw_put_frame_label(out, &frames[j], put_folded);
+			if (j)
+				putc(';', out);
+		}
+		fprintf(out, " %" PRIu64 "\n", t.live_bytes);
+		free(frames);
+	}
+	free(sites);
+	return rc;
+}
+
+const struct lw_renderer lw_folded_renderer = {
+	.report = render,
+};

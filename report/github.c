@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `--format github`: each finding as a GitHub Actions workflow command,
+ *     ::warning file=PATH,line=N,title=TITLE::MESSAGE
+ * which the runner shows as an annotation on that line of the pull
+ * request. Values are escaped as the runner unescapes them: '%', CR and LF
+ * everywhere, and ':' and ',' too in properties.
+ */
+#include "findings.h"
+#include "formats.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static void put_escaped(FILE *out, const void *data, size_t len,
+			bool property)
+{
+	const uint8_t *s = data;
+	size_t i = 0;
+
+	while (i < len) {
+		uint32_t cp;
+		size_t n = lw_utf8_sequence(s + i, len - i, &cp);
+
+		if (n == 0)
+			fputs("\xef\xbf\xbd", out);
+		else if (cp == '%')
+			fputs("%25", out);
+		else if (cp == '\r')
+			fputs("%0D", out);
+		else if (cp == '\n')
+			fputs("%0A", out);
+		else if (property && cp == ':')
+			fputs("%3A", out);
+		else if (property && cp == ',')
+			fputs("%2C", out);
+		else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
+			putc(' ', out);
+		else
+			fwrite(s + i, 1, n, out);
+		i += n ? n : 1;
+	}
+}
+
+static void put_property(FILE *out, const void *data, size_t len)
+{
+	put_escaped(out, data, len, true);
+}
+
+static void put_message(FILE *out, const void *data, size_t len)
+{
+	put_escaped(out, data, len, false);
+}
+
+static void put_message_str(FILE *out, const char *s)
+{
+	put_message(out, s, strlen(s));
+}
+
+static int render(FILE *out, const struct lw_report *r,
+		     const struct lw_report_options *options, size_t index)
+{
+	struct lw_findings findings;
+	char rate[LW_SIZE_BUF];
+	int rc;
+
+	(void)options;
+	(void)index;
+	rc = lw_findings_collect(r, &findings);
+	for (size_t i = 0; rc == 0 && i < findings.count; i++) {
+		const struct lw_report_finding *f = &findings.items[i];
+		char line[64];
+
+		fputs("::warning ", out);
+		if (f->have_location && f->location.file) {
+			fputs("file=", out);
+			put_property(out, f->location.file,
+				     f->location.file_len);
+			if (f->location.line > 0)
+				fprintf(out, ",line=%" PRId64, f->location.line);
+			putc(',', out);
+		}
+		fputs("title=", out);
+		snprintf(line, sizeof(line), "GPU memory leak: %s",
+			 lw_format_rate(rate, f->bytes_per_step));
+		put_property(out, line, strlen(line));
+		put_property(out, " per step", 9);
+		fputs("::", out);
+		put_message_str(out, f->title);
+		put_message_str(out, "\nleakwatch trace: ");
+		put_message_str(out, r->path);
+		if (f->fix) {
+			put_message_str(out, "\nfix: ");
+			put_message_str(out, f->fix);
+		}
+		putc('\n', out);
+	}
+	lw_findings_fini(&findings);
+	return rc;
+}
+
+const struct lw_renderer lw_github_renderer = {
+	.report = render,
+};

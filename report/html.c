@@ -1,0 +1,606 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `--format html`: one self-contained page (inline CSS, script and SVG; no
+ * network, no fonts) per run of the command, a section per trace:
+ *   - live device memory at each step point, the phases as bands and the
+ *     peak marked;
+ *   - the growth of the sites that grow fastest (else the largest);
+ *   - an icicle graph of the device memory retained at the report point,
+ *     by stack, outermost frame on top;
+ *   - the findings and what to do about them.
+ *
+ * Everything is aggregated here, before the page is written: the step
+ * series is bounded (LW_STEP_POINTS_MAX), the icicle keeps at most
+ * HTML_MAX_NODES nodes and folds nodes under 0.1% of the total into
+ * "(other)", so a trace of any length gives a page of bounded size.
+ *
+ * Strings from the trace reach the page two ways only: HTML text through
+ * put_html() (& < > " ' escaped), and JSON inside <script
+ * type="application/json"> through lw_put_script_json_string() ("<", ">",
+ * "&", U+2028 and U+2029 as \uXXXX, so "</script>" cannot close it). The
+ * script reads that JSON and builds the charts with textContent and
+ * setAttribute, never by parsing markup.
+ */
+#include "findings.h"
+#include "formats.h"
+#include "timeline.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Icicle nodes written per trace, and sites folded into it. */
+#define HTML_MAX_NODES 4000
+#define HTML_MAX_SITES 20000
+#define HTML_MAX_DEPTH 128
+/* Sites drawn as growth lines. */
+#define HTML_MAX_LINES 8
+
+void lw_put_script_json_string(FILE *out, const void *data, size_t len)
+{
+	const uint8_t *s = data;
+	size_t i = 0;
+
+	putc('"', out);
+	while (i < len) {
+		uint32_t cp;
+		size_t n = lw_utf8_sequence(s + i, len - i, &cp);
+
+		if (n == 0) {
+			fputs("\\ufffd", out);
+			i++;
+			continue;
+		}
+		if (cp == '"' || cp == '\\')
+			fprintf(out, "\\%c", (char)cp);
+		else if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0) ||
+			 cp == '<' || cp == '>' || cp == '&' ||
+			 cp == 0x2028 || cp == 0x2029)
+			fprintf(out, "\\u%04x", (unsigned)cp);
+		else
+			fwrite(s + i, 1, n, out);
+		i += n;
+	}
+	putc('"', out);
+}
+
+static void put_html(FILE *out, const void *data, size_t len)
+{
+	const uint8_t *s = data;
+	size_t i = 0;
+
+	while (i < len) {
+		uint32_t cp;
+		size_t n = lw_utf8_sequence(s + i, len - i, &cp);
+
+		if (n == 0)
+			fputs("\xef\xbf\xbd", out);
+		else if (cp == '&')
+			fputs("&amp;", out);
+		else if (cp == '<')
+			fputs("&lt;", out);
+		else if (cp == '>')
+			fputs("&gt;", out);
+		else if (cp == '"')
+			fputs("&quot;", out);
+		else if (cp == '\'')
+			fputs("&#39;", out);
+		else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
+			fprintf(out, "&#xfffd;");
+		else
+			fwrite(s + i, 1, n, out);
+		i += n ? n : 1;
+	}
+}
+
+static void put_html_str(FILE *out, const char *s)
+{
+	put_html(out, s, strlen(s));
+}
+
+/* The icicle: a tree of frames, outermost at the root. */
+struct flame_node {
+	char *label;
+	size_t label_len;
+	uint64_t value;
+	uint32_t first_child;	/* 0: none (node 0 is the root) */
+	uint32_t next_sibling;
+};
+
+struct flame {
+	struct flame_node *nodes;
+	uint32_t count, capacity;
+	uint32_t written;
+};
+
+static int flame_child(struct flame *fl, uint32_t parent, char *label,
+		       size_t len, uint32_t *out)
+{
+	uint32_t *link = &fl->nodes[parent].first_child;
+	struct flame_node *n;
+
+	while (*link) {
+		n = &fl->nodes[*link];
+		if (n->label_len == len && memcmp(n->label, label, len) == 0) {
+			free(label);
+			*out = *link;
+			return 0;
+		}
+		link = &n->next_sibling;
+	}
+	if (fl->count == fl->capacity) {
+		uint32_t next = fl->capacity ? fl->capacity * 2 : 256;
+		struct flame_node *p = realloc(fl->nodes, next * sizeof(*p));
+
+		if (!p) {
+			free(label);
+			return -ENOMEM;
+		}
+		fl->nodes = p;
+		fl->capacity = next;
+		/* fl->nodes moved: find the link again. */
+		link = &fl->nodes[parent].first_child;
+		while (*link)
+			link = &fl->nodes[*link].next_sibling;
+	}
+	n = &fl->nodes[fl->count];
+	memset(n, 0, sizeof(*n));
+	n->label = label;
+	n->label_len = len;
+	*link = fl->count;
+	*out = fl->count++;
+	return 0;
+}
+
+static int flame_add_site(struct flame *fl, const struct lw_report *r,
+			  uint32_t site, uint64_t bytes)
+{
+	struct lw_named_frame *frames;
+	size_t n;
+	uint32_t node = 0;
+	int rc;
+
+	rc = lw_named_stack(r, r->model->sites[site].stack_id, &frames, &n);
+	if (rc < 0)
+		return rc;
+	fl->nodes[0].value += bytes;
+	if (n == 0) {
+		char *label = strdup("(no stack captured)");
+
+		if (!label)
+			return -ENOMEM;
+		rc = flame_child(fl, 0, label, strlen(label), &node);
+		if (rc == 0)
+			fl->nodes[node].value += bytes;
+	}
+	for (size_t j = n, depth = 0; j-- > 0 && depth < HTML_MAX_DEPTH;
+	     depth++) {
+		size_t len;
+		char *label = lw_frame_label_string(&frames[j], &len);
+
+		if (!label) {
+			rc = -ENOMEM;
+			break;
+		}
+		if ((rc = flame_child(fl, node, label, len, &node)) < 0)
+			break;
+		fl->nodes[node].value += bytes;
+	}
+	free(frames);
+	return rc;
+}
+
+static int flame_build(struct flame *fl, const struct lw_report *r)
+{
+	const struct lw_model *m = r->model;
+	uint32_t *sites;
+	size_t count;
+	uint64_t rest = 0;
+	int rc;
+
+	memset(fl, 0, sizeof(*fl));
+	fl->nodes = calloc(256, sizeof(*fl->nodes));
+	if (!fl->nodes)
+		return -ENOMEM;
+	fl->capacity = 256;
+	fl->count = 1;
+	rc = lw_model_live_sites(m, &sites, &count);
+	for (size_t i = 0; rc == 0 && i < count; i++) {
+		struct lw_totals t = lw_model_site_totals(m, sites[i]);
+		unsigned kind = m->sites[sites[i]].kind;
+
+		if (t.live_bytes == 0 ||
+		    (kind != LW_MEM_DEVICE && kind != LW_MEM_MANAGED))
+			continue;
+		if (i >= HTML_MAX_SITES)
+			rest += t.live_bytes;
+		else
+			rc = flame_add_site(fl, r, sites[i], t.live_bytes);
+	}
+	free(sites);
+	if (rc == 0 && rest) {
+		char *label = strdup("(smaller sites)");
+		uint32_t node;
+
+		if (!label)
+			return -ENOMEM;
+		rc = flame_child(fl, 0, label, strlen(label), &node);
+		if (rc == 0) {
+			fl->nodes[node].value += rest;
+			fl->nodes[0].value += rest;
+		}
+	}
+	return rc;
+}
+
+static void flame_fini(struct flame *fl)
+{
+	for (uint32_t i = 0; i < fl->count; i++)
+		free(fl->nodes[i].label);
+	free(fl->nodes);
+}
+
+/* {"n": LABEL, "v": BYTES, "c": [...]}; small children become "(other)". */
+static void flame_write(FILE *out, struct flame *fl, uint32_t index,
+			uint64_t threshold, unsigned depth)
+{
+	const struct flame_node *n = &fl->nodes[index];
+	uint64_t other = 0;
+	bool first = true;
+
+	fl->written++;
+	fputs("{\"n\":", out);
+	if (index == 0)
+		fputs("\"all device memory\"", out);
+	else
+		lw_put_script_json_string(out, n->label, n->label_len);
+	fprintf(out, ",\"v\":%" PRIu64 ",\"c\":[", n->value);
+	for (uint32_t c = n->first_child; c; c = fl->nodes[c].next_sibling) {
+		const struct flame_node *child = &fl->nodes[c];
+
+		if (child->value < threshold || depth >= HTML_MAX_DEPTH ||
+		    fl->written >= HTML_MAX_NODES) {
+			other += child->value;
+			continue;
+		}
+		if (!first)
+			putc(',', out);
+		first = false;
+		flame_write(out, fl, c, threshold, depth + 1);
+	}
+	if (other)
+		fprintf(out, "%s{\"n\":\"(other)\",\"v\":%" PRIu64 ",\"c\":[]}",
+			first ? "" : ",", other);
+	fputs("]}", out);
+}
+
+static void put_steps(FILE *out, const struct lw_model *m)
+{
+	fputs("\"steps\":[", out);
+	for (size_t i = 0; i < m->step_point_count; i++) {
+		const struct lw_step_point *p = &m->step_points[i];
+
+		fprintf(out, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]",
+			i ? "," : "", p->step, p->live_bytes, p->peak_bytes);
+	}
+	fprintf(out, "],\"stride\":%" PRIu64 ",\"peak\":{\"bytes\":%" PRIu64 ",\"step\":%" PRIu64 "},\"total_steps\":%" PRIu64,
+		m->step_stride, m->peak_bytes, m->peak_step, m->steps);
+}
+
+static void put_phases(FILE *out, const struct lw_model *m,
+		       const struct lw_timeline *t)
+{
+	fputs(",\"phases\":[", out);
+	for (size_t i = 0; i < t->phase_count; i++) {
+		const struct lw_phase_span *s = &t->phases[i];
+		const struct lw_string *name = lw_model_string(m, s->name_string);
+
+		fputs(i ? ",{\"name\":" : "{\"name\":", out);
+		if (name)
+			lw_put_script_json_string(out, name->text.data,
+						  name->text.len);
+		else
+			fputs("\"(unnamed)\"", out);
+		fprintf(out, ",\"begin\":%" PRIu64 ",\"end\":%" PRIu64 ",\"depth\":%" PRIu32 "}",
+			s->begin_step, s->end_step, s->depth);
+	}
+	putc(']', out);
+}
+
+static int site_label(const struct lw_report *r, uint32_t site, char **label,
+		      size_t *len)
+{
+	struct lw_named_frame loc;
+	bool found;
+	int rc;
+
+	*label = NULL;
+	rc = lw_site_location(r, site, &loc, &found);
+	if (rc < 0)
+		return rc;
+	if (found)
+		*label = lw_frame_label_string(&loc, len);
+	else if ((*label = strdup("(no stack captured)")))
+		*len = strlen(*label);
+	return *label ? 0 : -ENOMEM;
+}
+
+/* The sites drawn as lines: growing ones first, then the largest that
+ * are not stable. */
+static int put_site_lines(FILE *out, const struct lw_report *r,
+			  const struct lw_findings *findings)
+{
+	const struct lw_model *m = r->model;
+	uint32_t chosen[HTML_MAX_LINES], *live = NULL;
+	size_t count = 0, live_count = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < findings->count && count < HTML_MAX_LINES; i++)
+		chosen[count++] = findings->items[i].site;
+	if (count < HTML_MAX_LINES) {
+		rc = lw_model_live_sites(m, &live, &live_count);
+		for (size_t i = 0; rc == 0 && i < live_count &&
+				   count < HTML_MAX_LINES; i++) {
+			bool seen = false;
+
+			for (size_t j = 0; j < count; j++)
+				seen |= chosen[j] == live[i];
+			/* Lines that stay flat say nothing of growth. */
+			if (!seen && findings->growth.sites[live[i]].verdict !=
+					     LW_VERDICT_STABLE &&
+			    m->sites[live[i]].series != LW_NO_SERIES &&
+			    m->sites[live[i]].series != LW_SERIES_UNTRACKED)
+				chosen[count++] = live[i];
+		}
+		free(live);
+	}
+	fputs(",\"sites\":[", out);
+	for (size_t k = 0; rc == 0 && k < count; k++) {
+		const struct lw_site_growth *sg = &findings->growth.sites[chosen[k]];
+		char *label;
+		size_t len;
+
+		if ((rc = site_label(r, chosen[k], &label, &len)) < 0)
+			break;
+		fputs(k ? ",{\"label\":" : "{\"label\":", out);
+		lw_put_script_json_string(out, label, len);
+		free(label);
+		fprintf(out, ",\"verdict\":\"%s\",\"rate\":%.6g,\"points\":[",
+			lw_verdict_name(sg->verdict), sg->bytes_per_step);
+		for (size_t i = 0; i < m->step_point_count; i++) {
+			struct lw_live_count c;
+
+			if (!lw_model_site_at_point(m, chosen[k], i, &c))
+				c.live_bytes = 0;
+			fprintf(out, "%s%" PRIu64, i ? "," : "", c.live_bytes);
+		}
+		fputs("]}", out);
+	}
+	putc(']', out);
+	return rc;
+}
+
+static void put_command(FILE *out, const struct lw_model *m)
+{
+	const struct lw_bytes *cmdline = lw_model_info(m, "cmdline");
+	size_t len;
+
+	if (!cmdline || cmdline->len == 0) {
+		fputs("(command not recorded)", out);
+		return;
+	}
+	len = cmdline->len;
+	if (cmdline->data[len - 1] == 0)
+		len--;
+	for (size_t i = 0, start = 0; i <= len; i++) {
+		if (i < len && cmdline->data[i])
+			continue;
+		if (start)
+			putc(' ', out);
+		put_html(out, cmdline->data + start, i - start);
+		start = i + 1;
+	}
+}
+
+static void put_summary(FILE *out, const struct lw_report *r,
+			const struct lw_findings *findings)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_bytes *rank = lw_model_info(m, "rank");
+	char a[LW_SIZE_BUF], b[LW_SIZE_BUF];
+
+	fputs("<h2>", out);
+	put_html_str(out, r->path);
+	fputs("</h2>\n<dl class=\"lw-summary\">\n<dt>process</dt><dd>", out);
+	fprintf(out, "%" PRIu32 ": <code>", m->header.pid);
+	put_command(out, m);
+	fputs("</code></dd>\n", out);
+	if (rank) {
+		fputs("<dt>rank</dt><dd>", out);
+		put_html(out, rank->data, rank->len);
+		fputs("</dd>\n", out);
+	}
+	fprintf(out, "<dt>trace</dt><dd>%s, %" PRIu64 " events</dd>\n",
+		r->result->truncated ? "TRUNCATED (the process was killed or is still running)"
+				     : "complete",
+		m->events);
+	fprintf(out, "<dt>steps</dt><dd>%" PRIu64 "</dd>\n", m->steps);
+	fprintf(out, "<dt>peak device memory</dt><dd>%s", lw_format_size(a, m->peak_bytes));
+	if (m->peak_bytes && m->steps)
+		fprintf(out, m->peak_step < m->steps ? " during step %" PRIu64
+						     : " after the last step",
+			m->peak_step);
+	fprintf(out, "</dd>\n<dt>live device memory %s</dt><dd>%s in %" PRIu64 " allocations</dd>\n",
+		m->have_program_end ? "when the program's code finished"
+				    : "at the end",
+		lw_format_size(b, lw_model_device_live_bytes(m)),
+		lw_model_device_live_count(m));
+	if (findings->growth.run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS)
+		fprintf(out, "<dt>growth</dt><dd>not enough steps to judge (%" PRIu64 " of %" PRIu64 ")</dd>\n",
+			m->steps, r->min_steps);
+	else
+		fprintf(out, "<dt>growth</dt><dd class=\"lw-verdict-%s\">%s, %s per step</dd>\n",
+			lw_verdict_name(findings->growth.run.verdict),
+			lw_verdict_name(findings->growth.run.verdict),
+			lw_format_rate(a, findings->growth.run.per_step));
+	fputs("</dl>\n", out);
+}
+
+static void put_findings(FILE *out, const struct lw_findings *findings)
+{
+	fputs("<h3>Findings</h3>\n", out);
+	if (findings->count == 0) {
+		fputs("<p class=\"lw-none\">No site grows from step to step.</p>\n",
+		      out);
+		return;
+	}
+	fputs("<ol class=\"lw-findings\">\n", out);
+	for (size_t i = 0; i < findings->count; i++) {
+		const struct lw_report_finding *f = &findings->items[i];
+
+		fputs("<li><span class=\"lw-title\">", out);
+		put_html_str(out, f->title);
+		fputs("</span>", out);
+		if (f->fix) {
+			fputs("<div class=\"lw-fix\">Fix: ", out);
+			put_html_str(out, f->fix);
+			fputs("</div>", out);
+		}
+		fputs("</li>\n", out);
+	}
+	fputs("</ol>\n", out);
+}
+
+static int html_report(FILE *out, const struct lw_report *r,
+		       const struct lw_report_options *options, size_t index)
+{
+	struct lw_findings findings;
+	struct lw_timeline t;
+	struct flame fl = { 0 };
+	int rc;
+
+	(void)options;
+	rc = lw_findings_collect(r, &findings);
+	if (rc == 0)
+		rc = lw_timeline_read(r, &t);
+	else
+		memset(&t, 0, sizeof(t));
+	if (rc == 0)
+		rc = flame_build(&fl, r);
+	if (rc < 0)
+		goto out;
+	fprintf(out, "<section class=\"lw-report\" id=\"lw-report-%zu\">\n", index);
+	put_summary(out, r, &findings);
+	fputs("<h3>Device memory per step</h3>\n<div class=\"lw-memory\"></div>\n"
+	      "<h3>Growth by site</h3>\n<div class=\"lw-sites\"></div>\n"
+	      "<h3>Retained device memory by stack</h3>\n<div class=\"lw-flame\"></div>\n",
+	      out);
+	put_findings(out, &findings);
+	fputs("<script type=\"application/json\" class=\"lw-data\">{", out);
+	put_steps(out, r->model);
+	put_phases(out, r->model, &t);
+	if ((rc = put_site_lines(out, r, &findings)) < 0)
+		goto out;
+	fputs(",\"flame\":", out);
+	flame_write(out, &fl, 0, fl.nodes[0].value / 1000, 0);
+	fputs("}</script>\n</section>\n", out);
+out:
+	flame_fini(&fl);
+	lw_timeline_fini(&t);
+	lw_findings_fini(&findings);
+	return rc;
+}
+
+static const char html_head[] =
+"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n"
+"<title>leakwatch report</title>\n<style>\n"
+"body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}\n"
+"code{font-family:monospace}\n"
+".lw-summary{display:grid;grid-template-columns:max-content auto;gap:2px 1em}\n"
+".lw-summary dt{color:#666}.lw-summary dd{margin:0}\n"
+".lw-verdict-growing{color:#b00;font-weight:bold}\n"
+"section.lw-report{border-top:2px solid #ccc;margin-top:1.5em}\n"
+"svg text{font:11px sans-serif;fill:#333}\n"
+".lw-flame svg text{font:11px monospace;pointer-events:none}\n"
+".lw-flame rect{stroke:#fff;cursor:pointer}\n"
+".lw-findings li{margin:.4em 0}.lw-fix{color:#064}\n"
+".lw-legend{font:12px monospace}.lw-legend span{display:inline-block;width:1em;height:.6em;margin-right:.4em}\n"
+".lw-none{color:#666}\n"
+"</style></head><body>\n<h1>leakwatch report</h1>\n";
+
+/* The charts, built from each section's JSON with DOM calls only. */
+static const char *const html_script[] = {
+	"<script>\n",
+	"(function(){'use strict';\n",
+	"var NS='http://www.w3.org/2000/svg';\n",
+	"var COLORS=['#d62728','#1f77b4','#2ca02c','#ff7f0e','#9467bd','#8c564b','#e377c2','#17becf'];\n",
+	"function el(n,a,p){var e=document.createElementNS(NS,n);for(var k in a)e.setAttribute(k,a[k]);if(p)p.appendChild(e);return e;}\n",
+	"function txt(p,x,y,s,a){var t=el('text',Object.assign({x:x,y:y},a||{}),p);t.textContent=s;return t;}\n",
+	"function size(b){var u=['B','KiB','MiB','GiB','TiB'],i=0;while(b>=1024&&i<u.length-1){b/=1024;i++;}return (i?b.toFixed(1):b)+' '+u[i];}\n",
+	"function plot(box,steps,series,phases,peak,name){\n",
+	" var W=1100,H=300,L=80,R=20,T=20,B=40;\n",
+	" var svg=el('svg',{width:W,height:H,viewBox:'0 0 '+W+' '+H,'data-lw-chart':name},null);\n",
+	" var x0=0,x1=1,ymax=1;\n",
+	" if(steps.length){x1=Math.max(steps[steps.length-1],1);}\n",
+	" series.forEach(function(s){s.values.forEach(function(v){if(v>ymax)ymax=v;});});\n",
+	" if(peak&&peak.bytes>ymax)ymax=peak.bytes;\n",
+	" function X(s){return L+(s-x0)/(x1-x0||1)*(W-L-R);}\n",
+	" function Y(v){return H-B-v/ymax*(H-T-B);}\n",
+	" (phases||[]).forEach(function(p,i){var r=el('rect',{x:X(p.begin),y:T+p.depth*4,width:Math.max(X(p.end)-X(p.begin),1),height:H-T-B-p.depth*4,fill:'#f2c14e','fill-opacity':0.18,'class':'lw-phase'},svg);var t=el('title',{},r);t.textContent=p.name+' (steps '+p.begin+'-'+p.end+')';if(X(p.end)-X(p.begin)>40)txt(svg,X(p.begin)+2,T+10+p.depth*12,p.name);});\n",
+	" el('line',{x1:L,y1:H-B,x2:W-R,y2:H-B,stroke:'#999'},svg);el('line',{x1:L,y1:T,x2:L,y2:H-B,stroke:'#999'},svg);\n",
+	" for(var i=0;i<=4;i++){var v=ymax*i/4;txt(svg,L-6,Y(v)+4,size(v),{'text-anchor':'end'});el('line',{x1:L,x2:W-R,y1:Y(v),y2:Y(v),stroke:'#eee'},svg);}\n",
+	" txt(svg,L,H-B+16,'step '+x0);txt(svg,W-R,H-B+16,'step '+x1,{'text-anchor':'end'});\n",
+	" series.forEach(function(s,k){if(!s.values.length)return;var pts=s.values.map(function(v,i){return X(steps[i]).toFixed(1)+','+Y(v).toFixed(1);}).join(' ');\n",
+	"  el('polyline',{points:pts,fill:'none',stroke:s.color||COLORS[k%COLORS.length],'stroke-width':s.width||1.5,'stroke-dasharray':s.dash||'','class':'lw-line'},svg);});\n",
+	" if(peak&&peak.bytes&&steps.length){var ps=Math.min(Math.max(peak.step,steps[0]),x1);var c=el('circle',{cx:X(ps),cy:Y(peak.bytes),r:4,fill:'#b00','class':'lw-peak'},svg);\n",
+	"  var right=X(ps)>W/2;txt(svg,X(ps)+(right?-8:8),Math.max(Y(peak.bytes)-6,T+10),'peak '+size(peak.bytes)+' at step '+peak.step,{'text-anchor':right?'end':'start'});}\n",
+	" box.appendChild(svg);\n",
+	" var lg=document.createElement('div');lg.className='lw-legend';series.forEach(function(s,k){var d=document.createElement('div');var sw=document.createElement('span');sw.style.background=s.color||COLORS[k%COLORS.length];d.appendChild(sw);d.appendChild(document.createTextNode(s.label));lg.appendChild(d);});box.appendChild(lg);\n",
+	"}\n",
+	"function icicle(box,root){\n",
+	" var W=1100,RH=18,depth=0;(function d(n,k){if(k>depth)depth=k;n.c.forEach(function(c){d(c,k+1);});})(root,0);\n",
+	" var svg=el('svg',{width:W,height:(depth+1)*RH,'data-lw-chart':'flame'},null);\n",
+	" function draw(n,x,w,k){if(w<0.5)return;var g=el('g',{'class':'lw-flame-node'},svg);\n",
+	"  var h=(n.n.length*7)%360;var r=el('rect',{x:x,y:k*RH,width:w,height:RH-1,fill:k?'hsl('+h+',70%,75%)':'#ccc'},g);\n",
+	"  var t=el('title',{},g);t.textContent=n.n+'\\n'+size(n.v)+' ('+(100*n.v/(root.v||1)).toFixed(1)+'%)';\n",
+	"  if(w>40){var s=n.n;var max=Math.floor((w-6)/7);if(s.length>max)s=s.slice(0,Math.max(max-1,1))+'\\u2026';txt(g,x+3,k*RH+13,s);}\n",
+	"  var cx=x;n.c.forEach(function(c){var cw=n.v?w*c.v/n.v:0;draw(c,cx,cw,k+1);cx+=cw;});}\n",
+	" draw(root,0,W,0);box.appendChild(svg);\n",
+	"}\n",
+	"document.querySelectorAll('script.lw-data').forEach(function(s){\n",
+	" var d=JSON.parse(s.textContent),sec=s.parentNode;\n",
+	" var steps=d.steps.map(function(p){return p[0];});\n",
+	" var mem=sec.querySelector('.lw-memory'),sites=sec.querySelector('.lw-sites'),fl=sec.querySelector('.lw-flame');\n",
+	" if(steps.length){plot(mem,steps,[{label:'device memory at step end',values:d.steps.map(function(p){return p[1];}),color:'#1f77b4',width:2},{label:'peak within the step',values:d.steps.map(function(p){return p[2];}),color:'#aaa',dash:'4 3'}],d.phases,d.peak,'memory');}\n",
+	" else{var p=document.createElement('p');p.className='lw-none';p.textContent='No step marks: mark steps (see README) to see memory per step.';mem.appendChild(p);}\n",
+	" if(steps.length&&d.sites.length){plot(sites,steps,d.sites.map(function(x){return {label:x.label+' ('+x.verdict+(x.verdict==='growing'?', '+size(Math.abs(x.rate))+' per step':'')+')',values:x.points};}),null,null,'sites');}\n",
+	" else{var q=document.createElement('p');q.className='lw-none';q.textContent='No per-site series.';sites.appendChild(q);}\n",
+	" if(d.flame.v){icicle(fl,d.flame);}else{var e=document.createElement('p');e.className='lw-none';e.textContent='No device memory retained.';fl.appendChild(e);}\n",
+	"});\n",
+	"document.body.setAttribute('data-lw-rendered','1');\n",
+	"})();\n",
+	"</script>\n",
+};
+
+static int html_begin(FILE *out, size_t count)
+{
+	(void)count;
+	fputs(html_head, out);
+	return 0;
+}
+
+static int html_end(FILE *out)
+{
+	for (size_t i = 0; i < sizeof(html_script) / sizeof(html_script[0]); i++)
+		fputs(html_script[i], out);
+	fputs("</body></html>\n", out);
+	return 0;
+}
+
+const struct lw_renderer lw_html_renderer = {
+	.begin = html_begin,
+	.report = html_report,
+	.end = html_end,
+};

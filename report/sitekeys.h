@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Sites by name, to match them across runs (`leakwatch diff`) and across
+ * the ranks of one job (the merged view): stack ids and addresses differ
+ * from process to process, names do not.
+ */
+#ifndef LW_SITEKEYS_H
+#define LW_SITEKEYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "findings.h"
+
+struct lw_site_key {
+	uint32_t site;
+	/* kind, then every frame "function|file|line" (native frames with
+	 * no symbol: "module+0xOFFSET"), innermost first. */
+	char *exact;
+	/* The same without line numbers: matches a site whose file was
+	 * edited above it. */
+	char *loose;
+	char *label;		/* the location's label, for people */
+	uint64_t live_bytes;	/* at the report point */
+	uint64_t live_count;
+	struct lw_site_growth growth;
+	bool matched;
+};
+
+struct lw_site_keys {
+	struct lw_site_key *items;	/* live_bytes descending */
+	size_t count;
+	struct lw_findings findings;	/* the growth judgement */
+};
+
+/*
+ * Keys of the device sites of a report (device and managed memory) that
+ * hold memory at the report point or grow. Returns 0 or -ENOMEM; call
+ * lw_site_keys_fini() either way.
+ */
+int lw_site_keys_build(const struct lw_report *report,
+		       struct lw_site_keys *out);
+void lw_site_keys_fini(struct lw_site_keys *keys);
+
+/* The unmatched key of keys equal to key's exact, else loose; NULL. */
+struct lw_site_key *lw_site_keys_match(struct lw_site_keys *keys,
+				       const struct lw_site_key *key);
+
+#endif

@@ -1,0 +1,289 @@
+# SPDX-License-Identifier: MIT
+"""pytest plugin: fail tests whose loop grows GPU memory.
+
+    PYTHONPATH=/path/to/leakwatch/scripts pytest -p pytest_leakwatch --leakwatch
+
+    @pytest.mark.leakwatch(max_growth="1MiB", steps=20)
+    def test_training_step(model, batch):
+        train_step(model, batch)          # one iteration
+
+Under --leakwatch a test marked `leakwatch` is run `steps` times in a row
+(its fixtures set up once), with a step mark after each run; the test fails
+when the device memory held after each run grows by more than max_growth
+per run, judged on the floor of the series after a warm-up, as `leakwatch
+check` does: memory made by the first runs (caches, optimizer state) and
+memory freed every few runs are not growth. The failure output gets a
+"leakwatch" section with the series and the growing sites of the trace.
+Every test is a phase of the trace, named by its node id.
+
+The shim must be loaded in the pytest process: run `leakwatch run --
+pytest --leakwatch`, or preload it yourself, or let the plugin start pytest
+again with LD_PRELOAD set to the library of --leakwatch-lib (default:
+$LEAKWATCH_LIB, else build/interpose/libleakwatch.so beside this script's
+directory). Without --leakwatch the marker does nothing and tests run once.
+"""
+import ctypes
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+_REEXEC = "LEAKWATCH_PYTEST_REEXEC"
+_UNITS = {"": 1, "b": 1, "k": 1024, "kib": 1024, "m": 1024 ** 2,
+          "mib": 1024 ** 2, "g": 1024 ** 3, "gib": 1024 ** 3,
+          "t": 1024 ** 4, "tib": 1024 ** 4, "kb": 1000, "mb": 1000 ** 2,
+          "gb": 1000 ** 3, "tb": 1000 ** 4}
+
+
+def parse_size(value):
+    """Bytes in "0", "100", "512KiB", "1.5GiB", "10MB" (as `leakwatch
+    check --max-growth` reads them); ValueError otherwise."""
+    if isinstance(value, int) and value >= 0:
+        return value
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(value))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"not a size: {value!r} (use 0, 100, 512KiB, 1MiB, 10MB)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def format_size(n):
+    sign = "-" if n < 0 else "+"
+    n = abs(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{sign}{n:.0f} {unit}" if unit == "B" else f"{sign}{n:.1f} {unit}"
+        n /= 1024.0
+    return f"{sign}{n}"
+
+
+def judge(series, warmup):
+    """Bytes per run by which the floor of series rises after warmup runs:
+    the minimum of the second half minus that of the first, over the
+    distance between the halves."""
+    rest = series[warmup:]
+    if len(rest) < 2:
+        return 0.0
+    half = len(rest) // 2
+    return (min(rest[half:]) - min(rest[:half])) / float(half)
+
+
+class _Shim:
+    def __init__(self):
+        try:
+            lib = ctypes.CDLL(None)
+            self.step = lib.leakwatch_step
+            self.phase_begin = lib.leakwatch_phase_begin
+            self.phase_end = lib.leakwatch_phase_end
+            self.live = lib.leakwatch_device_live
+        except (OSError, AttributeError):
+            self.step = None
+            return
+        self.step.restype = None
+        self.phase_begin.argtypes = [ctypes.c_char_p]
+        self.phase_begin.restype = None
+        self.phase_end.restype = None
+        self.live.argtypes = [ctypes.POINTER(ctypes.c_ulonglong)] * 2
+        self.live.restype = ctypes.c_int
+
+    @property
+    def loaded(self):
+        return self.step is not None
+
+    def device_live(self):
+        b, c = ctypes.c_ulonglong(), ctypes.c_ulonglong()
+        if self.live(ctypes.byref(b), ctypes.byref(c)) != 0:
+            return None
+        return b.value, c.value
+
+
+def _default_lib():
+    if os.environ.get("LEAKWATCH_LIB"):
+        return os.environ["LEAKWATCH_LIB"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(os.path.dirname(here), "build", "interpose",
+                        "libleakwatch.so")
+
+
+def _trace_path():
+    """The trace of this process, from LEAKWATCH_OUT as the shim expands
+    it (%p pid, %r rank, %h host, %% percent)."""
+    pattern = os.environ.get("LEAKWATCH_OUT") or ""
+    rank = ""
+    for name in ("RANK", "LOCAL_RANK"):
+        if os.environ.get(name, "").isdigit():
+            rank = os.environ[name]
+            break
+    if not pattern:
+        pattern = "leakwatch-rank%r-%p.trace" if rank else "leakwatch-%p.trace"
+    subst = {"p": str(os.getpid()), "r": rank, "h": os.uname().nodename,
+             "%": "%"}
+    path = re.sub(r"%([prh%])", lambda m: subst[m.group(1)], pattern)
+    return os.path.abspath(path)
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("leakwatch", "GPU memory growth (leakwatch)")
+    group.addoption("--leakwatch", action="store_true", default=False,
+                    help="run tests marked leakwatch in a loop and fail "
+                         "those whose GPU memory grows")
+    group.addoption("--leakwatch-lib", default=None, metavar="PATH",
+                    help="the shim to preload when it is not loaded yet "
+                         "(default: $LEAKWATCH_LIB, else the build tree's)")
+    group.addoption("--leakwatch-steps", type=int, default=20, metavar="N",
+                    help="runs of a marked test without steps= (default 20)")
+
+
+def _reexec(config):
+    lib = os.path.abspath(config.getoption("leakwatch_lib") or _default_lib())
+    if os.environ.get(_REEXEC) or not os.path.exists(lib):
+        raise pytest.UsageError(
+            f"--leakwatch: the leakwatch shim is not loaded and {lib} "
+            "cannot be preloaded; run `leakwatch run -- pytest --leakwatch` "
+            "or set --leakwatch-lib")
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = lib + (":" + env["LD_PRELOAD"]
+                               if env.get("LD_PRELOAD") else "")
+    env[_REEXEC] = "1"
+    argv = list(getattr(sys, "orig_argv", [])) or \
+        [sys.executable, "-m", "pytest", *sys.argv[1:]]
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is not None:
+        capman.stop_global_capturing()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *argv[1:]], env)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "leakwatch(max_growth='0', steps=20, warmup=None): under "
+        "--leakwatch, run the test `steps` times and fail it when GPU "
+        "memory grows by more than max_growth per run")
+    if not config.getoption("leakwatch"):
+        return
+    shim = _Shim()
+    if not shim.loaded:
+        _reexec(config)
+    config._leakwatch = shim
+
+
+def _active(config):
+    return getattr(config, "_leakwatch", None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    shim = _active(item.config)
+    if shim:
+        shim.phase_begin(item.nodeid.encode("utf-8", "replace"))
+    try:
+        yield
+    finally:
+        if shim:
+            shim.phase_end()
+
+
+def _frame_text(f):
+    where = f.get("file") or f.get("module") or "?"
+    if f.get("line"):
+        where += f":{f['line']}"
+    return f"{f.get('function') or '??'}  {where}"
+
+
+def _growing_sites(cli, trace, limit=3, frames=8):
+    """The growing sites of the trace, fastest first, each with its Python
+    frames (its native ones when it has none)."""
+    p = subprocess.run([cli, "report", "--format", "json", trace],
+                       capture_output=True, text=True, timeout=300)
+    try:
+        rep = json.loads(p.stdout)
+    except ValueError:
+        return [f"  (leakwatch report failed: {p.stderr.strip()})"]
+    sites = sorted((s for s in rep.get("sites", [])
+                    if s.get("verdict") == "growing"),
+                   key=lambda s: -s.get("growth_bytes_per_step", 0))
+    out = []
+    for s in sites[:limit]:
+        out.append(f"  {format_size(s['growth_bytes_per_step'])} per step "
+                   f"at {_frame_text(s.get('location') or {})}")
+        shown = [f for f in s["frames"] if f.get("python")] or s["frames"]
+        out += ["      " + _frame_text(f) for f in shown[:frames]]
+    return out or ["  (none judged growing yet)"]
+
+
+def _section(item, shim, series, per_step, limit, steps, warmup):
+    lines = [
+        f"device memory after each of {steps} runs "
+        f"(warm-up: the first {warmup}):",
+        "  " + (", ".join(str(b) for b in series) if len(series) <= 24 else
+                ", ".join(str(b) for b in series[:10]) + ", ..., " +
+                ", ".join(str(b) for b in series[-10:])),
+        f"growth: {format_size(per_step)} per run "
+        f"(allowed: {format_size(limit)})",
+    ]
+    trace = _trace_path()
+    cli = os.environ.get("LEAKWATCH_CLI")
+    if not cli:
+        lib = os.environ.get("LD_PRELOAD", "").split(":")[0]
+        cand = os.path.join(os.path.dirname(os.path.dirname(lib)), "report",
+                            "leakwatch")
+        cli = cand if os.path.exists(cand) else None
+    if cli and os.path.exists(trace):
+        lines += ["", f"growing sites of the trace so far ({trace}):"]
+        lines += _growing_sites(cli, trace)
+    else:
+        lines.append(f"trace: {trace}")
+    return "\n".join(lines)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    shim = _active(pyfuncitem.config)
+    marker = pyfuncitem.get_closest_marker("leakwatch")
+    if not shim or marker is None:
+        return None
+    opts = dict(marker.kwargs)
+    try:
+        limit = parse_size(opts.get("max_growth", 0))
+    except ValueError as e:
+        raise pytest.UsageError(f"{pyfuncitem.nodeid}: leakwatch marker: {e}")
+    steps = int(opts.get("steps", pyfuncitem.config.getoption("leakwatch_steps")))
+    warmup = opts.get("warmup")
+    warmup = max(1, steps // 10) if warmup is None else int(warmup)
+    if steps < warmup + 2:
+        raise pytest.UsageError(f"{pyfuncitem.nodeid}: leakwatch marker: "
+                                f"steps={steps} leaves nothing to judge after "
+                                f"warmup={warmup}")
+    func = pyfuncitem.obj
+    args = {name: pyfuncitem.funcargs[name]
+            for name in pyfuncitem._fixtureinfo.argnames}
+    series = []
+    for _ in range(steps):
+        func(**args)
+        shim.step()
+        live = shim.device_live()
+        if live is None:
+            pytest.skip("leakwatch is not tracking (its trace could not "
+                        "be written)")
+        series.append(live[0])
+    per_step = judge(series, warmup)
+    if per_step > limit:
+        pyfuncitem.add_report_section(
+            "call", "leakwatch",
+            _section(pyfuncitem, shim, series, per_step, limit, steps, warmup))
+        pytest.fail(f"leakwatch: GPU memory grows by {format_size(per_step)} "
+                    f"per run over {steps} runs (allowed "
+                    f"{format_size(limit)})", pytrace=False)
+    return True
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if _active(config):
+        terminalreporter.write_line(
+            f"leakwatch: trace {_trace_path()} "
+            "(leakwatch report TRACE for the whole session)")

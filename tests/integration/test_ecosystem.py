@@ -1,0 +1,325 @@
+# SPDX-License-Identifier: MIT
+"""Integration tests of how leakwatch fits into the jobs around it: ranks of
+a multi-process launch, data-loader workers, the live view of a long job
+(LEAKWATCH_LIVE_EVERY, SIGUSR2), on the stand-in runtime under
+LD_PRELOAD=libleakwatch.so."""
+import glob
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from lwtest import CLI, LIB, Run, check, check_eq, main, prog, report
+
+
+def rank_names():
+    """torchrun sets RANK and LOCAL_RANK: the default trace name carries
+    the rank, %r expands to it, and the trace records it."""
+    run = Run([prog("leaky_loop"), "12", "100"],
+              env={"LEAKWATCH_OUT": "", "RANK": "3", "LOCAL_RANK": "1"})
+    run.expect_ok()
+    pid_traces = glob.glob(os.path.join(run.dir, "leakwatch-rank3-*.trace"))
+    check_eq(len(pid_traces), 1,
+             f"default name with the rank; found {os.listdir(run.dir)}")
+    rep = report(pid_traces[0])
+    check_eq(rep["info"].get("rank"), "3", "INFO rank")
+    # LOCAL_RANK when there is no RANK; %r in LEAKWATCH_OUT.
+    run = Run([prog("leaky_loop"), "12", "100"],
+              env={"LOCAL_RANK": "1"}, pattern="job-%r.trace").expect_ok()
+    check(os.path.exists(os.path.join(run.dir, "job-1.trace")),
+          f"%r is LOCAL_RANK: {os.listdir(run.dir)}")
+    # No rank: %r expands to nothing, the default name has no rank.
+    run = Run([prog("leaky_loop"), "12", "100"],
+              env={"LEAKWATCH_OUT": ""}).expect_ok()
+    names = [n for n in os.listdir(run.dir) if n.endswith(".trace")]
+    check(len(names) == 1 and re.fullmatch(r"leakwatch-\d+\.trace", names[0]),
+          f"no rank in the name without one: {names}")
+    # A value that is not a number is no rank.
+    run = Run([prog("leaky_loop"), "12", "100"],
+              env={"RANK": "../x"}, pattern="r%r.trace").expect_ok()
+    check(os.path.exists(os.path.join(run.dir, "r.trace")),
+          f"RANK=../x must not reach the file name: {os.listdir(run.dir)}")
+
+
+def two_ranks():
+    """Two ranks of one job, one leaking twice as fast: `report` and
+    `check` give a merged view in rank order."""
+    traces = []
+    for rank, nbytes in (("1", "2000"), ("0", "1000")):
+        run = Run([prog("leaky_loop"), "30", nbytes],
+                  env={"RANK": rank}, pattern="t-%r.trace").expect_ok()
+        traces.append(os.path.join(run.dir, f"t-{rank}.trace"))
+    p = subprocess.run([CLI, "report", *traces], capture_output=True,
+                       text=True, timeout=120)
+    check_eq(p.returncode, 0, f"report: {p.stderr}")
+    view = p.stdout[p.stdout.find("Merged view of 2 traces:"):]
+    lines = view.split("\n")
+    check(len(lines) > 3 and lines[1].startswith("  rank 0:") and
+          lines[2].startswith("  rank 1:"), f"rank order: {view}")
+    check("rank 0 +1000 B/step, rank 1 +2.0 KiB/step" in view,
+          f"common growing site with per-rank rates: {view}")
+    check("leak_one_buffer" in view, view)
+    p = subprocess.run([CLI, "check", "--max-growth", "1500", *traces],
+                       capture_output=True, text=True, timeout=120)
+    check_eq(p.returncode, 1, f"rank 1 is over: {p.stdout}")
+    check("Merged view of 2 traces" in p.stdout, p.stdout)
+
+
+WORKERS = r"""
+import ctypes, multiprocessing, os, sys
+ext = ctypes.CDLL(sys.argv[1])
+ext.testext_alloc.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+kept = ctypes.c_void_p()
+assert ext.testext_alloc(4096, ctypes.byref(kept)) == 0
+
+def load(i):              # a data-loader worker: CPU work only
+    return sum(range(i * 1000))
+
+if __name__ == "__main__":
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(3) as pool:
+        print(sum(pool.map(load, range(30))))
+"""
+
+
+def dataloader_workers():
+    """Forked workers that never allocate GPU memory write no trace and
+    print nothing; the parent's trace and summary are unchanged."""
+    run = Run([sys.executable, "-c", WORKERS, os.environ["LW_TESTEXT"]])
+    run.expect_ok()
+    check_eq(len(run.traces()), 1, f"one trace: {run.traces()}")
+    summaries = [line for line in run.stderr.splitlines()
+                 if "of device memory live" in line]
+    check_eq(len(summaries), 1, f"one summary: {run.stderr}")
+    check_eq(report(run.trace())["live_bytes_at_exit"], 4096, "live bytes")
+
+
+def live_every():
+    """LEAKWATCH_LIVE_EVERY=10: one line every 10 steps, with the growth
+    over the last 10 and per step since the first."""
+    run = Run([prog("leaky_loop"), "50", "4096"],
+              env={"LEAKWATCH_LIVE_EVERY": "10"}).expect_ok()
+    lines = [line for line in run.stderr.splitlines()
+             if re.match(r"leakwatch: step \d+:", line)]
+    check_eq([int(re.match(r"leakwatch: step (\d+)", line).group(1))
+              for line in lines], [10, 20, 30, 40, 50], "steps of the lines")
+    check("+40.0 KiB over the last 10 steps, +4.0 KiB per step since step 1"
+          in lines[-1], f"growth in the line: {lines[-1]}")
+    run = Run([prog("leaky_loop"), "50", "4096"]).expect_ok()
+    check(not re.search(r"leakwatch: step \d+:", run.stderr),
+          "no lines without the variable")
+    run = Run([prog("leaky_loop"), "5", "4096"],
+              env={"LEAKWATCH_LIVE_EVERY": "many"}).expect_ok()
+    check("LEAKWATCH_LIVE_EVERY='many'" in run.stderr, run.stderr)
+
+
+def wait_for(path, pred, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path) and pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def signal_flush():
+    """SIGUSR2 to a running job: a line on stderr naming the trace, and
+    `leakwatch report` of the live trace."""
+    probe = Run([prog("no_cuda")])
+    d = probe.dir
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LEAKWATCH_")}
+    env.update(LD_PRELOAD=LIB, LEAKWATCH_OUT=os.path.join(d, "t-%p.trace"))
+    err = open(os.path.join(d, "stderr"), "w+")
+    p = subprocess.Popen([prog("leaky_loop"), "100000000", "64"], env=env,
+                         cwd=d, stdout=subprocess.DEVNULL, stderr=err)
+    trace = os.path.join(d, f"t-{p.pid}.trace")
+    try:
+        check(wait_for(trace, lambda: os.path.getsize(trace) > 10000),
+              "the job started")
+        p.send_signal(signal.SIGUSR2)
+        check(wait_for(trace, lambda: "SIGUSR2: step" in
+                       open(err.name).read()), "a line after SIGUSR2")
+        check(p.poll() is None, "SIGUSR2 did not end the job")
+        text = open(err.name).read()
+        check(trace in text, f"the line names the trace: {text}")
+        rep = report(trace)
+        check(rep["steps"] > 0 and rep["truncated"],
+              f"the live trace reads: {rep['steps']} steps")
+    finally:
+        p.kill()
+        p.wait()
+        err.close()
+
+
+OWN_HANDLER = r"""
+import ctypes, os, signal, sys, time
+seen = []
+signal.signal(signal.SIGUSR2, lambda s, f: seen.append(s))
+ext = ctypes.CDLL(sys.argv[1])
+ext.testext_alloc.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+p = ctypes.c_void_p()
+assert ext.testext_alloc(100, ctypes.byref(p)) == 0   # the trace opens
+os.kill(os.getpid(), signal.SIGUSR2)
+time.sleep(0.1)
+assert ext.testext_alloc(100, ctypes.byref(p)) == 0
+print("handled", len(seen))
+"""
+
+
+def signal_respected():
+    """A program that handles SIGUSR2 itself keeps its handler; with
+    LEAKWATCH_SIGNAL=0 the shim leaves the signal alone."""
+    run = Run([sys.executable, "-c", OWN_HANDLER,
+               os.environ["LW_TESTEXT"]]).expect_ok()
+    check_eq(run.stdout.strip(), "handled 1", "the program's handler ran")
+    check("SIGUSR2: step" not in run.stderr, run.stderr)
+    probe = Run([prog("no_cuda")])
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LEAKWATCH_")}
+    env.update(LD_PRELOAD=LIB, LEAKWATCH_SIGNAL="0",
+               LEAKWATCH_OUT=os.path.join(probe.dir, "t-%p.trace"))
+    p = subprocess.Popen([prog("leaky_loop"), "100000000", "64"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    trace = os.path.join(probe.dir, f"t-{p.pid}.trace")
+    try:
+        check(wait_for(trace, lambda: os.path.getsize(trace) > 1000),
+              "the job started")
+        p.send_signal(signal.SIGUSR2)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    check_eq(p.returncode, -signal.SIGUSR2,
+             "LEAKWATCH_SIGNAL=0: SIGUSR2 keeps its default action")
+
+
+def pytest_python():
+    """An interpreter with pytest (Debian's python3-pytest), or None."""
+    for py in ("/usr/bin/python3", sys.executable):
+        if subprocess.run([py, "-c", "import pytest"],
+                          capture_output=True).returncode == 0:
+            return os.path.realpath(py)
+    return None
+
+
+def pytest_plugin():
+    """pytest --leakwatch: a marked test whose loop keeps a tensor per run
+    fails with a leakwatch section naming the line; the others pass; the
+    marker does nothing without --leakwatch."""
+    py = pytest_python()
+    if not py:
+        print("no python with pytest: skipped")
+        sys.exit(77)
+    tests = os.environ["LW_PYTEST_TESTS"]
+    kept_line = next(i for i, line in enumerate(open(tests), 1)
+                     if "# @kept" in line)
+    env = {
+        "PYTHONPATH": os.pathsep.join([os.environ["LW_SCRIPTS"],
+                                       os.path.dirname(
+                                           os.environ["LW_TINYTENSOR_PY"])]),
+        "LEAKWATCH_LIB": LIB,
+        "LEAKWATCH_CLI": CLI,
+        "LD_PRELOAD": "",
+    }
+    base = [py, "-m", "pytest", "-p", "pytest_leakwatch", "-p",
+            "no:cacheprovider", "-q", "-rA", tests]
+    # The plugin preloads the shim itself (it starts pytest again).
+    run = Run(base + ["--leakwatch"], env=env, preload=False)
+    out = run.stdout
+    check_eq(run.returncode, 1, f"one test fails: {out}\n{run.stderr}")
+    check("FAILED" in out and "test_keeps_a_tensor_per_run" in out, out)
+    for name in ("test_frees_everything", "test_cache_made_once",
+                 "test_fixture_set_up_once", "test_unmarked"):
+        check(re.search(rf"^PASSED \S*::{name}$", out, re.M),
+              f"{name} passes: {out}")
+    check(re.search(r"leakwatch: GPU memory grows by \+4\.0 KiB per run "
+                    r"over 30 runs", out), f"the failure says how fast: {out}")
+    check("Captured leakwatch call" in out, f"the report section: {out}")
+    check(f"test_gpu_loops.py:{kept_line}" in out,
+          f"the section names the line that keeps memory ({kept_line}): {out}")
+    check("leakwatch: trace " in out, "the summary names the trace")
+    check_eq(len(run.traces()), 1, "pytest's trace")
+    # Without --leakwatch the marker does nothing: every test runs once.
+    run = Run(base, env=env, preload=False)
+    check_eq(run.returncode, 0, f"all pass without --leakwatch: {run.stdout}")
+    check_eq(run.traces(), [], "no shim, no trace")
+    # Already preloaded (leakwatch run, a launcher): no second start.
+    run = Run(base + ["--leakwatch", "-k", "frees or cache"],
+              env=dict(env, LD_PRELOAD=LIB), preload=False)
+    check_eq(run.returncode, 0, f"{run.stdout}\n{run.stderr}")
+    # A shim that cannot be found is a usage error, not a silent pass.
+    run = Run(base + ["--leakwatch", "--leakwatch-lib", "/nonexistent.so"],
+              env=env, preload=False)
+    check_eq(run.returncode, 4, f"usage error: {run.stdout}{run.stderr}")
+    check("cannot be preloaded" in run.stdout + run.stderr, run.stderr)
+
+
+def pytest_python():
+    """An interpreter with pytest (Debian's python3-pytest), or None."""
+    for py in ("/usr/bin/python3", sys.executable):
+        if subprocess.run([py, "-c", "import pytest"],
+                          capture_output=True).returncode == 0:
+            return os.path.realpath(py)
+    return None
+
+
+def pytest_plugin():
+    """pytest --leakwatch: a marked test whose loop keeps a tensor per run
+    fails with a leakwatch section naming the line; the others pass; the
+    marker does nothing without --leakwatch."""
+    py = pytest_python()
+    if not py:
+        print("no python with pytest: skipped")
+        sys.exit(77)
+    tests = os.environ["LW_PYTEST_TESTS"]
+    kept_line = next(i for i, line in enumerate(open(tests), 1)
+                     if "# @kept" in line)
+    env = {
+        "PYTHONPATH": os.pathsep.join([os.environ["LW_SCRIPTS"],
+                                       os.path.dirname(
+                                           os.environ["LW_TINYTENSOR_PY"])]),
+        "LEAKWATCH_LIB": LIB,
+        "LEAKWATCH_CLI": CLI,
+        "LD_PRELOAD": "",
+    }
+    base = [py, "-m", "pytest", "-p", "pytest_leakwatch", "-p",
+            "no:cacheprovider", "-q", "-rA", tests]
+    # The plugin preloads the shim itself (it starts pytest again).
+    run = Run(base + ["--leakwatch"], env=env, preload=False)
+    out = run.stdout
+    check_eq(run.returncode, 1, f"one test fails: {out}\n{run.stderr}")
+    check("FAILED" in out and "test_keeps_a_tensor_per_run" in out, out)
+    for name in ("test_frees_everything", "test_cache_made_once",
+                 "test_fixture_set_up_once", "test_unmarked"):
+        check(re.search(rf"^PASSED \S*::{name}$", out, re.M),
+              f"{name} passes: {out}")
+    check(re.search(r"leakwatch: GPU memory grows by \+4\.0 KiB per run "
+                    r"over 30 runs", out), f"the failure says how fast: {out}")
+    check("Captured leakwatch call" in out, f"the report section: {out}")
+    check(f"test_gpu_loops.py:{kept_line}" in out,
+          f"the section names the line that keeps memory ({kept_line}): {out}")
+    check("leakwatch: trace " in out, "the summary names the trace")
+    check_eq(len(run.traces()), 1, "pytest's trace")
+    # Without --leakwatch the marker does nothing: every test runs once.
+    run = Run(base, env=env, preload=False)
+    check_eq(run.returncode, 0, f"all pass without --leakwatch: {run.stdout}")
+    check_eq(run.traces(), [], "no shim, no trace")
+    # Already preloaded (leakwatch run, a launcher): no second start.
+    run = Run(base + ["--leakwatch", "-k", "frees or cache"],
+              env=dict(env, LD_PRELOAD=LIB), preload=False)
+    check_eq(run.returncode, 0, f"{run.stdout}\n{run.stderr}")
+    # A shim that cannot be found is a usage error, not a silent pass.
+    run = Run(base + ["--leakwatch", "--leakwatch-lib", "/nonexistent.so"],
+              env=env, preload=False)
+    check_eq(run.returncode, 4, f"usage error: {run.stdout}{run.stderr}")
+    check("cannot be preloaded" in run.stdout + run.stderr, run.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main({f.__name__: f for f in [
+        rank_names, two_ranks, dataloader_workers, live_every, signal_flush,
+        signal_respected, pytest_plugin]}))
