@@ -91,6 +91,14 @@ static int find_library(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+/* Set by the exported dlopen (resolve.c) for an RTLD_DEEPBIND load. */
+int lw_deepbind_seen;
+
+int lw_deepbind_loaded(void)
+{
+	return __atomic_load_n(&lw_deepbind_seen, __ATOMIC_RELAXED);
+}
+
 /* glibc's dlsym; also the target of the exported one (resolve.c). */
 lw_dlsym_fn lw_dlsym_target;
 

@@ -82,6 +82,10 @@ extern lw_dlsym_fn lw_dlsym_target;
 /* Finds glibc's dlsym into lw_dlsym_target; never returns NULL. */
 lw_dlsym_fn lw_dlsym_load(void);
 
+/* Whether a library was dlopen()ed with RTLD_DEEPBIND (resolve.c). */
+extern int lw_deepbind_seen;
+int lw_deepbind_loaded(void);
+
 /*
  * Given a function a real resolver (cuGetProcAddress, dlsym on libcuda,
  * cudaGetDriverEntryPoint) returned: if it is the very function libcuda

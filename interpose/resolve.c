@@ -18,6 +18,9 @@
 #include "real.h"
 #include "tracker.h"
 
+#define LW_STRINGIFY_(x) #x
+#define LW_STRINGIFY(x) LW_STRINGIFY_(x)
+
 void *lw_dlsym_handle(void *handle, const char *name);
 
 /* libcuda's function for each hooked driver name, found at first need. */
@@ -139,4 +142,69 @@ __asm__(
 	"	ldp x29, x30, [sp], #32\n"
 	"	br x16\n"
 	"	.size dlsym, .-dlsym\n");
+#endif
+
+/*
+ * A library loaded with RTLD_DEEPBIND binds its own references to its own
+ * dependencies first: if one of them is a CUDA runtime, its calls never
+ * reach leakwatch's hooks. The exported dlopen notes the flag and jumps to
+ * glibc's with everything in place, the caller's return address included
+ * (glibc reads it to find the caller's RUNPATH and $ORIGIN, so a call from
+ * C would load libraries relative to leakwatch instead). The tracker warns
+ * once, on its next record (lw_deepbind_seen). x86-64 only.
+ */
+#if defined(__x86_64__)
+typedef void *(*lw_dlopen_fn)(const char *file, int mode);
+
+lw_dlopen_fn lw_dlopen_target;
+lw_dlopen_fn lw_dlopen_load(void);
+
+static void *no_dlopen(const char *file, int mode)
+{
+	(void)file;
+	(void)mode;
+	return NULL;
+}
+
+/* Finds glibc's dlopen (dlvsym is not interposed); never returns NULL. */
+__attribute__((used)) lw_dlopen_fn lw_dlopen_load(void)
+{
+	static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5" };
+	lw_dlopen_fn fn = __atomic_load_n(&lw_dlopen_target, __ATOMIC_ACQUIRE);
+
+	for (size_t i = 0; !fn && i < sizeof(versions) / sizeof(versions[0]);
+	     i++) {
+		void *p = dlvsym(RTLD_NEXT, "dlopen", versions[i]);
+		memcpy(&fn, &p, sizeof(fn));
+	}
+	if (!fn)
+		return no_dlopen;
+	__atomic_store_n(&lw_dlopen_target, fn, __ATOMIC_RELEASE);
+	return fn;
+}
+
+__asm__(
+	"	.text\n"
+	"	.globl dlopen\n"
+	"	.type dlopen, @function\n"
+	"dlopen:\n"
+#ifdef __CET__
+	"	endbr64\n"
+#endif
+	"	testl $" LW_STRINGIFY(RTLD_DEEPBIND) ", %esi\n"
+	"	je 1f\n"
+	"	movl $1, lw_deepbind_seen(%rip)\n"
+	"1:	movq lw_dlopen_target(%rip), %rax\n"
+	"	testq %rax, %rax\n"
+	"	je 2f\n"
+	"	jmp *%rax\n"
+	"2:	pushq %rdi\n"
+	"	pushq %rsi\n"
+	"	subq $8, %rsp\n"
+	"	call lw_dlopen_load\n"
+	"	addq $8, %rsp\n"
+	"	popq %rsi\n"
+	"	popq %rdi\n"
+	"	jmp *%rax\n"
+	"	.size dlopen, .-dlopen\n");
 #endif

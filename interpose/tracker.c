@@ -244,9 +244,27 @@ static int ensure_trace_locked(void)
 
 static void write_step_locked(enum lw_step_source source);
 
+/* Says once, on stderr and in the trace, that an RTLD_DEEPBIND load was
+ * seen (resolve.c). At flushes: off the path of each event. */
+static void note_deepbind_locked(void)
+{
+	if (!lw_deepbind_loaded() ||
+	    (__atomic_load_n(&warned_mask, __ATOMIC_ACQUIRE) &
+	     (1u << LW_WARN_DEEPBIND)))
+		return;
+	lw_warn_once(LW_WARN_DEEPBIND,
+		     "a library was loaded with RTLD_DEEPBIND: the CUDA calls "
+		     "it binds to its own dependencies bypass leakwatch's "
+		     "hooks, and the trace may miss their allocations");
+	record_warnings_locked();
+}
+
 static void flush_locked(void)
 {
-	int err = lw_writer_flush(&writer);
+	int err;
+
+	note_deepbind_locked();
+	err = lw_writer_flush(&writer);
 
 	if (err < 0)
 		lw_warn_once(LW_WARN_TRACE_WRITE,
@@ -827,6 +845,7 @@ void lw_shutdown(void)
 	pthread_mutex_lock(&lock);
 	if (trace_state == TRACE_OPEN) {
 		note_thread_and_time_locked();
+		note_deepbind_locked();
 		lw_writer_close(&writer, 1, dropped_events);
 		if (have_program_end_summary) {
 			/* In a Python program, what its code left allocated;

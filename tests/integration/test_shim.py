@@ -684,6 +684,27 @@ def reopen_runtime():
     check_eq(sizes(rep), [100, 200], "both allocations")
 
 
+def deepbind():
+    """A library loaded with RTLD_DEEPBIND calls its own runtime, out of the
+    runtime hooks' reach: one warning, on stderr and in the trace (here the
+    runtime, loaded before, still allocates through the hooked driver, so
+    the allocation is seen, from inside the runtime). The exported dlopen
+    leaves glibc seeing the program as the caller: the library is found
+    through the program's RUNPATH."""
+    plain = Run([prog("deepbind"), "plain"]).expect_ok()
+    check("RTLD_DEEPBIND" not in plain.stderr, f"warned: {plain.stderr}")
+    rep = report(plain.trace())
+    check_eq(sizes(rep), [1000, 4096], "both allocations seen")
+    check_eq(rep["warnings"], [], "no warning")
+    deep = Run([prog("deepbind"), "deep"]).expect_ok()
+    check_eq(deep.stdout, "ok\n", "the program's output")
+    check_eq(deep.stderr.count("RTLD_DEEPBIND"), 1, "one warning")
+    rep = report(deep.trace())
+    check_eq(sizes(rep), [1000, 4096], "both allocations, one by the driver")
+    check(any("RTLD_DEEPBIND" in w for w in rep["warnings"]),
+          f"the trace's warnings: {rep['warnings']}")
+
+
 def threads_million():
     """8 threads, 1M allocations and frees each: exact counts at the end."""
     run = Run([prog("threads"), "8", "500000"], timeout=600).expect_ok()
@@ -707,4 +728,4 @@ if __name__ == "__main__":
         symlink_not_followed, unwritable, exports, run_command,
         run_max_growth, exec_chain, spawned_children, daemon_child,
         crash_flush, signals, exit_handlers, double_free, reopen_runtime,
-        threads_million]}))
+        deepbind, threads_million]}))
