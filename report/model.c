@@ -308,6 +308,28 @@ static int phase_born(struct lw_model *m, struct lw_live *e)
 	return shares_add(&op->live, e->site, e->size, 1, &s->phase_slot);
 }
 
+/* Adds size bytes of site to what lingered at the peak of the step in slot. */
+static int linger_add(struct lw_model *m, unsigned slot, uint32_t site,
+		      uint64_t size)
+{
+	struct lw_site *s = &m->sites[site];
+	uint32_t *touched;
+
+	if (s->lingering[slot] == 0) {
+		touched = grow_array(m->linger_touched[slot],
+				     &m->linger_touched_capacity[slot],
+				     m->linger_touched_count[slot] + 1,
+				     sizeof(*touched));
+		if (!touched)
+			return -ENOMEM;
+		m->linger_touched[slot] = touched;
+		touched[m->linger_touched_count[slot]++] = site;
+	}
+	s->lingering[slot] += size;
+	m->linger_bytes[slot] += size;
+	return 0;
+}
+
 /*
  * Memory born in step b and freed now, in step m->steps, lingered at the
  * peaks of the steps in between (those peaks are known) and maybe at this
@@ -321,22 +343,11 @@ static int linger_free(struct lw_model *m, const struct lw_live *e)
 	if (b >= now || now - b > LW_LINGER_STEPS)
 		return 0;
 	for (uint64_t p = b + 1; p < now; p++) {
-		unsigned slot = (unsigned)(p % LW_LINGER_STEPS);
-		struct lw_site *s = &m->sites[e->site];
-		uint32_t *touched;
+		int rc = linger_add(m, (unsigned)(p % LW_LINGER_STEPS),
+				    e->site, e->size);
 
-		if (s->lingering[slot] == 0) {
-			touched = grow_array(m->linger_touched[slot],
-					     &m->linger_touched_capacity[slot],
-					     m->linger_touched_count[slot] + 1,
-					     sizeof(*touched));
-			if (!touched)
-				return -ENOMEM;
-			m->linger_touched[slot] = touched;
-			touched[m->linger_touched_count[slot]++] = e->site;
-		}
-		s->lingering[slot] += e->size;
-		m->linger_bytes[slot] += e->size;
+		if (rc < 0)
+			return rc;
 	}
 	late = grow_array(m->late_frees, &m->late_free_capacity,
 			  m->late_free_count + 1, sizeof(*late));
@@ -738,23 +749,11 @@ static int end_step(struct lw_model *m)
 	m->linger_peak[slot] = m->cur_peak_bytes;
 	for (size_t i = 0; i < m->late_free_count; i++) {
 		const struct lw_late_free *f = &m->late_frees[i];
-		struct lw_site *s = &m->sites[f->site];
-		uint32_t *touched;
 
 		if (f->event <= m->cur_peak_event)
 			continue; /* freed before the peak */
-		if (s->lingering[slot] == 0) {
-			touched = grow_array(m->linger_touched[slot],
-					     &m->linger_touched_capacity[slot],
-					     m->linger_touched_count[slot] + 1,
-					     sizeof(*touched));
-			if (!touched)
-				return -ENOMEM;
-			m->linger_touched[slot] = touched;
-			touched[m->linger_touched_count[slot]++] = f->site;
-		}
-		s->lingering[slot] += f->size;
-		m->linger_bytes[slot] += f->size;
+		if ((rc = linger_add(m, slot, f->site, f->size)) < 0)
+			return rc;
 	}
 	m->late_free_count = 0;
 	if (now + 1 >= LW_LINGER_STEPS &&
