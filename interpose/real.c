@@ -109,8 +109,13 @@ static void *no_dlsym(void *handle, const char *name)
 	return NULL;
 }
 
-/* Finds glibc's dlsym (dlvsym is not interposed); never returns NULL. */
-lw_dlsym_fn lw_dlsym_load(void)
+/*
+ * Finds glibc's dlsym (dlvsym is not interposed); never returns NULL. It
+ * may run before a sanitizer's runtime is initialized (AddressSanitizer
+ * looks up the functions it intercepts with dlsym(RTLD_NEXT) first thing),
+ * so a sanitized build leaves it uninstrumented.
+ */
+LW_NO_SANITIZE lw_dlsym_fn lw_dlsym_load(void)
 {
 	static const char *const versions[] = {
 		"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17",

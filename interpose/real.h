@@ -77,6 +77,16 @@ const char *lw_real_name(enum lw_fn fn);
 void *lw_dlsym_real(void *handle, const char *name);
 
 typedef void *(*lw_dlsym_fn)(void *handle, const char *name);
+
+/* For code that may run before a sanitizer's runtime is initialized. */
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+#define LW_NO_SANITIZE __attribute__((no_sanitize("address")))
+#endif
+#endif
+#ifndef LW_NO_SANITIZE
+#define LW_NO_SANITIZE
+#endif
 extern lw_dlsym_fn lw_dlsym_target;
 
 /* Finds glibc's dlsym into lw_dlsym_target; never returns NULL. */

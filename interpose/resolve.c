@@ -166,8 +166,9 @@ static void *no_dlopen(const char *file, int mode)
 	return NULL;
 }
 
-/* Finds glibc's dlopen (dlvsym is not interposed); never returns NULL. */
-__attribute__((used)) lw_dlopen_fn lw_dlopen_load(void)
+/* Finds glibc's dlopen (dlvsym is not interposed); never returns NULL.
+ * Uninstrumented, as lw_dlsym_load() (real.c). */
+__attribute__((used)) LW_NO_SANITIZE lw_dlopen_fn lw_dlopen_load(void)
 {
 	static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5" };
 	lw_dlopen_fn fn = __atomic_load_n(&lw_dlopen_target, __ATOMIC_ACQUIRE);

@@ -176,7 +176,8 @@ int lw_infer_steps(const uint8_t *buf, size_t len,
 		if (regular(&st.stacks[i]))
 			regulars[n++] = &st.stacks[i];
 	}
-	qsort(regulars, n, sizeof(*regulars), compare_gap);
+	if (n > 1)
+		qsort(regulars, n, sizeof(*regulars), compare_gap);
 	/* Runs of one gap value, earliest first use first in each. */
 	for (size_t i = 0; i < n;) {
 		uint64_t cover = 0;
