@@ -471,6 +471,30 @@ def unwritable():
           f"warning names the path: {lines[0]}")
 
 
+def file_size_limit():
+    """RLIMIT_FSIZE smaller than the trace would grow: writing past it would
+    raise SIGXFSZ and kill the program. The shim stops short of the limit,
+    warns once, and the program finishes as without leakwatch; the trace
+    reads back up to where it stopped."""
+    limit = 8192
+    # Python ignores SIGXFSZ; the program must get the default action.
+    launcher = ("import os, resource, signal, sys\n"
+                f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
+                "signal.signal(signal.SIGXFSZ, signal.SIG_DFL)\n"
+                "os.execv(sys.argv[1], sys.argv[1:])\n")
+    run = Run([sys.executable, "-c", launcher, prog("leaky_loop"), "20000",
+               "100"])
+    run.expect_ok()
+    lines = [l for l in run.stderr.splitlines()
+             if l.startswith("leakwatch: warning:")]
+    check_eq(len(lines), 1, f"one warning line, got: {run.stderr}")
+    trace = run.trace()
+    check(os.path.getsize(trace) <= limit,
+          f"trace of {os.path.getsize(trace)} bytes past the limit")
+    rep = report(trace)
+    check(rep["allocations"] > 0, "the trace reads back")
+
+
 def exports():
     out = subprocess.run(["nm", "-D", "--defined-only", LIB],
                          capture_output=True, text=True, check=True).stdout
@@ -728,4 +752,4 @@ if __name__ == "__main__":
         symlink_not_followed, unwritable, exports, run_command,
         run_max_growth, exec_chain, spawned_children, daemon_child,
         crash_flush, signals, exit_handlers, double_free, reopen_runtime,
-        deepbind, threads_million]}))
+        deepbind, file_size_limit, threads_million]}))
