@@ -378,11 +378,44 @@ static void account_live(const struct lw_live *e, int sign)
 	}
 }
 
+/*
+ * Records of freed allocations, kept for the next allocations under the
+ * tracker's lock (linked through hh.next): an allocation and a free then
+ * take that one lock and not the arena's too. At most SPARE_LIVE_MAX; the
+ * rest go back to the arena.
+ */
+#define SPARE_LIVE_MAX 256
+static struct lw_live *spare_live;
+static unsigned spare_live_count;
+
+static struct lw_live *new_live_locked(void)
+{
+	struct lw_live *e = spare_live;
+
+	if (!e)
+		return lw_arena_alloc(sizeof(*e));
+	spare_live = e->hh.next;
+	spare_live_count--;
+	memset(e, 0, sizeof(*e));
+	return e;
+}
+
+static void release_live_locked(struct lw_live *e)
+{
+	if (spare_live_count >= SPARE_LIVE_MAX) {
+		lw_arena_free(e);
+		return;
+	}
+	e->hh.next = spare_live;
+	spare_live = e;
+	spare_live_count++;
+}
+
 static void remove_live_locked(struct lw_live *e)
 {
 	HASH_DEL(live_table, e);
 	account_live(e, -1);
-	lw_arena_free(e);
+	release_live_locked(e);
 }
 
 /* Adds a live allocation; false if leakwatch's memory is exhausted. */
@@ -394,7 +427,7 @@ static int add_live_locked(uintptr_t addr, uint64_t size,
 	HASH_FIND(hh, live_table, &addr, sizeof(addr), e);
 	if (e) /* freed through a path leakwatch does not see */
 		remove_live_locked(e);
-	e = lw_arena_alloc(sizeof(*e));
+	e = new_live_locked();
 	if (!e)
 		return 0;
 	e->addr = addr;
@@ -404,7 +437,7 @@ static int add_live_locked(uintptr_t addr, uint64_t size,
 	table_oom = 0;
 	HASH_ADD(hh, live_table, addr, sizeof(e->addr), e);
 	if (table_oom) {
-		lw_arena_free(e);
+		release_live_locked(e);
 		return 0;
 	}
 	account_live(e, +1);
@@ -712,7 +745,7 @@ static void after_fork_in_child(void)
 	trace_gen++;
 	HASH_ITER(hh, live_table, e, tmp) {
 		HASH_DEL(live_table, e);
-		lw_arena_free(e);
+		release_live_locked(e);
 	}
 	memset(live_bytes, 0, sizeof(live_bytes));
 	memset(live_count, 0, sizeof(live_count));
