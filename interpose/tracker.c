@@ -29,19 +29,17 @@
 #include "unwind.h"
 #include "writer.h"
 
-static int table_oom; /* see lw-uthash.h */
-
 __thread int lw_in_hook __attribute__((tls_model("initial-exec")));
 int lw_state = LW_STATE_UNINIT;
 
 static __thread pid_t thread_id __attribute__((tls_model("initial-exec")));
 
+/* A live allocation: a slot of the live table, empty when addr is 0. */
 struct lw_live {
 	uintptr_t addr;
 	uint64_t size;
 	struct lw_stack_entry *stack;
 	uint8_t kind;
-	UT_hash_handle hh;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -53,7 +51,17 @@ static enum { TRACE_NONE, TRACE_OPEN, TRACE_FAILED } trace_state;
 static uint32_t trace_gen = 1;
 static char trace_path[PATH_MAX];
 
-static struct lw_live *live_table;
+/*
+ * The live table: open addressing with linear probing, records in place,
+ * at most three quarters full, deletions shift later records back (no
+ * tombstones). An allocation or a free costs a probe or two and no call to
+ * the arena; only growing the table does. Under the lock.
+ */
+#define LIVE_MIN_SLOTS 1024
+static struct lw_live *live_slots;
+static size_t live_mask; /* slots - 1 */
+static unsigned live_shift; /* 64 - log2(slots) */
+static size_t live_used;
 static uint64_t dropped_events, dropped_reported;
 static uint64_t unknown_frees;
 static uint64_t live_bytes[LW_MEM_KIND_MAX + 1], live_count[LW_MEM_KIND_MAX + 1];
@@ -396,35 +404,94 @@ static void account_live(const struct lw_live *e, int sign)
 	}
 }
 
+static size_t live_home(uintptr_t addr)
+{
+	return (size_t)(((uint64_t)addr * 0x9e3779b97f4a7c15ull) >> live_shift);
+}
+
+static struct lw_live *find_live_locked(uintptr_t addr)
+{
+	if (!live_slots)
+		return NULL;
+	for (size_t i = live_home(addr);; i = (i + 1) & live_mask) {
+		if (live_slots[i].addr == addr)
+			return &live_slots[i];
+		if (!live_slots[i].addr)
+			return NULL;
+	}
+}
+
+/* The slot where addr, not in the table, goes. */
+static struct lw_live *free_slot_locked(uintptr_t addr)
+{
+	size_t i = live_home(addr);
+
+	while (live_slots[i].addr)
+		i = (i + 1) & live_mask;
+	return &live_slots[i];
+}
+
+static int grow_live_locked(void)
+{
+	size_t slots = live_slots ? 2 * (live_mask + 1) : LIVE_MIN_SLOTS;
+	struct lw_live *old = live_slots;
+	size_t old_slots = old ? live_mask + 1 : 0;
+	unsigned bits = 0;
+
+	if (slots > SIZE_MAX / sizeof(*old))
+		return 0;
+	struct lw_live *fresh = lw_arena_alloc(slots * sizeof(*fresh));
+	if (!fresh)
+		return 0;
+	while (((size_t)1 << bits) < slots)
+		bits++;
+	live_slots = fresh;
+	live_mask = slots - 1;
+	live_shift = 64 - bits;
+	for (size_t i = 0; i < old_slots; i++)
+		if (old[i].addr)
+			*free_slot_locked(old[i].addr) = old[i];
+	lw_arena_free(old);
+	return 1;
+}
+
 static void remove_live_locked(struct lw_live *e)
 {
-	HASH_DEL(live_table, e);
+	size_t i = (size_t)(e - live_slots);
+
 	account_live(e, -1);
-	lw_arena_free(e);
+	/* Shift back each later record of the run whose home is not after
+	 * the hole, so that every record stays reachable from its home. */
+	for (size_t j = (i + 1) & live_mask; live_slots[j].addr;
+	     j = (j + 1) & live_mask) {
+		size_t home = live_home(live_slots[j].addr);
+		if (((j - home) & live_mask) >= ((j - i) & live_mask)) {
+			live_slots[i] = live_slots[j];
+			i = j;
+		}
+	}
+	live_slots[i].addr = 0;
+	live_used--;
 }
 
 /* Adds a live allocation; false if leakwatch's memory is exhausted. */
 static int add_live_locked(uintptr_t addr, uint64_t size,
 			   struct lw_stack_entry *stack, unsigned kind)
 {
-	struct lw_live *e;
+	struct lw_live *e = find_live_locked(addr);
 
-	HASH_FIND(hh, live_table, &addr, sizeof(addr), e);
 	if (e) /* freed through a path leakwatch does not see */
 		remove_live_locked(e);
-	e = lw_arena_alloc(sizeof(*e));
-	if (!e)
-		return 0;
+	if ((live_used + 1) * 4 > (live_mask + 1) * 3 || !live_slots) {
+		if (!grow_live_locked())
+			return 0;
+	}
+	e = free_slot_locked(addr);
 	e->addr = addr;
 	e->size = size;
 	e->stack = stack;
 	e->kind = (uint8_t)kind;
-	table_oom = 0;
-	HASH_ADD(hh, live_table, addr, sizeof(e->addr), e);
-	if (table_oom) {
-		lw_arena_free(e);
-		return 0;
-	}
+	live_used++;
 	account_live(e, +1);
 	return 1;
 }
@@ -508,7 +575,7 @@ void lw_free_begin(const void *ptr, struct lw_pending_free *pending)
 	pending->known = 0;
 	pthread_mutex_lock(&lock);
 	if (trace_state == TRACE_OPEN) {
-		HASH_FIND(hh, live_table, &addr, sizeof(addr), e);
+		e = find_live_locked(addr);
 		if (e) {
 			pending->known = 1;
 			pending->size = e->size;
@@ -720,18 +787,16 @@ static void after_fork_in_parent(void)
  */
 static void after_fork_in_child(void)
 {
-	struct lw_live *e, *tmp;
-
 	lw_arena_unlock_after_fork();
 	thread_id = 0;
 	if (trace_state == TRACE_OPEN)
 		lw_writer_abandon(&writer);
 	trace_state = TRACE_NONE;
 	trace_gen++;
-	HASH_ITER(hh, live_table, e, tmp) {
-		HASH_DEL(live_table, e);
-		lw_arena_free(e);
-	}
+	lw_arena_free(live_slots);
+	live_slots = NULL;
+	live_mask = 0;
+	live_used = 0;
 	memset(live_bytes, 0, sizeof(live_bytes));
 	memset(live_count, 0, sizeof(live_count));
 	/* Stack, code and string ids start again at 1 in the child's trace. */
