@@ -55,10 +55,12 @@ def run_ns(cmd, env):
     if out.returncode != 0:
         raise SystemExit(f"bench-all: {' '.join(cmd)} failed "
                          f"({out.returncode}):\n{out.stderr}")
+    # heaptrack writes to the same stdout: find the program's own line.
     for line in out.stdout.splitlines():
         if line.startswith("ns-per-pair "):
             return float(line.split()[1])
-    return float(out.stdout.split()[-1])
+    raise SystemExit(f"bench-all: {' '.join(cmd)} printed no ns-per-pair "
+                     f"line:\n{out.stdout}")
 
 
 def hooks_and_heaptrack(b, work, repeats, pairs):

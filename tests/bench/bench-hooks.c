@@ -1,16 +1,44 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench-hooks DEPTH PAIRS: cudaMalloc+cudaFree pairs made DEPTH native
- * frames down, on whatever runtime is loaded; prints ns per pair. Run with
- * and without LD_PRELOAD=libleakwatch.so by bench-hooks.py.
+ * frames down, on whatever runtime is loaded; prints "ns-per-pair N", the
+ * thread's CPU time per pair. Run with and without
+ * LD_PRELOAD=libleakwatch.so by bench-hooks.py and bench-all.py.
+ *
+ * Built a second time with LW_BENCH_MALLOC as bench-malloc: the same loop
+ * with malloc+free, the heaptrack side of the comparison.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#ifndef LW_BENCH_MALLOC
 #include <cuda_runtime_api.h>
+#endif
 
 static long pairs;
+#ifdef LW_BENCH_MALLOC
+static void *volatile sink;
+
+/* One pair; nonzero on failure. */
+static int pair(size_t size)
+{
+	void *p = malloc(size);
+
+	if (!p)
+		return 1;
+	sink = p;
+	free(p);
+	return 0;
+}
+#else
+static int pair(size_t size)
+{
+	void *p;
+
+	return cudaMalloc(&p, size) != cudaSuccess || cudaFree(p) != cudaSuccess;
+}
+#endif
 
 __attribute__((noinline)) static int descend(int depth)
 {
@@ -20,9 +48,7 @@ __attribute__((noinline)) static int descend(int depth)
 		return r;
 	}
 	for (long i = 0; i < pairs; i++) {
-		void *p;
-		if (cudaMalloc(&p, 256 + (size_t)(i & 7) * 64) != cudaSuccess ||
-		    cudaFree(p) != cudaSuccess)
+		if (pair(256 + (size_t)(i & 7) * 64))
 			return 1;
 	}
 	return 0;
@@ -33,7 +59,7 @@ int main(int argc, char **argv)
 	struct timespec a, b;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: bench-hooks DEPTH PAIRS\n");
+		fprintf(stderr, "usage: %s DEPTH PAIRS\n", argv[0]);
 		return 2;
 	}
 	int depth = atoi(argv[1]);
@@ -45,6 +71,6 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
 	double ns = ((double)(b.tv_sec - a.tv_sec) * 1e9 +
 		     (double)(b.tv_nsec - a.tv_nsec)) / (double)pairs;
-	printf("%.1f\n", ns);
+	printf("ns-per-pair %.1f\n", ns);
 	return failed;
 }

@@ -258,67 +258,6 @@ def pytest_plugin():
     check("cannot be preloaded" in run.stdout + run.stderr, run.stderr)
 
 
-def pytest_python():
-    """An interpreter with pytest (Debian's python3-pytest), or None."""
-    for py in ("/usr/bin/python3", sys.executable):
-        if subprocess.run([py, "-c", "import pytest"],
-                          capture_output=True).returncode == 0:
-            return os.path.realpath(py)
-    return None
-
-
-def pytest_plugin():
-    """pytest --leakwatch: a marked test whose loop keeps a tensor per run
-    fails with a leakwatch section naming the line; the others pass; the
-    marker does nothing without --leakwatch."""
-    py = pytest_python()
-    if not py:
-        print("no python with pytest: skipped")
-        sys.exit(77)
-    tests = os.environ["LW_PYTEST_TESTS"]
-    kept_line = next(i for i, line in enumerate(open(tests), 1)
-                     if "# @kept" in line)
-    env = {
-        "PYTHONPATH": os.pathsep.join([os.environ["LW_SCRIPTS"],
-                                       os.path.dirname(
-                                           os.environ["LW_TINYTENSOR_PY"])]),
-        "LEAKWATCH_LIB": LIB,
-        "LEAKWATCH_CLI": CLI,
-        "LD_PRELOAD": "",
-    }
-    base = [py, "-m", "pytest", "-p", "pytest_leakwatch", "-p",
-            "no:cacheprovider", "-q", "-rA", tests]
-    # The plugin preloads the shim itself (it starts pytest again).
-    run = Run(base + ["--leakwatch"], env=env, preload=False)
-    out = run.stdout
-    check_eq(run.returncode, 1, f"one test fails: {out}\n{run.stderr}")
-    check("FAILED" in out and "test_keeps_a_tensor_per_run" in out, out)
-    for name in ("test_frees_everything", "test_cache_made_once",
-                 "test_fixture_set_up_once", "test_unmarked"):
-        check(re.search(rf"^PASSED \S*::{name}$", out, re.M),
-              f"{name} passes: {out}")
-    check(re.search(r"leakwatch: GPU memory grows by \+4\.0 KiB per run "
-                    r"over 30 runs", out), f"the failure says how fast: {out}")
-    check("Captured leakwatch call" in out, f"the report section: {out}")
-    check(f"test_gpu_loops.py:{kept_line}" in out,
-          f"the section names the line that keeps memory ({kept_line}): {out}")
-    check("leakwatch: trace " in out, "the summary names the trace")
-    check_eq(len(run.traces()), 1, "pytest's trace")
-    # Without --leakwatch the marker does nothing: every test runs once.
-    run = Run(base, env=env, preload=False)
-    check_eq(run.returncode, 0, f"all pass without --leakwatch: {run.stdout}")
-    check_eq(run.traces(), [], "no shim, no trace")
-    # Already preloaded (leakwatch run, a launcher): no second start.
-    run = Run(base + ["--leakwatch", "-k", "frees or cache"],
-              env=dict(env, LD_PRELOAD=LIB), preload=False)
-    check_eq(run.returncode, 0, f"{run.stdout}\n{run.stderr}")
-    # A shim that cannot be found is a usage error, not a silent pass.
-    run = Run(base + ["--leakwatch", "--leakwatch-lib", "/nonexistent.so"],
-              env=env, preload=False)
-    check_eq(run.returncode, 4, f"usage error: {run.stdout}{run.stderr}")
-    check("cannot be preloaded" in run.stdout + run.stderr, run.stderr)
-
-
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         rank_names, two_ranks, dataloader_workers, live_every, signal_flush,
