@@ -261,22 +261,6 @@ static void shares_fini(struct lw_shares *sh)
 	memset(sh, 0, sizeof(*sh));
 }
 
-static int shares_copy(struct lw_shares *to, const struct lw_shares *from)
-{
-	struct lw_site_share *items = NULL;
-
-	if (from->count) {
-		items = malloc(from->count * sizeof(*items));
-		if (!items)
-			return -ENOMEM;
-		memcpy(items, from->items, from->count * sizeof(*items));
-	}
-	free(to->items);
-	to->items = items;
-	to->count = to->capacity = from->count;
-	return 0;
-}
-
 /* The open phase instance with this id, or NULL (ended, or too deep). */
 static struct lw_open_phase *open_phase(struct lw_model *m, uint32_t instance)
 {
@@ -664,21 +648,26 @@ static int add_step_point(struct lw_model *m)
 }
 
 /* Keeps the peak attribution of a step: the one at the highest peak. */
+/* Keeps a step's peak attribution; sites are distinct (linger_add()). */
 static int keep_lingering(struct lw_lingering *to, uint64_t step,
 			  uint64_t peak, uint64_t bytes, const uint32_t *sites,
 			  size_t count, const struct lw_model *m, unsigned slot)
 {
-	struct lw_shares sh = { 0 };
-	int rc = 0;
+	struct lw_site_share *items = NULL;
 
-	for (size_t i = 0; i < count && rc == 0; i++)
-		rc = shares_add(&sh, sites[i], m->sites[sites[i]].lingering[slot],
-				0, NULL);
-	if (rc == 0)
-		rc = shares_copy(&to->sites, &sh);
-	shares_fini(&sh);
-	if (rc < 0)
-		return rc;
+	if (count) {
+		items = malloc(count * sizeof(*items));
+		if (!items)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < count; i++) {
+		items[i].site = sites[i];
+		items[i].bytes = m->sites[sites[i]].lingering[slot];
+		items[i].count = 0;
+	}
+	free(to->sites.items);
+	to->sites.items = items;
+	to->sites.count = to->sites.capacity = count;
 	to->step = step;
 	to->peak_bytes = peak;
 	to->bytes = bytes;
