@@ -4,6 +4,7 @@
 #include <elf.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define UNW_LOCAL_ONLY
@@ -157,18 +158,38 @@ static unsigned rule_for(uintptr_t ip)
 
 /*
  * The previous walk of each thread. Consecutive allocations mostly come
- * from the same outer frames, and a frame found at the same stack address
- * with the same return address as last time takes last time's rule
- * without a cache lookup. The rule depends on the return address alone,
- * so this only saves time: the comparison is always made. It shortens the
- * chain of dependent loads per frame, so that the loads of successive
- * return addresses overlap.
+ * from the same outer frames. A frame found at the same stack address with
+ * the same return address and rbp as last time takes last time's rule
+ * without a cache lookup; and from there on the walk can only repeat last
+ * time's, as long as every stack word it read is unchanged: those words
+ * are compared (independent loads, where the walk itself is a chain of
+ * dependent ones) and last time's frames are taken whole. The comparison
+ * stops at the first word that differs, so it reads no word the walk
+ * itself would not read; then the walk goes on frame by frame.
  */
+#define WALK_LIMIT (LW_MAX_FRAMES + 32)
+
+struct walk_frame {
+	uintptr_t rsp, rip, rbp;
+	uint64_t hash;	/* the running hash before this frame */
+	uint32_t rule;
+};
+
+struct walk {
+	unsigned count;		/* frames walked */
+	unsigned recorded_from;	/* the first outside the shim; count: none */
+	unsigned depth;		/* frames recorded */
+	uint64_t hash;		/* running hash of the recorded frames */
+	/* The walk reached the end of the stack: an outermost frame, or a
+	 * zero return address read at end_cfa - 8. */
+	bool complete, ended_zero;
+	uintptr_t end_cfa;
+	struct walk_frame f[WALK_LIMIT];
+};
+
 struct walk_history {
-	unsigned count[2];
-	unsigned current; /* which half holds the last walk */
-	uintptr_t rsp[2][LW_MAX_FRAMES + 32], rip[2][LW_MAX_FRAMES + 32];
-	uint32_t rule[2][LW_MAX_FRAMES + 32];
+	unsigned current; /* which one holds the last walk */
+	struct walk w[2];
 };
 
 static __thread struct walk_history *history
@@ -185,10 +206,40 @@ static struct walk_history *thread_history(void)
 {
 	if (!history && history_key_made) {
 		history = lw_arena_alloc(sizeof(*history));
-		if (history)
+		if (history) {
+			history->w[0].count = history->w[1].count = 0;
+			history->w[0].complete = history->w[1].complete = false;
+			history->current = 0;
 			pthread_setspecific(history_key, history);
+		}
 	}
 	return history;
+}
+
+/*
+ * Compares the stack words the walk read from frame j of prev to frame
+ * last (inclusive; through the end of the stack when last is the final
+ * frame of a complete walk) with what they held then. Returns last + 1
+ * when all are the same, else the frame whose word differs: a comparison
+ * starting at any frame up to that one would fail there again.
+ */
+static unsigned unchanged_from(const struct walk *prev, unsigned j,
+			       unsigned last)
+{
+	for (unsigned i = j; i < last; i++) {
+		const struct walk_frame *next = &prev->f[i + 1];
+		unsigned rbp_slot = (prev->f[i].rule >> 3) & 15u;
+
+		if (*(const uintptr_t *)(next->rsp - 8) != next->rip)
+			return i;
+		if (rbp_slot &&
+		    *(const uintptr_t *)(next->rsp - 8 * rbp_slot) != next->rbp)
+			return i;
+	}
+	if (last + 1 == prev->count && prev->ended_zero &&
+	    *(const uintptr_t *)(prev->end_cfa - 8) != 0)
+		return last;
+	return last + 1;
 }
 
 __attribute__((noinline)) int lw_unwind_fast(uintptr_t *frames, unsigned max,
@@ -196,48 +247,111 @@ __attribute__((noinline)) int lw_unwind_fast(uintptr_t *frames, unsigned max,
 {
 	struct walk_regs regs;
 	struct walk_history *h = thread_history();
-	unsigned depth = 0, walked = 0, prev_count = 0, j = 0;
-	const uintptr_t *prev_rsp = NULL, *prev_rip = NULL;
-	const uint32_t *prev_rule = NULL;
-	uintptr_t *cur_rsp = NULL, *cur_rip = NULL;
-	uint32_t *cur_rule = NULL;
+	struct walk *prev = NULL, *cur = NULL;
+	unsigned depth = 0, walked = 0, j = 0, recorded_from = WALK_LIMIT;
+	unsigned changed = 0; /* frames of prev below this one: no repeat */
 	uint64_t stack_hash = LW_HASH_SEED;
-	int leading = 1;
+	bool leading = true, complete = false, ended_zero = false;
+	uintptr_t end_cfa = 0;
 
 	if (h) {
-		unsigned last = h->current, next = last ^ 1;
-		prev_count = h->count[last];
-		prev_rsp = h->rsp[last];
-		prev_rip = h->rip[last];
-		prev_rule = h->rule[last];
-		cur_rsp = h->rsp[next];
-		cur_rip = h->rip[next];
-		cur_rule = h->rule[next];
+		prev = &h->w[h->current];
+		cur = &h->w[h->current ^ 1];
 	}
 	lw_capture_regs_x86_64(&regs);
 	uintptr_t rip = regs.rip, rsp = regs.rsp, rbp = regs.rbp;
-	while (depth < max && walked < LW_MAX_FRAMES + 32) {
-		if (leading && !in_self(rip))
-			leading = 0;
+	while (depth < max && walked < WALK_LIMIT) {
+		if (leading && !in_self(rip)) {
+			leading = false;
+			recorded_from = walked;
+		}
+		unsigned rule;
+		while (prev && j < prev->count && prev->f[j].rsp < rsp)
+			j++;
+		if (prev && j < prev->count && prev->f[j].rsp == rsp &&
+		    prev->f[j].rip == rip) {
+			const struct walk_frame *pj = &prev->f[j];
+			unsigned from = j, rec0, nrec, last;
+
+			rule = pj->rule;
+			/* The rest of the walk repeats the last one when it
+			 * starts from the same registers, ends the same way,
+			 * and skips the same frames as the shim's own. */
+			if (j < changed || pj->rbp != rbp ||
+			    leading != (j < prev->recorded_from))
+				goto step;
+			rec0 = leading ? prev->recorded_from : from;
+			nrec = prev->count - rec0;
+			last = prev->count - 1;
+			if (depth + nrec > max) /* stops at max frames */
+				last = rec0 + (max - depth) - 1;
+			else if (!prev->complete && depth + nrec < max)
+				goto step; /* goes on past where that one stopped */
+			if (walked + (last - from) + 1 > WALK_LIMIT)
+				goto step;
+			changed = unchanged_from(prev, from, last);
+			if (changed <= last) {
+				changed++;
+				goto step;
+			}
+			if (leading && rec0 <= last)
+				recorded_from = walked + (rec0 - from);
+			/* Where the walk is the same length as last time up
+			 * to here (mostly), last time's record is kept and its
+			 * start replaced; else its rest is copied. */
+			struct walk *to = cur;
+			if (walked == from) {
+				memcpy(prev->f, cur->f, walked * sizeof(*cur->f));
+				to = prev;
+				h->current ^= 1; /* flipped back below */
+			} else {
+				memcpy(&cur->f[walked], &prev->f[from],
+				       (last - from + 1) * sizeof(*cur->f));
+			}
+			if (stack_hash == pj->hash && last + 1 == prev->count) {
+				/* The same frames inside too: the same hash. */
+				for (unsigned i = rec0; i <= last; i++)
+					frames[depth++] = prev->f[i].rip;
+				stack_hash = prev->hash;
+			} else {
+				for (unsigned i = from; i <= last; i++) {
+					to->f[walked + (i - from)].hash =
+						stack_hash;
+					if (i < rec0)
+						continue;
+					frames[depth++] = prev->f[i].rip;
+					stack_hash = lw_hash_word(stack_hash,
+								  prev->f[i].rip);
+				}
+			}
+			walked += last - from + 1;
+			complete = last + 1 == prev->count && prev->complete;
+			ended_zero = complete && prev->ended_zero;
+			end_cfa = prev->end_cfa;
+			cur = to;
+			goto done;
+		}
+		rule = rule_for(rip);
+step:
+		if (cur) {
+			struct walk_frame *c = &cur->f[walked];
+
+			c->rsp = rsp;
+			c->rip = rip;
+			c->rbp = rbp;
+			c->rule = rule;
+			c->hash = stack_hash;
+		}
+		walked++;
 		if (!leading) {
 			frames[depth++] = rip;
 			stack_hash = lw_hash_word(stack_hash, rip);
 		}
-		while (j < prev_count && prev_rsp[j] < rsp)
-			j++;
-		unsigned rule = j < prev_count && prev_rsp[j] == rsp &&
-					prev_rip[j] == rip
-				? prev_rule[j]
-				: rule_for(rip);
-		if (h) {
-			cur_rsp[walked] = rsp;
-			cur_rip[walked] = rip;
-			cur_rule[walked] = rule;
-		}
-		walked++;
 		unsigned kind = rule & 3u;
-		if (kind == KIND_OUTERMOST)
+		if (kind == KIND_OUTERMOST) {
+			complete = true;
 			break;
+		}
 		if (kind != KIND_FRAME)
 			return -1;
 		uintptr_t cfa = ((rule & 4u) ? rbp : rsp) +
@@ -251,12 +365,23 @@ __attribute__((noinline)) int lw_unwind_fast(uintptr_t *frames, unsigned max,
 			rbp = *(const uintptr_t *)(cfa - 8 * rbp_slot);
 		rip = *(const uintptr_t *)(cfa - 8);
 		rsp = cfa;
-		if (rip == 0)
+		if (rip == 0) {
+			complete = ended_zero = true;
+			end_cfa = cfa;
 			break;
+		}
 	}
+done:
 	if (h) {
+		cur->count = walked;
+		cur->recorded_from = recorded_from < walked ? recorded_from
+							    : walked;
+		cur->depth = depth;
+		cur->hash = stack_hash;
+		cur->complete = complete;
+		cur->ended_zero = ended_zero;
+		cur->end_cfa = end_cfa;
 		h->current ^= 1;
-		h->count[h->current] = walked;
 	}
 	*hash = stack_hash;
 	return (int)depth;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The fast walk against libunwind: at many depths, through frames with and
- * without frame pointers, with variable-sized frames, and in a second
- * thread, both must give the same return addresses, and the fast walk must
- * not have handed the stack to libunwind.
+ * without frame pointers, with variable-sized frames, after a walk from a
+ * different caller whose inner frames sit at the same addresses, and in a
+ * second thread, both must give the same return addresses, and the fast
+ * walk must not have handed the stack to libunwind.
  *
  * The frames of this program count as the shim's own (the core is linked
  * in), so the walk starts from inside qsort(): its comparison function,
@@ -96,6 +97,34 @@ __attribute__((noinline)) static int descend(int depth)
 	return r + 1;
 }
 
+/*
+ * Two callers with frames of the same shape, called from the same place:
+ * the walk from inside the second finds every frame below it at the same
+ * stack address, with the same return address, as the walk before it, and
+ * must still see that the caller above differs.
+ */
+__attribute__((noinline)) static void common_mid(void)
+{
+	at_the_bottom();
+	__asm__ volatile("" ::: "memory"); /* not a tail call */
+}
+
+__attribute__((noinline)) static void via_a(void)
+{
+	volatile int x = 1;
+
+	common_mid();
+	x += 1;
+}
+
+__attribute__((noinline)) static void via_b(void)
+{
+	volatile int x = 2;
+
+	common_mid();
+	x += 2;
+}
+
 static void *thread_main(void *arg)
 {
 	descend(*(int *)arg);
@@ -108,6 +137,11 @@ int main(void)
 	for (int depth = 0; depth <= 90; depth += 7) {
 		descend(depth);
 		descend(depth); /* again, from the cached rules */
+	}
+	for (int i = 0; i < 4; i++) {
+		void (*volatile caller)(void) = i % 2 ? via_b : via_a;
+
+		caller();
 	}
 	pthread_t t;
 	int depth = 25;
