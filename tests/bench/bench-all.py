@@ -49,18 +49,32 @@ def clean_env():
     return env
 
 
-def run_ns(cmd, env):
+def run_out(cmd, env):
     out = subprocess.run(cmd, env=env, capture_output=True, text=True,
                          timeout=600)
     if out.returncode != 0:
         raise SystemExit(f"bench-all: {' '.join(cmd)} failed "
                          f"({out.returncode}):\n{out.stderr}")
+    return out.stdout
+
+
+def run_ns(cmd, env):
+    stdout = run_out(cmd, env)
     # heaptrack writes to the same stdout: find the program's own line.
-    for line in out.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith("ns-per-pair "):
             return float(line.split()[1])
     raise SystemExit(f"bench-all: {' '.join(cmd)} printed no ns-per-pair "
-                     f"line:\n{out.stdout}")
+                     f"line:\n{stdout}")
+
+
+def run_bytes(cmd, env):
+    """bench-footprint's one figure: bytes."""
+    stdout = run_out(cmd, env).split()
+    if len(stdout) != 1 or not stdout[0].lstrip("-").isdigit():
+        raise SystemExit(f"bench-all: {' '.join(cmd)} printed no byte "
+                         f"count:\n{' '.join(stdout)}")
+    return int(stdout[0])
 
 
 def hooks_and_heaptrack(b, work, repeats, pairs):
@@ -154,8 +168,8 @@ def footprint(b, repeats):
         for mode, n in (("live", 200000), ("stacks", 32768)):
             deltas = []
             for _ in range(max(1, repeats // 2)):
-                without = run_ns([b["footprint"], mode, str(n)], base)
-                with_ = run_ns([b["footprint"], mode, str(n)], shim)
+                without = run_bytes([b["footprint"], mode, str(n)], base)
+                with_ = run_bytes([b["footprint"], mode, str(n)], shim)
                 deltas.append((with_ - without) / n)
             what = ("per live allocation" if mode == "live"
                     else "per distinct stack (depth about 20)")
