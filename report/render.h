@@ -27,6 +27,9 @@ struct lw_report {
 	 * NULL when not at hand. */
 	const uint8_t *data;
 	size_t len;
+	/* data is a private read-only mapping of the trace file: a pass over
+	 * it may give back the pages it has read (lw_trace_release_read). */
+	bool data_mapped;
 };
 
 struct lw_rules;

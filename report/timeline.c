@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "trace-file.h"
 
 struct reader {
 	struct lw_timeline *t;
@@ -17,6 +18,8 @@ struct reader {
 	 * SIZE_MAX for an open phase that was not kept. */
 	size_t *open;
 	size_t open_count, open_capacity;
+	const struct lw_report *report;
+	size_t dropped;		/* pages of the trace given back so far */
 };
 
 static int on_header(void *ctx, const struct lw_trace_header *h)
@@ -125,18 +128,30 @@ static int on_phase_end(void *ctx)
 	return 0;
 }
 
+/* Like the model's read: the pages read are given back as it goes. */
+static int on_progress(void *ctx, size_t offset, size_t total)
+{
+	struct reader *r = ctx;
+
+	(void)total;
+	if (r->report->data_mapped)
+		lw_trace_release_read(r->report->data, &r->dropped, offset);
+	return 0;
+}
+
 static const struct lw_trace_ops timeline_ops = {
 	.header = on_header,
 	.time = on_time,
 	.step = on_step,
 	.phase_begin = on_phase_begin,
 	.phase_end = on_phase_end,
+	.progress = on_progress,
 };
 
 int lw_timeline_read(const struct lw_report *report, struct lw_timeline *t)
 {
 	struct lw_trace_result result;
-	struct reader r = { .t = t, .stride = 1 };
+	struct reader r = { .t = t, .stride = 1, .report = report };
 	int rc;
 
 	memset(t, 0, sizeof(*t));

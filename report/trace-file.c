@@ -148,18 +148,26 @@ static void end_progress(void)
  * what the model holds, not by the trace's size), and the terminal hears
  * how far the read is.
  */
+void lw_trace_release_read(const uint8_t *data, size_t *dropped,
+			   size_t offset)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t end = offset / page * page;
+
+	if (end > *dropped) {
+		madvise((void *)(data + *dropped), end - *dropped,
+			MADV_DONTNEED);
+		*dropped = end;
+	}
+}
+
 static int on_progress(void *ctx, size_t offset, size_t total)
 {
 	struct lw_trace_file *tf = (struct lw_trace_file *)(
 		(char *)ctx - offsetof(struct lw_trace_file, model));
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t end = offset / page * page;
 
-	if (tf->mapped && end > tf->dropped) {
-		madvise((void *)(tf->data + tf->dropped), end - tf->dropped,
-			MADV_DONTNEED);
-		tf->dropped = end;
-	}
+	if (tf->mapped)
+		lw_trace_release_read(tf->data, &tf->dropped, offset);
 	if (progress.enabled)
 		show_progress(ctx, offset, total);
 	return 0;
@@ -231,6 +239,7 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 	tf->report.min_steps = LW_DEFAULT_MIN_STEPS;
 	tf->report.data = tf->data ? tf->data : empty;
 	tf->report.len = tf->len;
+	tf->report.data_mapped = tf->mapped;
 	return 0;
 
 error:

@@ -35,4 +35,12 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 		       char *message, size_t message_size);
 void lw_trace_file_close(struct lw_trace_file *tf);
 
+/*
+ * Gives back the whole pages of a mapped trace's data before offset that
+ * were not given back yet (*dropped: up to where they were). Touched again,
+ * a page is read again from the file.
+ */
+void lw_trace_release_read(const uint8_t *data, size_t *dropped,
+			   size_t offset);
+
 #endif

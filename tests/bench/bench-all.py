@@ -194,7 +194,7 @@ def report(b, work, repeats, sizes):
     print("5. report: `leakwatch report` on synthetic traces (256 stacks, "
           "about 4096 live allocations), median of "
           f"{repeats}", flush=True)
-    seen = {}
+    seen, seen_html = {}, {}
     for events in sizes:
         path = os.path.join(work, f"r{events}.trace")
         subprocess.run([b["gen"], "large", path, str(events), "8192"],
@@ -215,6 +215,12 @@ def report(b, work, repeats, sizes):
             ">= 20 M/s", "met" if rate >= 20 else "missed")
         row("report", "  parser alone (bench-parse)",
             parse.split(": ", 1)[-1])
+        # html and perfetto read the trace a second time (the timeline).
+        hc, _, hr = wait_rusage([b["cli"], "report", "--format", "html",
+                                 "-o", os.devnull, path])
+        row("report", f"  --format html: CPU {hc:.3f} s, peak RSS "
+            f"{hr / 2**20:.1f} MiB", f"{events / hc / 1e6:.1f} M events/s")
+        seen_html[events] = hr
         os.unlink(path)
     if len(sizes) == 2:
         (c1, r1), (c2, r2) = seen[sizes[0]], seen[sizes[1]]
@@ -223,6 +229,10 @@ def report(b, work, repeats, sizes):
             f"events ({scale:g}x)", f"time {c2 / c1:.1f}x, peak RSS "
             f"{r2 / r1:.2f}x", "time linear, RSS flat",
             "met" if c2 / c1 <= scale * 1.3 and r2 / r1 <= 1.5 else "missed")
+        h1, h2 = seen_html[sizes[0]], seen_html[sizes[1]]
+        row("report", f"  --format html peak RSS {sizes[0] / 1e6:g}M -> "
+            f"{sizes[1] / 1e6:g}M events", f"{h2 / h1:.2f}x", "flat",
+            "met" if h2 / h1 <= 1.5 else "missed")
 
 
 def main():
