@@ -35,18 +35,33 @@ static struct lw_string_entry *string_table;
 static uint32_t next_stack_id = 1;
 static uint64_t next_code_id = 1, next_string_id = 1;
 
-uint64_t lw_stacks_hash(const uintptr_t *frames, unsigned depth,
-			unsigned py_depth)
-{
-	return lw_stack_hash(frames, depth + 2 * py_depth);
-}
-
+/*
+ * The Python words are hashed in four independent chains, joined at the
+ * end: a chain costs a multiply's latency per word, and a deep Python stack
+ * has sixty words or more.
+ */
 uint64_t lw_stacks_hash_from(uint64_t native_hash, const uintptr_t *frames,
 			     unsigned depth, unsigned py_depth)
 {
-	for (unsigned i = depth; i < depth + 2 * py_depth; i++)
-		native_hash = lw_hash_word(native_hash, frames[i]);
-	return lw_hash_finish(native_hash, depth + 2 * py_depth);
+	const uintptr_t *w = frames + depth;
+	unsigned n = 2 * py_depth, i = 0;
+	uint64_t a = native_hash, b = LW_HASH_SEED + 1, c = LW_HASH_SEED + 2,
+		 d = LW_HASH_SEED + 3;
+
+	for (; i + 4 <= n; i += 4) {
+		a = lw_hash_word(a, w[i]);
+		b = lw_hash_word(b, w[i + 1]);
+		c = lw_hash_word(c, w[i + 2]);
+		d = lw_hash_word(d, w[i + 3]);
+	}
+	for (; i < n; i++)
+		a = lw_hash_word(a, w[i]);
+	if (n >= 4) {
+		a = lw_hash_word(a, b);
+		a = lw_hash_word(a, c);
+		a = lw_hash_word(a, d);
+	}
+	return lw_hash_finish(a, depth + n);
 }
 
 struct lw_stack_entry *lw_stacks_find(uint64_t hash, const uintptr_t *frames,

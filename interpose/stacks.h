@@ -33,12 +33,9 @@ struct lw_stack_entry {
 	uintptr_t frames[];
 };
 
-/* The hash identifying a stack of depth native and py_depth Python frames. */
-uint64_t lw_stacks_hash(const uintptr_t *frames, unsigned depth,
-			unsigned py_depth);
-
-/* The same, from native_hash, the running hash of the native frames that
- * lw_unwind() gave. */
+/* The hash identifying a stack of depth native and py_depth Python frames,
+ * from native_hash, the running hash of the native frames that lw_unwind()
+ * gave. */
 uint64_t lw_stacks_hash_from(uint64_t native_hash, const uintptr_t *frames,
 			     unsigned depth, unsigned py_depth);
 
