@@ -22,6 +22,7 @@
  */
 #include "pyframes.h"
 #include "pyeval.h"
+#include "arena.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -375,6 +376,70 @@ static inline void end_activation(struct lw_py_frame *frames, unsigned n, unsign
 	*run = 0;
 }
 
+/*
+ * The lines of each thread's previous capture, by position: the outer frames
+ * of a Python stack sit at the same call, capture after capture, and this
+ * small per-thread array stays in the cache where the shared line cache,
+ * looked up once per frame, mostly does not. An entry counts only for the
+ * same code object, line table and instruction.
+ */
+struct line_memo {
+	const char *code, *table;
+	long offset;
+	int32_t line;
+};
+
+static __thread struct line_memo *line_memo
+	__attribute__((tls_model("initial-exec")));
+static pthread_key_t line_memo_key;
+static pthread_once_t line_memo_once = PTHREAD_ONCE_INIT;
+static int line_memo_key_made;
+
+static void free_line_memo(void *data)
+{
+	lw_arena_free(data);
+}
+
+static void make_line_memo_key(void)
+{
+	if (pthread_key_create(&line_memo_key, free_line_memo) == 0)
+		line_memo_key_made = 1;
+}
+
+static struct line_memo *thread_line_memo(void)
+{
+	if (line_memo)
+		return line_memo;
+	pthread_once(&line_memo_once, make_line_memo_key);
+	if (!line_memo_key_made)
+		return NULL;
+	line_memo = lw_arena_alloc(LW_MAX_PY_FRAMES * sizeof(*line_memo));
+	if (line_memo) {
+		memset(line_memo, 0, LW_MAX_PY_FRAMES * sizeof(*line_memo));
+		pthread_setspecific(line_memo_key, line_memo);
+	}
+	return line_memo;
+}
+
+/* code_line(), through the memo entry of output position n. */
+static int32_t memo_line(struct line_memo *memo, unsigned n, const char *code,
+			 long offset)
+{
+	if (!memo || n >= LW_MAX_PY_FRAMES)
+		return code_line(code, offset);
+
+	struct line_memo *e = &memo[n];
+	const char *table = load_ptr(code, py.layout->code_line_table);
+
+	if (e->code == code && e->table == table && e->offset == offset)
+		return e->line;
+	e->code = code;
+	e->table = table;
+	e->offset = offset;
+	e->line = code_line(code, offset);
+	return e->line;
+}
+
 unsigned lw_py_capture(struct lw_py_frame *frames, unsigned max)
 {
 	if (!__atomic_load_n(&py_ready, __ATOMIC_ACQUIRE))
@@ -394,6 +459,7 @@ unsigned lw_py_capture(struct lw_py_frame *frames, unsigned max)
 		return 0;
 
 	const char *frame = top_frame(tstate);
+	struct line_memo *memo = thread_line_memo();
 	unsigned n = 0, run = 0; /* run: frames written for the current activation */
 	/* A bound on the walk, in case the chain were corrupt: each written
 	 * frame may follow a shim or a skipped frame. */
@@ -439,7 +505,7 @@ unsigned lw_py_capture(struct lw_py_frame *frames, unsigned max)
 			}
 		}
 		frames[n].code = code;
-		frames[n].line = code_line(code, offset);
+		frames[n].line = memo_line(memo, n, code, offset);
 		frames[n].entry = (uint8_t)entry;
 		n++;
 		run = entry ? 0 : run + 1;
