@@ -48,19 +48,21 @@ const char *lw_verdict_name(enum lw_verdict verdict)
 	return "not-enough-steps";
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Median of v[0..n) (reorders v); 0 for n == 0. */
+/* Median of v[0..n) (reorders v); 0 for n == 0. The arrays here hold at
+ * most WINDOWS * (WINDOWS - 1) / 2 values: an insertion sort beats qsort's
+ * call per comparison, and a report takes several medians per site. */
 static double median(double *v, size_t n)
 {
 	if (n == 0)
 		return 0;
-	qsort(v, n, sizeof(*v), compare_doubles);
+	for (size_t i = 1; i < n; i++) {
+		double x = v[i];
+		size_t j = i;
+
+		for (; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
