@@ -395,9 +395,14 @@ static pthread_key_t line_memo_key;
 static pthread_once_t line_memo_once = PTHREAD_ONCE_INIT;
 static int line_memo_key_made;
 
+/* What line_memo holds once its thread's destructors freed it: a later
+ * destructor may still allocate, and captures without one. */
+#define LINE_MEMO_GONE ((struct line_memo *)1)
+
 static void free_line_memo(void *data)
 {
 	lw_arena_free(data);
+	line_memo = LINE_MEMO_GONE;
 }
 
 static void make_line_memo_key(void)
@@ -408,6 +413,8 @@ static void make_line_memo_key(void)
 
 static struct line_memo *thread_line_memo(void)
 {
+	if (line_memo == LINE_MEMO_GONE)
+		return NULL;
 	if (line_memo)
 		return line_memo;
 	pthread_once(&line_memo_once, make_line_memo_key);

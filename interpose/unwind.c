@@ -197,13 +197,20 @@ static __thread struct walk_history *history
 static pthread_key_t history_key;
 static int history_key_made;
 
+/* What history holds once its thread's destructors freed it: a thread
+ * may still allocate from a later destructor, and walks without one. */
+#define HISTORY_GONE ((struct walk_history *)1)
+
 static void free_history(void *data)
 {
 	lw_arena_free(data);
+	history = HISTORY_GONE;
 }
 
 static struct walk_history *thread_history(void)
 {
+	if (history == HISTORY_GONE)
+		return NULL;
 	if (!history && history_key_made) {
 		history = lw_arena_alloc(sizeof(*history));
 		if (history) {

@@ -131,6 +131,29 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+/*
+ * A thread-specific destructor of the program's, made after the shim's own
+ * and so run after it at thread exit, that allocates (walks the stack)
+ * once the walk's per-thread memory is gone.
+ */
+static pthread_key_t late_key;
+static int late_walks;
+
+static void late_destructor(void *value)
+{
+	(void)value;
+	descend(4);
+	late_walks++;
+}
+
+static void *exiting_thread(void *arg)
+{
+	(void)arg;
+	descend(6);
+	pthread_setspecific(late_key, &late_key);
+	return NULL;
+}
+
 int main(void)
 {
 	lw_unwind_init(1);
@@ -147,5 +170,9 @@ int main(void)
 	int depth = 25;
 	CHECK(pthread_create(&t, NULL, thread_main, &depth) == 0);
 	pthread_join(t, NULL);
+	CHECK(pthread_key_create(&late_key, late_destructor) == 0);
+	CHECK(pthread_create(&t, NULL, exiting_thread, NULL) == 0);
+	pthread_join(t, NULL);
+	CHECK_EQ_U64(late_walks, 1);
 	return lw_test_done("test-unwind");
 }
