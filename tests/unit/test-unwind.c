@@ -109,20 +109,20 @@ __attribute__((noinline)) static void common_mid(void)
 	__asm__ volatile("" ::: "memory"); /* not a tail call */
 }
 
-__attribute__((noinline)) static void via_a(void)
+__attribute__((noinline)) static int via_a(void)
 {
 	volatile int x = 1;
 
 	common_mid();
-	x += 1;
+	return x + 1;
 }
 
-__attribute__((noinline)) static void via_b(void)
+__attribute__((noinline)) static int via_b(void)
 {
 	volatile int x = 2;
 
 	common_mid();
-	x += 2;
+	return x + 2;
 }
 
 static void *thread_main(void *arg)
@@ -162,9 +162,9 @@ int main(void)
 		descend(depth); /* again, from the cached rules */
 	}
 	for (int i = 0; i < 4; i++) {
-		void (*volatile caller)(void) = i % 2 ? via_b : via_a;
+		int (*volatile caller)(void) = i % 2 ? via_b : via_a;
 
-		caller();
+		CHECK_EQ_U64(caller(), i % 2 ? 4 : 2);
 	}
 	pthread_t t;
 	int depth = 25;
