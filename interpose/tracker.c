@@ -48,6 +48,8 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static struct lw_config config;
 static struct lw_writer writer;
 static enum { TRACE_NONE, TRACE_OPEN, TRACE_FAILED } trace_state;
+/* The process that opened the trace (see lw_flush_before_exec()). */
+static pid_t trace_pid;
 static uint32_t trace_gen = 1;
 static char trace_path[PATH_MAX];
 
@@ -212,6 +214,7 @@ static int ensure_trace_locked(void)
 		return 0;
 
 	pid_t pid = getpid();
+	__atomic_store_n(&trace_pid, pid, __ATOMIC_RELEASE);
 	if (lw_config_trace_path(&config, pid, trace_path,
 				 sizeof(trace_path)) < 0) {
 		trace_state = TRACE_FAILED;
@@ -767,6 +770,25 @@ int lw_device_live(uint64_t *bytes, uint64_t *count)
 }
 
 /* ---- process life ---- */
+
+void lw_flush_before_exec(void)
+{
+	int saved_errno = errno;
+
+	if (lw_in_hook ||
+	    __atomic_load_n(&lw_state, __ATOMIC_ACQUIRE) != LW_STATE_ACTIVE)
+		return;
+	/* getpid() asks the kernel: a vfork() child gets its own pid, not
+	 * the one of the process whose trace this memory describes. */
+	if (getpid() != __atomic_load_n(&trace_pid, __ATOMIC_ACQUIRE))
+		return;
+	if (pthread_mutex_trylock(&lock) == 0) {
+		if (trace_state == TRACE_OPEN)
+			flush_locked();
+		pthread_mutex_unlock(&lock);
+	}
+	errno = saved_errno;
+}
 
 static void before_fork(void)
 {

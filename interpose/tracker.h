@@ -113,6 +113,16 @@ int lw_device_live(uint64_t *bytes, uint64_t *count);
 void lw_warn_once(enum lw_warning kind, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * Writes out what the trace buffer holds, before an exec replaces the
+ * program without running its exit handlers (exec.c). Never blocks and
+ * keeps errno: inside a hook of this thread (an exec from a signal
+ * handler), or while another thread holds the tracker's lock, the buffer
+ * stays; in a vfork() child, which shares its parent's memory and runs no
+ * fork handlers, nothing is touched.
+ */
+void lw_flush_before_exec(void);
+
 /* Closes the trace and prints the exit summary (the library destructor). */
 void lw_shutdown(void);
 

@@ -591,6 +591,33 @@ def exec_chain():
         check_eq(rep["truncated"], cut, f"{name}: truncated")
 
 
+def exec_flush():
+    """exec() replaces the program without its exit handlers: what the shim
+    buffered since its last flush is written before the exec, through
+    every member of the family. The old image's trace has every allocation
+    and no END record; the new image's is its own."""
+    for how in ["execl", "execlp", "execle", "execv", "execvp", "execvpe",
+                "execve", "fexecve", "execveat"]:
+        run = hazards("exec-now", how).expect_ok()
+        traces = run.traces()
+        check_eq(len(traces), 2, f"{how}: two traces, got {traces}")
+        reps = sorted((report(t) for t in traces), key=sizes)
+        check_eq(sizes(reps[0]), [1500], f"{how}: the image before exec")
+        check_eq(reps[0]["truncated"], True, f"{how}: no END record")
+        check_eq(sizes(reps[1]), [3000], f"{how}: the image after it")
+        check_eq(reps[1]["truncated"], False, f"{how}: complete")
+
+
+def exec_failed():
+    """An exec that fails returns -1 with the C library's errno, and the
+    program and its trace go on."""
+    run = hazards("exec-fail").expect_ok()
+    check_eq(run.stdout.strip(), "exec-fail -1 ENOENT", "exec's result")
+    rep = report(run.trace())
+    check_eq(sizes(rep), [1600, 1601], "both allocations, one trace")
+    check_eq(rep["truncated"], False, "complete")
+
+
 def spawned_children():
     """vfork()+exec and posix_spawn() children (no fork handlers run) trace
     themselves; the parent's trace holds only its own allocations."""
@@ -750,6 +777,7 @@ if __name__ == "__main__":
         rtld_local, unknown_free, no_cuda, quiet, killed, killed_after_step,
         optimizer_steps, python_helper_without_shim,
         symlink_not_followed, unwritable, exports, run_command,
-        run_max_growth, exec_chain, spawned_children, daemon_child,
+        run_max_growth, exec_chain, exec_flush, exec_failed,
+        spawned_children, daemon_child,
         crash_flush, signals, exit_handlers, double_free, reopen_runtime,
         deepbind, file_size_limit, threads_million]}))

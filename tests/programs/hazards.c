@@ -6,6 +6,13 @@
  *
  *   exec N          keeps a buffer of 1000 + N bytes, marks a step, and
  *                   while N > 0 exec()s itself with N - 1 (same pid).
+ *   exec-now FN     keeps 1500 bytes, then at once (no step, no flush of
+ *                   its own) execs itself as "child" through FN: execl,
+ *                   execlp, execle, execv, execvp, execvpe, execve,
+ *                   fexecve or execveat.
+ *   exec-fail       keeps 1600 bytes, execs a path that does not exist,
+ *                   prints what the exec returned and its errno, keeps
+ *                   1601 bytes.
  *   vfork, spawn    keeps 2000 bytes; runs "child" through vfork()+exec or
  *                   posix_spawn(); keeps 2001 bytes after it exits.
  *   child           keeps 3000 bytes.
@@ -44,6 +51,8 @@ extern char **environ;
 
 void keep(size_t bytes);
 void exec_chain(const char *self, unsigned long n);
+void exec_now(const char *self, const char *how);
+void exec_fail(void);
 void run_child(const char *self, int use_spawn);
 void daemonize(const char *pidfile);
 void crash(int how);
@@ -72,6 +81,56 @@ void exec_chain(const char *self, unsigned long n)
 	execl(self, self, "exec", arg, (char *)NULL);
 	perror("hazards: execl");
 	exit(1);
+}
+
+void exec_now(const char *self, const char *how)
+{
+	char *argv[] = { (char *)self, (char *)"child", NULL };
+
+	keep(1500);
+	if (strcmp(how, "execl") == 0)
+		execl(self, self, "child", (char *)NULL);
+	else if (strcmp(how, "execlp") == 0)
+		execlp(self, self, "child", (char *)NULL);
+	else if (strcmp(how, "execle") == 0)
+		execle(self, self, "child", (char *)NULL, environ);
+	else if (strcmp(how, "execv") == 0)
+		execv(self, argv);
+	else if (strcmp(how, "execvp") == 0)
+		execvp(self, argv);
+	else if (strcmp(how, "execvpe") == 0)
+		execvpe(self, argv, environ);
+	else if (strcmp(how, "execve") == 0)
+		execve(self, argv, environ);
+	else if (strcmp(how, "fexecve") == 0 || strcmp(how, "execveat") == 0) {
+		int fd = open(self, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0) {
+			perror("hazards: open");
+			exit(1);
+		}
+		if (how[1] == 'e')
+			fexecve(fd, argv, environ);
+		else
+			execveat(fd, "", argv, environ, AT_EMPTY_PATH);
+	} else {
+		fprintf(stderr, "hazards: unknown exec '%s'\n", how);
+		exit(2);
+	}
+	perror("hazards: exec");
+	exit(1);
+}
+
+void exec_fail(void)
+{
+	char *argv[] = { (char *)"/nonexistent/leakwatch-test", NULL };
+	int rc;
+
+	keep(1600);
+	errno = 0;
+	rc = execv(argv[0], argv);
+	printf("exec-fail %d %s\n", rc, errno == ENOENT ? "ENOENT" : strerror(errno));
+	keep(1601);
 }
 
 static void wait_for(pid_t pid)
@@ -294,6 +353,10 @@ int main(int argc, char **argv)
 
 	if (strcmp(mode, "exec") == 0)
 		exec_chain(argv[0], prog_arg(argc, argv, 2, 0));
+	else if (strcmp(mode, "exec-now") == 0 && argc > 2)
+		exec_now(argv[0], argv[2]);
+	else if (strcmp(mode, "exec-fail") == 0)
+		exec_fail();
 	else if (strcmp(mode, "vfork") == 0)
 		run_child(argv[0], 0);
 	else if (strcmp(mode, "spawn") == 0)
