@@ -4,14 +4,16 @@ run on the stand-in runtime under LD_PRELOAD=libleakwatch.so."""
 import json
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 
-from lwtest import (CLI, LIB, Run, check, check_eq, functions, main, prog,
-                    report, site_with)
+from lwtest import (CLI, LIB, SKIP, Run, check, check_eq, functions, main,
+                    prog, report, site_with)
 
 KIND_OF_API = {
     "cudaMallocManaged": "managed",
@@ -618,6 +620,74 @@ def exec_failed():
     check_eq(rep["truncated"], False, "complete")
 
 
+def secure_exec():
+    """A set-user-ID program (secure execution: AT_SECURE) is left alone:
+    no trace, no PYTORCH_CUDA_ALLOC_CONF, the same results. The same
+    binary without the bit is traced, so the difference is the shim's.
+
+    Secure mode ignores LD_PRELOAD paths with a slash, so the probe is
+    linked against the shim (and the stand-in runtime) with an absolute
+    RPATH, which secure mode honours. Run as root with the file owned by
+    nobody, its effective user differs from its real one."""
+    if os.geteuid() != 0:
+        print("skipped: needs root (to give a file to nobody)")
+        return SKIP
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if not cc:
+        print("skipped: no C compiler")
+        return SKIP
+    d = tempfile.mkdtemp(prefix="lw-secure-")
+    os.chmod(d, 0o755)
+    fake = os.environ["LW_FAKECUDA_DIR"]
+    for src in (LIB, os.path.join(fake, "libcudart.so.13"),
+                os.path.join(fake, "libcuda.so.1")):
+        shutil.copy(src, d)
+    probe = os.path.join(d, "secure_probe")
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run([cc, "-o", probe, os.path.join(here, "secure_probe.c"),
+                    "-Wl,--no-as-needed", os.path.join(d, "libleakwatch.so"),
+                    os.path.join(d, "libcudart.so.13"),
+                    os.path.join(d, "libcuda.so.1"),
+                    f"-Wl,-rpath,{d}", "-Wl,--disable-new-dtags"],
+                   check=True)
+    out = os.path.join(d, "out")
+    os.mkdir(out)
+    os.chmod(out, 0o1777)  # nobody could write here, were it to try
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LEAKWATCH_", "PYTORCH_"))
+           and k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+    env["LEAKWATCH_OUT"] = os.path.join(out, "trace-%p.trace")
+
+    def run(tag):
+        p = subprocess.run([probe], env=env, capture_output=True, text=True,
+                           timeout=60)
+        check_eq(p.returncode, 0, f"{tag}: exit status; {p.stderr}")
+        got = dict(l.split(" ", 1) for l in p.stdout.splitlines())
+        traces = os.listdir(out)
+        for t in traces:
+            os.unlink(os.path.join(out, t))
+        return got, traces, p.stderr
+
+    plain, plain_traces, _ = run("without the bit")
+    check_eq(plain["secure"], "0", "without the bit: not secure")
+    check_eq(len(plain_traces), 1, "without the bit: traced")
+    check(plain["conf"] != "(unset)", "without the bit: the shim chose "
+          f"PyTorch's allocator: {plain}")
+    shutil.chown(probe, user="nobody")
+    os.chmod(probe, 0o4755)
+    secure, secure_traces, stderr = run("set-user-ID")
+    if secure["secure"] != "1":
+        print("skipped: the set-user-ID bit is not honoured here "
+              "(a nosuid mount?)")
+        return SKIP
+    check_eq(secure_traces, [], "set-user-ID: no trace")
+    check_eq(secure["conf"], "(unset)", "set-user-ID: no allocator choice")
+    check_eq((secure["malloc"], secure["free"]),
+             (plain["malloc"], plain["free"]), "the program's results")
+    check("leakwatch" not in stderr, f"set-user-ID: silent: {stderr}")
+    shutil.rmtree(d)
+
+
 def spawned_children():
     """vfork()+exec and posix_spawn() children (no fork handlers run) trace
     themselves; the parent's trace holds only its own allocations."""
@@ -778,6 +848,6 @@ if __name__ == "__main__":
         optimizer_steps, python_helper_without_shim,
         symlink_not_followed, unwritable, exports, run_command,
         run_max_growth, exec_chain, exec_flush, exec_failed,
-        spawned_children, daemon_child,
+        secure_exec, spawned_children, daemon_child,
         crash_flush, signals, exit_handlers, double_free, reopen_runtime,
         deepbind, file_size_limit, threads_million]}))
