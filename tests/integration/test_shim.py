@@ -497,6 +497,70 @@ def file_size_limit():
     check(rep["allocations"] > 0, "the trace reads back")
 
 
+def disk_full():
+    """The disk fills up under the trace (a 64 KiB tmpfs in a private mount
+    namespace): one warning, the program runs on to the same end, and the
+    trace reads back to where the disk filled, reported as cut short."""
+    unshare = shutil.which("unshare")
+    if not unshare:
+        print("skipped: no unshare (util-linux)")
+        return SKIP
+    probe = Run([prog("no_cuda")])
+    mnt, out = os.path.join(probe.dir, "mnt"), os.path.join(probe.dir, "out")
+    os.mkdir(mnt)
+    os.mkdir(out)
+    argv = [prog("leaky_loop"), "20000", "100"]
+    bare = {k: v for k, v in os.environ.items()
+            if not k.startswith("LEAKWATCH_") and k != "LD_PRELOAD"}
+    plain = subprocess.run(argv, env=bare,
+                           capture_output=True, text=True, timeout=120)
+    # Inside the namespace: mount, run under the shim, copy the trace out
+    # (the mount goes with the namespace), keep the program's status.
+    script = ('mount -t tmpfs -o size=64k tmpfs "$1" || exit 99\n'
+              'dir=$1 out=$2; shift 2\n'
+              '$TRACE_WRITES env LD_PRELOAD="$LW_LIB" '
+              'LEAKWATCH_OUT="$dir/trace-%p.trace" "$@"\n'
+              'st=$?\n'
+              'cp "$dir"/*.trace "$out"/ || exit 98\n'
+              'exit $st\n')
+    # With strace at hand, the failed write() calls are counted: the shim
+    # must stop writing at the first failure, not retry at every flush.
+    strace = shutil.which("strace")
+    writes = os.path.join(probe.dir, "failed-writes")
+    env = dict(bare, LW_LIB=LIB, TRACE_WRITES=(
+        f"{strace} -f -qq -e trace=write -e status=failed -o {writes}"
+        if strace else ""))
+    for flags in (["-m"], ["-r", "-m"]):
+        p = subprocess.run([unshare, *flags, "sh", "-c", script, "sh", mnt,
+                            out, *argv], env=env, capture_output=True,
+                           text=True, timeout=120)
+        if p.returncode != 99 and "unshare:" not in p.stderr:
+            break
+    else:
+        print(f"skipped: cannot mount a tmpfs here: {p.stderr.strip()}")
+        return SKIP
+    check_eq(p.returncode, plain.returncode, f"exit status; {p.stderr}")
+    check_eq(p.stdout, plain.stdout, "the program's output")
+    if strace:
+        with open(writes) as f:
+            failed = [l for l in f if "ENOSPC" in l]
+        check_eq(len(failed), 1,
+                 "failed writes to the full disk (one, then no more tries)")
+    else:
+        print("strace is not installed: failed writes not counted")
+    warnings = [l for l in p.stderr.splitlines()
+                if l.startswith("leakwatch: warning:")]
+    check_eq(len(warnings), 1, f"one warning line, got: {p.stderr}")
+    check("No space left on device" in warnings[0], warnings[0])
+    traces = os.listdir(out)
+    check_eq(len(traces), 1, f"one trace: {traces}")
+    trace = os.path.join(out, traces[0])
+    check(os.path.getsize(trace) <= 65536, "the trace fits the disk")
+    rep = report(trace)
+    check_eq(rep["truncated"], True, "reported as cut short")
+    check(rep["allocations"] > 0, "the trace reads back")
+
+
 def exports():
     out = subprocess.run(["nm", "-D", "--defined-only", LIB],
                          capture_output=True, text=True, check=True).stdout
@@ -850,4 +914,4 @@ if __name__ == "__main__":
         run_max_growth, exec_chain, exec_flush, exec_failed,
         secure_exec, spawned_children, daemon_child,
         crash_flush, signals, exit_handlers, double_free, reopen_runtime,
-        deepbind, file_size_limit, threads_million]}))
+        deepbind, file_size_limit, disk_full, threads_million]}))
