@@ -356,11 +356,12 @@ LW_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
 	return res;
 }
 
-static cudaError_t entry_point(enum lw_fn fn, const char *symbol,
-			       void **funcPtr, unsigned long long flags,
+static cudaError_t entry_point(const void *caller, enum lw_fn fn,
+			       const char *symbol, void **funcPtr,
+			       unsigned long long flags,
 			       enum cudaDriverEntryPointQueryResult *status)
 {
-	entry_point_fn real = (entry_point_fn)lw_real(fn);
+	entry_point_fn real = (entry_point_fn)lw_real_for_caller(fn, caller);
 	if (!real)
 		return cudaErrorInitializationError;
 	cudaError_t err = real(symbol, funcPtr, flags, status);
@@ -373,23 +374,25 @@ LW_EXPORT cudaError_t cudaGetDriverEntryPoint(
 	const char *symbol, void **funcPtr, unsigned long long flags,
 	enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-	return entry_point(LW_FN_CUDA_GET_DRIVER_ENTRY_POINT, symbol, funcPtr,
-			   flags, driverStatus);
+	return entry_point(LW_CALLER(), LW_FN_CUDA_GET_DRIVER_ENTRY_POINT, symbol,
+			   funcPtr, flags, driverStatus);
 }
 
 LW_EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(
 	const char *symbol, void **funcPtr, unsigned long long flags,
 	enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-	return entry_point(LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_PTSZ, symbol,
-			   funcPtr, flags, driverStatus);
+	return entry_point(LW_CALLER(), LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_PTSZ,
+			   symbol, funcPtr, flags, driverStatus);
 }
 
 static cudaError_t entry_point_by_version(
-	enum lw_fn fn, const char *symbol, void **funcPtr, unsigned int version,
-	unsigned long long flags, enum cudaDriverEntryPointQueryResult *status)
+	const void *caller, enum lw_fn fn, const char *symbol, void **funcPtr,
+	unsigned int version, unsigned long long flags,
+	enum cudaDriverEntryPointQueryResult *status)
 {
-	entry_point_by_version_fn real = (entry_point_by_version_fn)lw_real(fn);
+	entry_point_by_version_fn real =
+		(entry_point_by_version_fn)lw_real_for_caller(fn, caller);
 	if (!real)
 		return cudaErrorInitializationError;
 	cudaError_t err = real(symbol, funcPtr, version, flags, status);
@@ -403,7 +406,8 @@ LW_EXPORT cudaError_t cudaGetDriverEntryPointByVersion(
 	unsigned long long flags,
 	enum cudaDriverEntryPointQueryResult *driverStatus)
 {
-	return entry_point_by_version(LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION,
+	return entry_point_by_version(LW_CALLER(),
+				      LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION,
 				      symbol, funcPtr, cudaVersion, flags,
 				      driverStatus);
 }
@@ -414,7 +418,8 @@ LW_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
 	enum cudaDriverEntryPointQueryResult *driverStatus)
 {
 	return entry_point_by_version(
-		LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION_PTSZ, symbol,
+		LW_CALLER(), LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION_PTSZ,
+		symbol,
 		funcPtr, cudaVersion, flags, driverStatus);
 }
 

@@ -142,7 +142,21 @@ static size_t count_args(const char *arg0, va_list ap)
 
 /* argv gets n + 1 slots of the caller's stack, filled from arg0 and ap,
  * the list's terminating NULL read. */
-#define GATHER(argv, arg0, ap)                                           	do {                                                             		size_t n_ = count_args(arg0, ap);                        		if (n_ >= INT_MAX) {                                     			errno = E2BIG;                                   			return -1;                                       		}                                                        		argv = alloca((n_ + 1) * sizeof(char *));                		argv[0] = (char *)(arg0);                                		for (size_t i_ = 1; i_ < n_; i_++)                       			argv[i_] = va_arg(ap, char *);                   		argv[n_] = NULL;                                         		if (n_)                                                  			(void)va_arg(ap, char *);                        	} while (0)
+#define GATHER(argv, arg0, ap)                                           \
+	do {                                                             \
+		size_t n_ = count_args(arg0, ap);                        \
+		if (n_ >= INT_MAX) {                                     \
+			errno = E2BIG;                                   \
+			return -1;                                       \
+		}                                                        \
+		argv = alloca((n_ + 1) * sizeof(char *));                \
+		argv[0] = (char *)(arg0);                                \
+		for (size_t i_ = 1; i_ < n_; i_++)                       \
+			argv[i_] = va_arg(ap, char *);                   \
+		argv[n_] = NULL;                                         \
+		if (n_)                                                  \
+			(void)va_arg(ap, char *);                        \
+	} while (0)
 
 LW_EXPORT int execl(const char *path, const char *arg, ...)
 {

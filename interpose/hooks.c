@@ -2,7 +2,8 @@
 /*
  * The CUDA runtime entry points leakwatch intercepts, and nothing else.
  *
- * Each one finds the real function, calls it with the caller's arguments,
+ * Each one finds the real function (that of the runtime its caller is linked
+ * against, see lw_real_for_caller()), calls it with the caller's arguments,
  * records what it did when it succeeded, and returns its result untouched.
  * Frees are recorded before the real call (see lw_free_begin()). All the
  * work lives in tracker.c.
@@ -40,6 +41,9 @@ typedef cudaError_t (*host_register_fn)(void *ptr, size_t size,
 					 unsigned int flags);
 typedef cudaError_t (*free_async_fn)(void *ptr, cudaStream_t stream);
 
+/* The real function of type T for fn, in a hook: its caller's runtime's. */
+#define REAL(T, fn) ((T)lw_real_for_caller(fn, LW_CALLER()))
+
 /* What a hook returns when no loaded runtime provides the function. */
 #define NO_RUNTIME cudaErrorInitializationError
 
@@ -58,7 +62,7 @@ static inline uint64_t product(uint64_t a, uint64_t b)
 
 LW_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
 {
-	alloc_fn real = (alloc_fn)lw_real(LW_FN_CUDA_MALLOC);
+	alloc_fn real = REAL(alloc_fn, LW_FN_CUDA_MALLOC);
 	if (!real)
 		return NO_RUNTIME;
 	if (!lw_enter())
@@ -70,10 +74,10 @@ LW_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
 	return err;
 }
 
-static cudaError_t malloc_async(enum lw_fn fn, void **ptr, size_t size,
-				cudaStream_t stream)
+static cudaError_t malloc_async(const void *caller, enum lw_fn fn, void **ptr,
+				size_t size, cudaStream_t stream)
 {
-	alloc_async_fn real = (alloc_async_fn)lw_real(fn);
+	alloc_async_fn real = (alloc_async_fn)lw_real_for_caller(fn, caller);
 	if (!real)
 		return NO_RUNTIME;
 	if (!lw_enter())
@@ -89,19 +93,22 @@ static cudaError_t malloc_async(enum lw_fn fn, void **ptr, size_t size,
 LW_EXPORT cudaError_t cudaMallocAsync(void **ptr, size_t size,
 				      cudaStream_t stream)
 {
-	return malloc_async(LW_FN_CUDA_MALLOC_ASYNC, ptr, size, stream);
+	return malloc_async(LW_CALLER(), LW_FN_CUDA_MALLOC_ASYNC, ptr, size,
+			    stream);
 }
 
 LW_EXPORT cudaError_t cudaMallocAsync_ptsz(void **ptr, size_t size,
 					   cudaStream_t stream)
 {
-	return malloc_async(LW_FN_CUDA_MALLOC_ASYNC_PTSZ, ptr, size, stream);
+	return malloc_async(LW_CALLER(), LW_FN_CUDA_MALLOC_ASYNC_PTSZ, ptr, size,
+			    stream);
 }
 
-static cudaError_t malloc_from_pool(enum lw_fn fn, void **ptr, size_t size,
-				    cudaMemPool_t pool, cudaStream_t stream)
+static cudaError_t malloc_from_pool(const void *caller, enum lw_fn fn,
+				    void **ptr, size_t size, cudaMemPool_t pool,
+				    cudaStream_t stream)
 {
-	alloc_pool_fn real = (alloc_pool_fn)lw_real(fn);
+	alloc_pool_fn real = (alloc_pool_fn)lw_real_for_caller(fn, caller);
 	if (!real)
 		return NO_RUNTIME;
 	if (!lw_enter())
@@ -118,22 +125,23 @@ LW_EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size,
 					      cudaMemPool_t pool,
 					      cudaStream_t stream)
 {
-	return malloc_from_pool(LW_FN_CUDA_MALLOC_FROM_POOL_ASYNC, ptr, size,
-				pool, stream);
+	return malloc_from_pool(LW_CALLER(), LW_FN_CUDA_MALLOC_FROM_POOL_ASYNC,
+				ptr, size, pool, stream);
 }
 
 LW_EXPORT cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size,
 						   cudaMemPool_t pool,
 						   cudaStream_t stream)
 {
-	return malloc_from_pool(LW_FN_CUDA_MALLOC_FROM_POOL_ASYNC_PTSZ, ptr,
-				size, pool, stream);
+	return malloc_from_pool(LW_CALLER(),
+				LW_FN_CUDA_MALLOC_FROM_POOL_ASYNC_PTSZ, ptr, size,
+				pool, stream);
 }
 
 LW_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size,
 					unsigned int flags)
 {
-	alloc_flags_fn real = (alloc_flags_fn)lw_real(LW_FN_CUDA_MALLOC_MANAGED);
+	alloc_flags_fn real = REAL(alloc_flags_fn, LW_FN_CUDA_MALLOC_MANAGED);
 	if (!real)
 		return NO_RUNTIME;
 	if (!lw_enter())
@@ -149,7 +157,7 @@ LW_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size,
 LW_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width,
 				      size_t height)
 {
-	alloc_pitch_fn real = (alloc_pitch_fn)lw_real(LW_FN_CUDA_MALLOC_PITCH);
+	alloc_pitch_fn real = REAL(alloc_pitch_fn, LW_FN_CUDA_MALLOC_PITCH);
 	if (!real)
 		return NO_RUNTIME;
 	if (!lw_enter())
@@ -165,7 +173,7 @@ LW_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width,
 LW_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *ptr,
 				   struct cudaExtent extent)
 {
-	alloc_3d_fn real = (alloc_3d_fn)lw_real(LW_FN_CUDA_MALLOC_3D);
+	alloc_3d_fn real = REAL(alloc_3d_fn, LW_FN_CUDA_MALLOC_3D);
 	if (!real)
 		return NO_RUNTIME;
 	if (!lw_enter())
@@ -179,10 +187,10 @@ LW_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *ptr,
 	return err;
 }
 
-static cudaError_t tracked_free(enum lw_fn fn, void *ptr, cudaStream_t stream,
-				int async)
+static cudaError_t tracked_free(const void *caller, enum lw_fn fn, void *ptr,
+				cudaStream_t stream, int async)
 {
-	lw_fnptr real = lw_real(fn);
+	lw_fnptr real = lw_real_for_caller(fn, caller);
 	struct lw_pending_free pending;
 
 	if (!real)
@@ -200,24 +208,24 @@ static cudaError_t tracked_free(enum lw_fn fn, void *ptr, cudaStream_t stream,
 
 LW_EXPORT cudaError_t cudaFree(void *ptr)
 {
-	return tracked_free(LW_FN_CUDA_FREE, ptr, 0, 0);
+	return tracked_free(LW_CALLER(), LW_FN_CUDA_FREE, ptr, 0, 0);
 }
 
 LW_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)
 {
-	return tracked_free(LW_FN_CUDA_FREE_ASYNC, ptr, stream, 1);
+	return tracked_free(LW_CALLER(), LW_FN_CUDA_FREE_ASYNC, ptr, stream, 1);
 }
 
 LW_EXPORT cudaError_t cudaFreeAsync_ptsz(void *ptr, cudaStream_t stream)
 {
-	return tracked_free(LW_FN_CUDA_FREE_ASYNC_PTSZ, ptr, stream, 1);
+	return tracked_free(LW_CALLER(), LW_FN_CUDA_FREE_ASYNC_PTSZ, ptr, stream, 1);
 }
 
 /* ---- pinned and registered host memory ---- */
 
 LW_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
-	alloc_fn real = (alloc_fn)lw_real(LW_FN_CUDA_MALLOC_HOST);
+	alloc_fn real = REAL(alloc_fn, LW_FN_CUDA_MALLOC_HOST);
 	if (!real)
 		return NO_RUNTIME;
 	if (!lw_enter())
@@ -233,7 +241,7 @@ LW_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
 LW_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size,
 				    unsigned int flags)
 {
-	alloc_flags_fn real = (alloc_flags_fn)lw_real(LW_FN_CUDA_HOST_ALLOC);
+	alloc_flags_fn real = REAL(alloc_flags_fn, LW_FN_CUDA_HOST_ALLOC);
 	if (!real)
 		return NO_RUNTIME;
 	if (!lw_enter())
@@ -248,14 +256,14 @@ LW_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size,
 
 LW_EXPORT cudaError_t cudaFreeHost(void *ptr)
 {
-	return tracked_free(LW_FN_CUDA_FREE_HOST, ptr, 0, 0);
+	return tracked_free(LW_CALLER(), LW_FN_CUDA_FREE_HOST, ptr, 0, 0);
 }
 
 LW_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size,
 				       unsigned int flags)
 {
 	host_register_fn real =
-		(host_register_fn)lw_real(LW_FN_CUDA_HOST_REGISTER);
+		REAL(host_register_fn, LW_FN_CUDA_HOST_REGISTER);
 	if (!real)
 		return NO_RUNTIME;
 	if (!lw_enter())
@@ -270,5 +278,5 @@ LW_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size,
 
 LW_EXPORT cudaError_t cudaHostUnregister(void *ptr)
 {
-	return tracked_free(LW_FN_CUDA_HOST_UNREGISTER, ptr, 0, 0);
+	return tracked_free(LW_CALLER(), LW_FN_CUDA_HOST_UNREGISTER, ptr, 0, 0);
 }

@@ -4,6 +4,9 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tracker.h"
@@ -233,4 +236,184 @@ lw_fnptr lw_real_resolve(enum lw_fn fn)
 	}
 	__atomic_store_n(&lw_real_table[fn], p, __ATOMIC_RELEASE);
 	return p;
+}
+
+/* ---- more than one CUDA runtime ---- */
+
+/*
+ * The runtimes other than the default one (index 0, lw_real_table), found
+ * by the sonames that calling objects name in DT_NEEDED. A slot is filled
+ * once, under runtimes_lock, before runtime_count makes it visible.
+ */
+#define MAX_RUNTIMES 8
+
+struct runtime {
+	char soname[64];
+	void *handle;
+	int is_default; /* the same object as the default runtime */
+	lw_fnptr fn[LW_FN_FIRST_DRIVER];
+};
+
+static struct runtime runtimes[MAX_RUNTIMES];
+static unsigned runtime_count = 1; /* [0] stands for the default */
+static pthread_mutex_t runtimes_lock = PTHREAD_MUTEX_INITIALIZER;
+static char runtime_list[256];
+
+unsigned lw_load_generation;
+
+/*
+ * The cache: one word per entry, so that threads share it without a lock
+ * and never see half an entry: the return address (user space addresses
+ * fit in 47 bits) above 13 bits of the load generation and 3 of the
+ * runtime's index. A torn or stale entry reads as a miss.
+ */
+#define CALLER_CACHE_BITS 10
+#define GENERATION_BITS 13
+
+static uint64_t caller_cache[1u << CALLER_CACHE_BITS];
+
+/* The soname of the CUDA runtime the object of map names in DT_NEEDED. */
+static const char *runtime_needed(const struct link_map *map)
+{
+	const ElfW(Dyn) *d;
+	uintptr_t strtab = 0;
+
+	if (!map->l_ld)
+		return NULL;
+	for (d = map->l_ld; d->d_tag != DT_NULL; d++) {
+		if (d->d_tag == DT_STRTAB)
+			strtab = d->d_un.d_ptr;
+	}
+	if (!strtab)
+		return NULL;
+	/* The loader relocates the dynamic section in place on most
+	 * targets, not on all, nor where it is read-only. */
+	if (strtab < map->l_addr)
+		strtab += map->l_addr;
+	for (d = map->l_ld; d->d_tag != DT_NULL; d++) {
+		const char *name;
+
+		if (d->d_tag != DT_NEEDED)
+			continue;
+		name = (const char *)(strtab + d->d_un.d_val);
+		if (strncmp(name, "libcudart.so", 12) == 0)
+			return name;
+	}
+	return NULL;
+}
+
+/* Adds soname to the list the trace reports (lw_real_runtimes()). */
+static void note_runtime_locked(const char *soname)
+{
+	size_t len = strlen(runtime_list);
+
+	if (len == 0) {
+		int n = snprintf(runtime_list, sizeof(runtime_list), "%.63s",
+				 runtimes[0].soname[0] ? runtimes[0].soname
+						       : "the first one found");
+		len = n > 0 ? (size_t)n : 0;
+	}
+	if (len < sizeof(runtime_list))
+		snprintf(runtime_list + len, sizeof(runtime_list) - len,
+			 ", %.63s", soname);
+}
+
+/* The index of the runtime called soname; 0 for the default one. */
+static unsigned runtime_index(const char *soname)
+{
+	struct link_map *mine = NULL, *def = NULL;
+	Dl_info info;
+	unsigned i, found = 0;
+	void *handle, *p;
+	lw_fnptr dflt = lw_real(LW_FN_CUDA_MALLOC);
+
+	pthread_mutex_lock(&runtimes_lock);
+	for (i = 1; i < runtime_count; i++) {
+		if (strcmp(runtimes[i].soname, soname) == 0) {
+			found = runtimes[i].is_default ? 0 : i;
+			goto out;
+		}
+	}
+	if (runtime_count == MAX_RUNTIMES || strlen(soname) >= 64)
+		goto out;
+	/* RTLD_NOLOAD: the one loaded under that name, nothing new. */
+	handle = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
+	if (!handle)
+		goto out;
+	memcpy(&p, &dflt, sizeof(p));
+	if (dlinfo(handle, RTLD_DI_LINKMAP, &mine) != 0)
+		mine = NULL;
+	if (!p || !dladdr1(p, &info, (void **)&def, RTLD_DL_LINKMAP))
+		def = NULL;
+	i = runtime_count;
+	snprintf(runtimes[i].soname, sizeof(runtimes[i].soname), "%s", soname);
+	runtimes[i].handle = handle;
+	runtimes[i].is_default = !mine || mine == def;
+	if (!runtimes[i].is_default) {
+		if (def && def->l_name && !runtimes[0].soname[0]) {
+			const char *base = strrchr(def->l_name, '/');
+			snprintf(runtimes[0].soname, sizeof(runtimes[0].soname),
+				 "%s", base ? base + 1 : def->l_name);
+		}
+		note_runtime_locked(soname);
+		found = i;
+	}
+	__atomic_store_n(&runtime_count, i + 1, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&runtimes_lock);
+	return found;
+}
+
+/* The runtime the object that holds caller is linked against. */
+static unsigned runtime_of(const void *caller)
+{
+	uint64_t key = (uint64_t)(uintptr_t)caller;
+	uint64_t gen = __atomic_load_n(&lw_load_generation, __ATOMIC_ACQUIRE) &
+		       ((1u << GENERATION_BITS) - 1);
+	size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >>
+			       (64 - CALLER_CACHE_BITS));
+	uint64_t entry = __atomic_load_n(&caller_cache[slot], __ATOMIC_RELAXED);
+	struct link_map *map = NULL;
+	const char *soname;
+	Dl_info info;
+	unsigned idx = 0;
+
+	if (entry && (entry >> 16) == key &&
+	    ((entry >> 3) & ((1u << GENERATION_BITS) - 1)) == gen)
+		return (unsigned)(entry & 7);
+	if (dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) && map &&
+	    (soname = runtime_needed(map)))
+		idx = runtime_index(soname);
+	if (key >> 47 == 0)
+		__atomic_store_n(&caller_cache[slot],
+				 key << 16 | gen << 3 | idx, __ATOMIC_RELAXED);
+	return idx;
+}
+
+lw_fnptr lw_real_for_caller(enum lw_fn fn, const void *caller)
+{
+	unsigned idx = runtime_of(caller);
+	struct runtime *rt;
+	lw_fnptr p;
+
+	if (idx == 0)
+		return lw_real(fn);
+	rt = &runtimes[idx];
+	p = __atomic_load_n(&rt->fn[fn], __ATOMIC_ACQUIRE);
+	if (!p) {
+		p = symbol(rt->handle, fn_names[fn]);
+		__atomic_store_n(&rt->fn[fn], p, __ATOMIC_RELEASE);
+	}
+	return p;
+}
+
+const char *lw_real_runtimes(void)
+{
+	const char *list = NULL;
+
+	pthread_mutex_lock(&runtimes_lock);
+	if (runtime_list[0])
+		list = runtime_list;
+	pthread_mutex_unlock(&runtimes_lock);
+	return list;
 }

@@ -67,6 +67,30 @@ static inline lw_fnptr lw_real(enum lw_fn fn)
 	return p ? p : lw_real_resolve(fn);
 }
 
+/*
+ * The real runtime function fn for a call made from caller (the hook's
+ * return address): that of the runtime the calling object is linked
+ * against, when the process has loaded more than one (an extension module
+ * built against libcudart.so.12 beside one built against .13); else, and
+ * for callers that name no runtime, lw_real(fn). NULL where that runtime
+ * lacks fn. Answers come from a lock-free cache by return address, dropped
+ * at every dlopen (lw_load_generation).
+ */
+lw_fnptr lw_real_for_caller(enum lw_fn fn, const void *caller);
+
+/* Bumped by the exported dlopen (resolve.c): an object unloaded since may
+ * have been replaced at the same addresses. */
+extern unsigned lw_load_generation;
+
+/* The return address of the hook this is written in. */
+#define LW_CALLER() __builtin_return_address(0)
+
+/*
+ * The CUDA runtimes calls were forwarded to, as a list of their names
+ * ("libcudart.so.13, libcudart.so.12"), once more than one was; else NULL.
+ */
+const char *lw_real_runtimes(void);
+
 /* The CUDA name of fn (the exported name, with its _v2 or _ptsz). */
 const char *lw_real_name(enum lw_fn fn);
 

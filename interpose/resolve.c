@@ -151,7 +151,10 @@ __asm__(
  * glibc's with everything in place, the caller's return address included
  * (glibc reads it to find the caller's RUNPATH and $ORIGIN, so a call from
  * C would load libraries relative to leakwatch instead). The tracker warns
- * once, on its next record (lw_deepbind_seen). x86-64 only.
+ * once, on its next record (lw_deepbind_seen). It also counts the load
+ * (lw_load_generation), which drops what lw_real_for_caller() remembers of
+ * return addresses: an object unloaded since may have been replaced at the
+ * same addresses. x86-64 only.
  */
 #if defined(__x86_64__)
 typedef void *(*lw_dlopen_fn)(const char *file, int mode);
@@ -192,6 +195,7 @@ __asm__(
 #ifdef __CET__
 	"	endbr64\n"
 #endif
+	"	lock incl lw_load_generation(%rip)\n"
 	"	testl $" LW_STRINGIFY(RTLD_DEEPBIND) ", %esi\n"
 	"	je 1f\n"
 	"	movl $1, lw_deepbind_seen(%rip)\n"

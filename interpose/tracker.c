@@ -50,6 +50,8 @@ static struct lw_writer writer;
 static enum { TRACE_NONE, TRACE_OPEN, TRACE_FAILED } trace_state;
 /* The process that opened the trace (see lw_flush_before_exec()). */
 static pid_t trace_pid;
+/* The list of CUDA runtimes is in this trace (note_runtimes_locked()). */
+static int runtimes_in_trace;
 static uint32_t trace_gen = 1;
 static char trace_path[PATH_MAX];
 
@@ -240,6 +242,7 @@ static int ensure_trace_locked(void)
 	}
 	trace_state = TRACE_OPEN;
 	step_source_in_trace = 0;
+	runtimes_in_trace = 0;
 	last_tid = 0;
 	last_api = UINT_MAX;
 	last_device = INT64_MIN;
@@ -270,11 +273,25 @@ static void note_deepbind_locked(void)
 	record_warnings_locked();
 }
 
+/* Says once per trace which CUDA runtimes calls went to, once there was
+ * more than one (real.c). At flushes, as above. */
+
+static void note_runtimes_locked(void)
+{
+	const char *list;
+
+	if (runtimes_in_trace || !(list = lw_real_runtimes()))
+		return;
+	lw_writer_info(&writer, "cudart_runtimes", list, strlen(list));
+	runtimes_in_trace = 1;
+}
+
 static void flush_locked(void)
 {
 	int err;
 
 	note_deepbind_locked();
+	note_runtimes_locked();
 	err = lw_writer_flush(&writer);
 
 	if (err < 0)
@@ -933,6 +950,7 @@ void lw_shutdown(void)
 	if (trace_state == TRACE_OPEN) {
 		note_thread_and_time_locked();
 		note_deepbind_locked();
+		note_runtimes_locked();
 		lw_writer_close(&writer, 1, dropped_events);
 		if (have_program_end_summary) {
 			/* In a Python program, what its code left allocated;

@@ -131,7 +131,9 @@
  *                       "more_sites": how many sites were left out.
  *   "info"              {key: value}: the INFO records ("exe", "cmdline"
  *                       with NULs, "cwd", "leakwatch", "cudart", ...), the
- *                       last value of each key.
+ *                       last value of each key; "cudart_runtimes" (the
+ *                       CUDA runtimes calls went to, "libcudart.so.13,
+ *                       libcudart.so.12") only when there were several.
  *   "notes"             strings: why some frames could not be symbolized.
  *   "report_point"      "program_end" or "end": the moment the live_*
  *                       numbers and "sites" describe (see above).

@@ -165,6 +165,11 @@ static void put_summary(FILE *out, const struct lw_report *r,
 		lw_put_text(out, python->data, python->len);
 		putc('\n', out);
 	}
+	if ((python = lw_model_info(m, "cudart_runtimes"))) {
+		fputs("  CUDA runtimes: ", out);
+		lw_put_text(out, python->data, python->len);
+		fputs(" (each call went to its caller's own)\n", out);
+	}
 	put_torch(out, m);
 	if (res->truncated)
 		fprintf(out, "  trace: TRUNCATED: the trace ends early (process killed or still running); showing %" PRIu64 " events up to the last flush\n",

@@ -39,6 +39,12 @@ static const struct fake_error_name descriptions[] = {
 
 #define UNRECOGNIZED "unrecognized error code"
 
+/* The version this runtime reports: the headers' unless the build names
+ * another (the second runtime, libcudart.so.12, of the two-runtime test). */
+#ifndef FAKE_RUNTIME_VERSION
+#define FAKE_RUNTIME_VERSION CUDART_VERSION
+#endif
+
 static const char *lookup(const struct fake_error_name *table, size_t count,
 			  cudaError_t error)
 {
@@ -187,7 +193,7 @@ FAKECUDA_EXPORT cudaError_t cudaRuntimeGetVersion(int *runtimeVersion)
 {
 	if (!runtimeVersion)
 		return fake_return(cudaErrorInvalidValue);
-	*runtimeVersion = CUDART_VERSION;
+	*runtimeVersion = FAKE_RUNTIME_VERSION;
 	return cudaSuccess;
 }
 

@@ -107,14 +107,26 @@ static const struct fake_core_ops *core(void)
 	return fake_driver()->core;
 }
 
+/*
+ * The last error is the runtime's own, per thread, as in the real one: two
+ * runtimes in one process (a module linked to each) keep theirs apart.
+ */
+static _Thread_local cudaError_t last_error;
+
 cudaError_t fake_return(cudaError_t err)
 {
-	return core()->set_last_error(err);
+	if (err != cudaSuccess)
+		last_error = err;
+	return err;
 }
 
 cudaError_t fake_last_error(int clear)
 {
-	return core()->last_error(clear);
+	cudaError_t err = last_error;
+
+	if (clear)
+		last_error = cudaSuccess;
+	return err;
 }
 
 int fake_device_count(void)

@@ -561,6 +561,30 @@ def disk_full():
     check(rep["allocations"] > 0, "the trace reads back")
 
 
+def two_runtimes():
+    """Two modules, each linked against its own CUDA runtime (12 and 13),
+    loaded RTLD_LOCAL in either order: each call goes to the runtime its
+    caller is linked against (the runtime that refused a call records the
+    error, so each module sees its own), every allocation is counted once
+    at its module, and the trace names both runtimes."""
+    for first in ("12", "13"):
+        run = Run([prog("two_runtimes"), first]).expect_ok()
+        seen = {}
+        for line in run.stdout.splitlines():
+            module, _, version, _, last_error = line.split()
+            seen[module] = (int(version) // 1000, int(last_error))
+        # cudaErrorInvalidValue (1), recorded by the module's own runtime.
+        check_eq(seen, {"libtwort12.so": (12, 1), "libtwort13.so": (13, 1)},
+                 f"{first} first: each module's runtime and its last error")
+        rep = report(run.trace())
+        check_eq(sizes(rep), [1212, 1313], f"{first} first: what is kept")
+        check_eq(rep["allocations"], 4, f"{first} first: allocations")
+        check_eq(rep["unknown_frees"], 0, f"{first} first: unknown frees")
+        runtimes = rep["info"].get("cudart_runtimes", "")
+        check("libcudart.so.12" in runtimes and "libcudart.so.13" in runtimes,
+              f"{first} first: the runtimes named: {rep['info']}")
+
+
 def exports():
     out = subprocess.run(["nm", "-D", "--defined-only", LIB],
                          capture_output=True, text=True, check=True).stdout
@@ -914,4 +938,4 @@ if __name__ == "__main__":
         run_max_growth, exec_chain, exec_flush, exec_failed,
         secure_exec, spawned_children, daemon_child,
         crash_flush, signals, exit_handlers, double_free, reopen_runtime,
-        deepbind, file_size_limit, disk_full, threads_million]}))
+        deepbind, file_size_limit, disk_full, two_runtimes, threads_million]}))
