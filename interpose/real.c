@@ -372,7 +372,9 @@ static unsigned runtime_of(const void *caller)
 		       ((1u << GENERATION_BITS) - 1);
 	size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >>
 			       (64 - CALLER_CACHE_BITS));
-	uint64_t entry = __atomic_load_n(&caller_cache[slot], __ATOMIC_RELAXED);
+	/* Acquire: the runtime's slot was filled before its index was
+	 * cached (release, below). */
+	uint64_t entry = __atomic_load_n(&caller_cache[slot], __ATOMIC_ACQUIRE);
 	struct link_map *map = NULL;
 	const char *soname;
 	Dl_info info;
@@ -386,7 +388,7 @@ static unsigned runtime_of(const void *caller)
 		idx = runtime_index(soname);
 	if (key >> 47 == 0)
 		__atomic_store_n(&caller_cache[slot],
-				 key << 16 | gen << 3 | idx, __ATOMIC_RELAXED);
+				 key << 16 | gen << 3 | idx, __ATOMIC_RELEASE);
 	return idx;
 }
 
