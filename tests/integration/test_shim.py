@@ -790,6 +790,45 @@ def spawned_children():
             check_eq(r["truncated"], False, f"{mode}: complete")
 
 
+def vfork_exec():
+    """A vfork() child shares its parent's memory until it execs: the
+    shim's exec hook must leave the parent's trace buffer alone there (the
+    parent holds an allocation not yet flushed). Counted with strace: no
+    write at all from the child before its exec."""
+    strace = shutil.which("strace")
+    if not strace:
+        print("skipped: strace is not installed")
+        return SKIP
+    probe = Run([prog("no_cuda")])
+    log = os.path.join(probe.dir, "syscalls")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LEAKWATCH_") and k != "LD_PRELOAD"}
+    env["LEAKWATCH_OUT"] = os.path.join(probe.dir, "traced-%p.trace")
+    p = subprocess.run([strace, "-f", "-qq", "-o", log, "-e",
+                        "trace=write,execve", "env", f"LD_PRELOAD={LIB}",
+                        prog("hazards"), "vfork"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    check_eq(p.returncode, 0, f"exit status; {p.stderr}")
+    with open(log) as f:
+        calls = [l.split(None, 1) for l in f if l.strip()]
+    parent = calls[0][0]
+    child = next(pid for pid, _ in calls if pid != parent)
+    before_exec = []
+    for pid, call in calls:
+        if pid != child:
+            continue
+        if call.startswith("execve("):
+            break
+        before_exec.append(call)
+    check_eq([c for c in before_exec if c.startswith("write(")], [],
+             "writes by the vfork child before its exec")
+    reps = sorted((report(os.path.join(probe.dir, t))
+                   for t in os.listdir(probe.dir) if t.startswith("traced-")),
+                  key=sizes)
+    check_eq([sizes(r) for r in reps], [[2000, 2001], [3000]],
+             "the parent's trace and the child's")
+
+
 def daemon_child():
     """A double-forked, setsid() daemon whose output is closed and whose
     working directory is / writes its own complete trace."""
@@ -936,6 +975,6 @@ if __name__ == "__main__":
         optimizer_steps, python_helper_without_shim,
         symlink_not_followed, unwritable, exports, run_command,
         run_max_growth, exec_chain, exec_flush, exec_failed,
-        secure_exec, spawned_children, daemon_child,
+        secure_exec, spawned_children, vfork_exec, daemon_child,
         crash_flush, signals, exit_handlers, double_free, reopen_runtime,
         deepbind, file_size_limit, disk_full, two_runtimes, threads_million]}))
