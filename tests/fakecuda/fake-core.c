@@ -320,6 +320,37 @@ static int contains_start(const struct fake_entry *entry, void *context)
 	       entry->key <= range->start && range->start < entry->key + entry->size;
 }
 
+void fake_mem_set_pool(void *ptr, cudaMemPool_t pool)
+{
+	struct fake_entry *entry;
+
+	lock();
+	entry = fake_table_find(&allocations, (uintptr_t)ptr);
+	if (entry)
+		entry->pool = (uintptr_t)pool;
+	unlock();
+}
+
+static int in_pool(const struct fake_entry *entry, void *context)
+{
+	struct { uintptr_t pool; size_t used; } *sum = context;
+
+	if (entry->pool == sum->pool)
+		sum->used += entry->size;
+	return 0;
+}
+
+size_t fake_mem_pool_used(cudaMemPool_t pool)
+{
+	struct { uintptr_t pool; size_t used; } sum = { (uintptr_t)pool, 0 };
+
+	/* Linear, as the stats query it answers is rare. */
+	lock();
+	fake_table_scan(&allocations, in_pool, &sum);
+	unlock();
+	return sum.used;
+}
+
 cudaError_t fake_mem_reserve(void *ptr, size_t size, int device)
 {
 	struct fake_entry entry = { .key = (uintptr_t)ptr, .size = size,

@@ -102,6 +102,13 @@ cudaError_t fake_mem_alloc(int kind, int device, size_t size, void **out);
 int fake_mem_kind(const void *ptr);
 
 /*
+ * Marks the live allocation at ptr as taken from pool (stream-ordered), and
+ * returns the bytes live in pool's allocations.
+ */
+void fake_mem_set_pool(void *ptr, cudaMemPool_t pool);
+size_t fake_mem_pool_used(cudaMemPool_t pool);
+
+/*
  * Records [ptr, ptr + size) as a reserved address range of device (the
  * caller made the range; nothing is charged), or forgets it. Memory inside
  * a reserved range counts as device memory.

@@ -135,6 +135,17 @@ FAKECUDA_EXPORT CUresult cuMemFreeHost(void *p)
 	return free_kinds(p, FAKE_KIND_BIT(FAKE_PINNED));
 }
 
+/* A stream-ordered allocation, counted in its pool's used bytes. */
+static CUresult pooled_alloc(int device, size_t bytesize, cudaMemPool_t pool,
+			     CUdeviceptr *dptr)
+{
+	CUresult result = device_alloc(FAKE_DEVICE, device, bytesize, (void **)dptr);
+
+	if (result == CUDA_SUCCESS)
+		fake_mem_set_pool((void *)(uintptr_t)*dptr, pool);
+	return result;
+}
+
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
 	int device;
@@ -142,7 +153,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 
 	if (err)
 		return to_cu(err);
-	return device_alloc(FAKE_DEVICE, device, bytesize, (void **)dptr);
+	return pooled_alloc(device, bytesize, fake_default_pool(device), dptr);
 }
 
 FAKECUDA_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
@@ -166,7 +177,7 @@ static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool
 		err = fake_stream_device((cudaStream_t)stream, &stream_device);
 	if (err)
 		return to_cu(err);
-	return device_alloc(FAKE_DEVICE, device, bytesize, (void **)dptr);
+	return pooled_alloc(device, bytesize, (cudaMemPool_t)pool, dptr);
 }
 
 FAKECUDA_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
@@ -358,6 +369,7 @@ static const struct fake_core_ops core_ops = {
 	.default_pool = fake_default_pool,
 	.reset_device = fake_reset_device,
 	.mem_kind = fake_mem_kind,
+	.mem_pool_used = fake_mem_pool_used,
 };
 
 FAKECUDA_EXPORT CUresult cuGetExportTable(const void **ppExportTable,

@@ -39,6 +39,7 @@ struct fake_core_ops {
 	cudaMemPool_t (*default_pool)(int device);
 	void (*reset_device)(int device);
 	int (*mem_kind)(const void *ptr);
+	size_t (*mem_pool_used)(cudaMemPool_t pool);
 };
 
 /* The driver's per-thread-default-stream variants (cuda.h declares them

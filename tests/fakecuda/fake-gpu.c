@@ -750,8 +750,13 @@ FAKECUDA_EXPORT cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool,
 	case cudaMemPoolReuseAllowInternalDependencies:
 		*(int *)value = 1;
 		break;
+	case cudaMemPoolAttrUsedMemCurrent:
+	case cudaMemPoolAttrReservedMemCurrent:
+		/* The pool caches nothing: what it holds is what is in use. */
+		*(cuuint64_t *)value = fake_mem_pool_used(memPool);
+		break;
 	default:
-		/* Thresholds and the pool's byte counters: the pool keeps nothing. */
+		/* The release threshold and the high-water marks: not kept. */
 		*(cuuint64_t *)value = 0;
 		break;
 	}

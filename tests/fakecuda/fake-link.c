@@ -170,6 +170,11 @@ int fake_mem_kind(const void *ptr)
 	return core()->mem_kind(ptr);
 }
 
+size_t fake_mem_pool_used(cudaMemPool_t pool)
+{
+	return core()->mem_pool_used(pool);
+}
+
 enum fake_place fake_classify(const void *ptr, size_t count)
 {
 	return core()->classify(ptr, count);
