@@ -188,6 +188,7 @@ static void write_process_info_locked(void)
 	lw_torch_write_info(&writer);
 }
 
+/* Appends the trace's path to LEAKWATCH_MANIFEST, created if need be. */
 static void append_to_manifest(const char *path)
 {
 	char line[PATH_MAX + 1];
@@ -196,9 +197,15 @@ static void append_to_manifest(const char *path)
 	if (!config.manifest[0] || len >= PATH_MAX)
 		return;
 	int fd = open(config.manifest,
-		      O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+		      O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+		      0644);
+	if (fd < 0) {
+		lw_warn_once(LW_WARN_MANIFEST,
+			     "LEAKWATCH_MANIFEST=%s cannot be opened: %s; the "
+			     "trace's path is not listed there",
+			     config.manifest, strerror(errno));
 		return;
+	}
 	memcpy(line, path, len);
 	line[len] = '\n';
 	/* One write with O_APPEND: lines of concurrent processes never mix. */

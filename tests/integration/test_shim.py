@@ -652,6 +652,22 @@ def run_max_growth():
     check_eq(p.returncode, 2, "a bad size is a usage error")
 
 
+def manifest():
+    """LEAKWATCH_MANIFEST names a file that does not exist yet: it is
+    created; one that cannot be opened is a warning."""
+    probe = Run([prog("no_cuda")])
+    listed = os.path.join(probe.dir, "sub-manifest")
+    run = Run([prog("leaky_loop"), "5", "100"],
+              env={"LEAKWATCH_MANIFEST": listed}).expect_ok()
+    with open(listed) as f:
+        check_eq(f.read(), run.trace() + "\n", "the trace is listed")
+    run = Run([prog("leaky_loop"), "5", "100"],
+              env={"LEAKWATCH_MANIFEST": "/nonexistent-dir/manifest"})
+    run.expect_ok()
+    check("warning: LEAKWATCH_MANIFEST=/nonexistent-dir/manifest cannot be "
+          "opened" in run.stderr, f"warned: {run.stderr}")
+
+
 def hazards(*args, **kw):
     return Run([prog("hazards"), *args], **kw)
 
@@ -977,4 +993,5 @@ if __name__ == "__main__":
         run_max_growth, exec_chain, exec_flush, exec_failed,
         secure_exec, spawned_children, vfork_exec, daemon_child,
         crash_flush, signals, exit_handlers, double_free, reopen_runtime,
-        deepbind, file_size_limit, disk_full, two_runtimes, threads_million]}))
+        deepbind, file_size_limit, disk_full, two_runtimes, threads_million,
+        manifest]}))
