@@ -69,6 +69,19 @@ void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
 		     uint64_t size, uint64_t stream);
 
 /*
+ * Records an allocation call that returned error (the API's own code):
+ * counted, written to the trace (which it opens, so that a program whose
+ * every allocation fails still leaves one) and named in the exit summary.
+ * No stack is captured.
+ */
+void lw_record_alloc_failed(enum lw_api api, enum lw_mem_kind kind,
+			    uint64_t size, int error);
+
+/* Allocations recorded and allocation calls that failed, so far; takes
+ * no lock. */
+void lw_allocation_counts(uint64_t *recorded, uint64_t *failed);
+
+/*
  * Frees are recorded *before* the real call, so that no other thread can be
  * handed the same address and record its allocation first. If the real call
  * fails, lw_free_end() puts the allocation back.

@@ -15,6 +15,12 @@
 /* Exit status for bad usage and unusable input. */
 #define LW_EXIT_USAGE 2
 /*
+ * Exit status of `check` and `diff` when a trace cannot be judged (every
+ * allocation failed; `diff`: too few steps to tell). A gate that could not
+ * judge must not pass. `run` says the same with LW_EXIT_UNJUDGED (24).
+ */
+#define LW_EXIT_CHECK_UNJUDGED 3
+/*
  * LW_EXIT_GROWTH (lw-growth.h), for `leakwatch run --max-growth`: the
  * program succeeded but its GPU memory grew faster than allowed (as
  * LeakSanitizer's 23). A program's own non-zero status is always passed on
@@ -87,8 +93,11 @@ void lw_bad_option(int c, char **argv);
 /*
  * The growth gate on one trace (`leakwatch check`), its verdict written to
  * out: 0 within max_growth bytes per step (or not enough steps to judge),
- * 1 over it, a negative errno when the trace cannot be read (reported).
+ * 1 over it, LW_CHECK_UNJUDGED when nothing can be judged (every
+ * allocation failed), a negative errno when the trace cannot be read
+ * (reported).
  */
+#define LW_CHECK_UNJUDGED 2
 int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
 		  size_t min_steps);
 

@@ -265,6 +265,13 @@
  *                       under the native caching allocator (only its
  *                       segments are seen), "expandable_segments": the
  *                       native allocator with expandable_segments:True}.
+ *   "failed_allocations"  allocation calls that returned an error (none
+ *                       of them is in the numbers above).
+ *   "failed_allocation_errors"  [{"api" (the entry point, "cudaMalloc",
+ *                       "cuMemAlloc", ...), "error" (its own code: a
+ *                       cudaError_t or a CUresult), "name" (the code's
+ *                       name, or null), "count"}]: the first 8 distinct
+ *                       pairs.
  *
  * Numbers are unsigned integers (they may exceed 2^53), except the growth
  * rates and "mean_lifetime_steps". Strings from the trace are escaped (control characters as
@@ -794,6 +801,24 @@ static int put_findings(FILE *out, const struct lw_report *r,
 	return rc;
 }
 
+static void put_failed_allocations(FILE *out, const struct lw_model *m)
+{
+	putc('[', out);
+	for (size_t i = 0; i < m->failed_kind_count; i++) {
+		const struct lw_failed_allocation *f = &m->failed[i];
+		const char *name = lw_alloc_error_name(f->api, f->error);
+
+		fprintf(out, "%s{\"api\": \"%s\", \"error\": %" PRIu64 ", \"name\": ",
+			i ? ", " : "", lw_api_name(f->api), f->error);
+		if (name)
+			fprintf(out, "\"%s\"", name);
+		else
+			fputs("null", out);
+		fprintf(out, ", \"count\": %" PRIu64 "}", f->count);
+	}
+	putc(']', out);
+}
+
 static void put_info(FILE *out, const struct lw_model *m, unsigned indent)
 {
 	bool first = true;
@@ -1013,6 +1038,11 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	lw_diagnosis_fini(&d);
 	put_key(out, k, "torch_allocator");
 	put_torch(out, m);
+	putc(',', out);
+	put_key(out, k, "failed_allocations");
+	fprintf(out, "%" PRIu64 ",", m->failed_allocations);
+	put_key(out, k, "failed_allocation_errors");
+	put_failed_allocations(out, m);
 	newline(out, in);
 	putc('}', out);
 	if (!nested)

@@ -79,7 +79,8 @@ static void check_usage(FILE *out)
 	      "Exit status: 0 when every trace is within SIZE (or has too few steps to\n"
 	      "judge), 1 when one grows faster (the offending sites are printed with\n"
 	      "their rate and what it comes to over 10,000 steps), 2 for bad usage or\n"
-	      "an unreadable trace.\n",
+	      "an unreadable trace, 3 when a trace cannot be judged at all (every CUDA\n"
+	      "allocation of its process failed).\n",
 	      out);
 }
 
@@ -438,10 +439,6 @@ static int cmd_report(int argc, char **argv)
 /* Most offending sites `check` prints: one screenful. */
 #define CHECK_MAX_SITES 5
 
-/*
- * Checks one trace; returns 0 (within the limit or not judged), 1 (over),
- * or a negative errno (the trace cannot be read: reported already).
- */
 int lw_parse_max_growth(const char *value, uint64_t *out)
 {
 	if (lw_parse_size(value, out) < 0) {
@@ -468,6 +465,19 @@ int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
 	if (rc < 0)
 		goto out;
 	tf.report.min_steps = min_steps;
+	if (tf.model.failed_allocations && !tf.model.allocations) {
+		const struct lw_failed_allocation *f = &tf.model.failed[0];
+		const char *name = lw_alloc_error_name(f->api, f->error);
+
+		fputs("leakwatch: ", out);
+		lw_put_text_str(out, path);
+		fprintf(out, ": cannot judge growth: every CUDA allocation failed (%" PRIu64 " calls; the first: %s returned %s%s%" PRIu64 "%s)\n",
+			tf.model.failed_allocations, lw_api_name(f->api),
+			name ? name : "", name ? " (" : "error ", f->error,
+			name ? ")" : "");
+		rc = LW_CHECK_UNJUDGED;
+		goto out;
+	}
 	rc = lw_model_growth(&tf.model, min_steps, &g);
 	if (rc == 0)
 		rc = lw_growing_sites(&g, &sites, &count);
@@ -548,7 +558,7 @@ static int cmd_check(int argc, char **argv)
 	const char *max_text = NULL;
 	size_t min_steps = LW_DEFAULT_MIN_STEPS;
 	uint64_t max_growth = 0;
-	bool unreadable = false, over = false;
+	bool unreadable = false, over = false, unjudged = false;
 	int c;
 
 	opterr = 0;
@@ -584,13 +594,18 @@ static int cmd_check(int argc, char **argv)
 
 		if (rc < 0)
 			unreadable = true;
+		else if (rc == LW_CHECK_UNJUDGED)
+			unjudged = true;
 		else if (rc > 0)
 			over = true;
 	}
 	if (argc - optind > 1)
 		lw_merged_view(stdout, (const char *const *)argv + optind,
 			       (size_t)(argc - optind), min_steps);
-	return unreadable ? LW_EXIT_USAGE : over ? 1 : 0;
+	return unreadable ? LW_EXIT_USAGE
+	       : over	  ? 1
+	       : unjudged ? LW_EXIT_CHECK_UNJUDGED
+			  : 0;
 }
 
 static int cmd_help(int argc, char **argv)

@@ -1013,6 +1013,58 @@ static int model_end(void *ctx, uint64_t events, uint64_t dropped)
 	return 0;
 }
 
+static int model_alloc_failed(void *ctx, uint64_t api, uint64_t kind,
+			      uint64_t size, uint64_t error)
+{
+	struct lw_model *m = ctx;
+	size_t i;
+
+	(void)kind;
+	(void)size;
+	m->failed_allocations++;
+	for (i = 0; i < m->failed_kind_count; i++) {
+		if (m->failed[i].api == api && m->failed[i].error == error) {
+			m->failed[i].count++;
+			return 0;
+		}
+	}
+	if (i < LW_FAILED_KINDS_MAX) {
+		m->failed[i] = (struct lw_failed_allocation){ api, error, 1 };
+		m->failed_kind_count++;
+	}
+	return 0;
+}
+
+const char *lw_alloc_error_name(uint64_t api, uint64_t error)
+{
+	/* The codes an allocation returns in practice; the runtime's and
+	 * the driver's enums differ (cuda_runtime_api.h, cuda.h). */
+	static const struct {
+		uint64_t code;
+		const char *runtime, *driver;
+	} names[] = {
+		{ 1, "cudaErrorInvalidValue", "CUDA_ERROR_INVALID_VALUE" },
+		{ 2, "cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY" },
+		{ 3, "cudaErrorInitializationError",
+		  "CUDA_ERROR_NOT_INITIALIZED" },
+		{ 4, "cudaErrorCudartUnloading", "CUDA_ERROR_DEINITIALIZED" },
+		{ 34, "cudaErrorStubLibrary", "CUDA_ERROR_STUB_LIBRARY" },
+		{ 35, "cudaErrorInsufficientDriver", NULL },
+		{ 46, "cudaErrorDevicesUnavailable", NULL },
+		{ 100, "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE" },
+		{ 101, "cudaErrorInvalidDevice", "CUDA_ERROR_INVALID_DEVICE" },
+		{ 201, NULL, "CUDA_ERROR_INVALID_CONTEXT" },
+		{ 801, "cudaErrorNotSupported", "CUDA_ERROR_NOT_SUPPORTED" },
+		{ 999, "cudaErrorUnknown", "CUDA_ERROR_UNKNOWN" },
+	};
+	bool driver = api >= LW_API_CU_MEM_ALLOC;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].code == error)
+			return driver ? names[i].driver : names[i].runtime;
+	return NULL;
+}
+
 static int model_dropped(void *ctx, uint64_t count)
 {
 	struct lw_model *m = ctx;
@@ -1132,6 +1184,7 @@ const struct lw_trace_ops lw_model_ops = {
 	.warning = model_warning,
 	.end = model_end,
 	.dropped = model_dropped,
+	.alloc_failed = model_alloc_failed,
 	.pycode = model_pycode,
 	.pystack = model_pystack,
 	.mark = model_mark,

@@ -210,6 +210,15 @@ struct lw_string {
 	uint64_t phase_begins;	/* PHASE_BEGIN records naming it */
 };
 
+/* Allocation calls of one API that failed with one error. */
+struct lw_failed_allocation {
+	uint64_t api;		/* enum lw_api */
+	uint64_t error;		/* the API's own code */
+	uint64_t count;
+};
+
+#define LW_FAILED_KINDS_MAX 8
+
 struct lw_info {
 	struct lw_bytes key;
 	struct lw_bytes value;
@@ -268,6 +277,14 @@ struct lw_model {
 	size_t warning_count, warning_capacity;
 	struct lw_trace_module *modules;
 	size_t module_count, module_capacity;
+
+	/*
+	 * Allocation calls that failed (ALLOC_FAILED): how many, and the
+	 * first few distinct (API, error) pairs with their counts.
+	 */
+	uint64_t failed_allocations;
+	struct lw_failed_allocation failed[LW_FAILED_KINDS_MAX];
+	size_t failed_kind_count;
 
 	bool have_end;
 	uint64_t end_events;
@@ -462,6 +479,12 @@ const struct lw_phase *lw_model_phase(const struct lw_model *model,
  */
 int lw_model_lingering_sites(const struct lw_model *model, uint32_t **out,
 			     size_t *count);
+
+/*
+ * The name of an allocation API's error code ("cudaErrorMemoryAllocation",
+ * "CUDA_ERROR_OUT_OF_MEMORY"), or NULL when it is not one leakwatch knows.
+ */
+const char *lw_alloc_error_name(uint64_t api, uint64_t error);
 
 /* "device", "managed", "pinned_host", "host_registered". */
 const char *lw_kind_name(unsigned kind);

@@ -145,6 +145,31 @@ static const char *const kind_labels[] = {
 	NULL, "device", "managed", "pinned host", "registered host",
 };
 
+/* Allocation calls that failed: how many, which errors, which runtime. */
+static void put_failed_allocations(FILE *out, const struct lw_model *m)
+{
+	const struct lw_bytes *cudart = lw_model_info(m, "cudart");
+
+	if (!m->failed_allocations)
+		return;
+	fprintf(out, "  FAILED allocations: %" PRIu64 "%s:", m->failed_allocations,
+		m->allocations ? "" : " (none succeeded: nothing here was judged)");
+	for (size_t i = 0; i < m->failed_kind_count; i++) {
+		const struct lw_failed_allocation *f = &m->failed[i];
+		const char *name = lw_alloc_error_name(f->api, f->error);
+
+		fprintf(out, "%s %s returned %s%s%" PRIu64 "%s %" PRIu64 " time%s",
+			i ? "," : "", lw_api_name(f->api), name ? name : "",
+			name ? " (" : "error ", f->error, name ? ")" : "",
+			f->count, f->count == 1 ? "" : "s");
+	}
+	if (cudart) {
+		fputs("; CUDA runtime ", out);
+		lw_put_text(out, cudart->data, cudart->len);
+	}
+	putc('\n', out);
+}
+
 static void put_summary(FILE *out, const struct lw_report *r,
 			const char *when)
 {
@@ -225,6 +250,7 @@ static void put_summary(FILE *out, const struct lw_report *r,
 	}
 	fprintf(out, "\n  unknown frees: %" PRIu64 "%s\n", m->unknown_frees,
 		m->unknown_frees ? " (memory allocated before tracing began, or freed twice)" : "");
+	put_failed_allocations(out, m);
 	if (m->reused_live_addresses)
 		fprintf(out, "  allocations at a still-live address: %" PRIu64 " (their free was not seen; counted as freed)\n",
 			m->reused_live_addresses);
@@ -440,6 +466,11 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top)
 
 	if (m->steps == 0)
 		return 0;
+	if (m->failed_allocations && !m->allocations) {
+		fputs("\nGrowth: not judged: every CUDA allocation failed (see FAILED allocations above)\n",
+		      out);
+		return 0;
+	}
 	rc = lw_model_growth(m, r->min_steps, &g);
 	if (rc == 0)
 		rc = lw_growing_sites(&g, &sites, &count);

@@ -668,6 +668,72 @@ def manifest():
           "opened" in run.stderr, f"warned: {run.stderr}")
 
 
+def clean_env():
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("LEAKWATCH_")}
+
+
+def failed_allocations():
+    """A program that never looks at cudaMalloc's result, every call of
+    which fails: the failures are recorded and shown, and no gate passes a
+    run it could not judge."""
+    loop = [prog("unchecked_loop"), "50", "1024"]
+    failing = {"FAKECUDA_CAPACITY": "0"}
+    run = Run(loop, env={**failing, "LEAKWATCH_MAX_GROWTH": "100"})
+    check_eq(run.returncode, 24, f"bare gate, nothing judged: {run.stderr}")
+    check("growth cannot be judged: every CUDA allocation failed (100 calls"
+          in run.stderr, run.stderr)
+    check("100 CUDA allocations failed (the first: cudaMalloc returned "
+          "error 2)" in run.stderr, f"exit summary: {run.stderr}")
+    rep = report(run.trace())
+    check_eq(rep["failed_allocations"], 100, "failed allocations in JSON")
+    check_eq(rep["failed_allocation_errors"],
+             [{"api": "cudaMalloc", "error": 2,
+               "name": "cudaErrorMemoryAllocation", "count": 100}],
+             "failed allocations by error")
+    check(rep["info"].get("cudart", "").endswith("libcudart.so.13"),
+          f"the runtime's path: {rep['info']}")
+    text = report(run.trace(), fmt="text")
+    check("FAILED allocations: 100 (none succeeded" in text, text)
+    check("Growth: not judged" in text and "Growth: stable" not in text,
+          text)
+    p = subprocess.run([CLI, "check", "--max-growth", "100", run.trace()],
+                       capture_output=True, text=True, timeout=60)
+    check_eq(p.returncode, 3, f"check cannot judge: {p.stdout}{p.stderr}")
+    check("cannot judge growth: every CUDA allocation failed" in p.stdout,
+          p.stdout)
+    for mark in ("1", "0"):
+        p = subprocess.run([CLI, "run", "--max-growth", "100", "--", *loop,
+                            mark], cwd=run.dir,
+                           env={**clean_env(), **failing},
+                           capture_output=True, text=True, timeout=120)
+        check_eq(p.returncode, 24, f"run --max-growth, steps marked "
+                 f"{mark}: {p.stderr}")
+        check("no trace was written" not in p.stderr, p.stderr)
+    p = subprocess.run([CLI, "run", "--", *loop], cwd=run.dir,
+                       env={**clean_env(), **failing}, capture_output=True,
+                       text=True, timeout=120)
+    check_eq(p.returncode, 0, "without a gate, the program's status")
+    check("FAILED allocations: 100" in p.stderr, p.stderr)
+
+
+def run_unwritable():
+    """`leakwatch run` with a trace path that cannot be written says so,
+    and its gate does not pass."""
+    probe = Run([prog("no_cuda")])
+    cmd = [prog("leaky_loop"), "10", "1024"]
+    for gate, status in (([], 0), (["--max-growth", "100"], 24)):
+        p = subprocess.run([CLI, "run", "--trace", "/nonexistent-dir/x-%p.trace",
+                            *gate, "--", *cmd], cwd=probe.dir,
+                           env=clean_env(), capture_output=True, text=True,
+                           timeout=120)
+        check_eq(p.returncode, status, f"run {gate}: {p.stderr}")
+        check("could not be written" in p.stderr and
+              "no trace was written" not in p.stderr
+              and "made no CUDA allocation" not in p.stderr,
+              f"says why there is no report: {p.stderr}")
+
+
 def hazards(*args, **kw):
     return Run([prog("hazards"), *args], **kw)
 
@@ -994,4 +1060,6 @@ if __name__ == "__main__":
         secure_exec, spawned_children, vfork_exec, daemon_child,
         crash_flush, signals, exit_handlers, double_free, reopen_runtime,
         deepbind, file_size_limit, disk_full, two_runtimes, threads_million,
-        manifest]}))
+        manifest,
+        failed_allocations,
+        run_unwritable]}))

@@ -27,6 +27,8 @@ REPORT_KEYS = [
     "step_series", "step_series_stride", "growth_bytes_per_step", "verdict",
     "min_steps", "step_source", "peak_attribution", "gc_passes", "findings",
     "suppressed_findings", "torch_allocator",
+    # Failed allocation calls (issue 23).
+    "failed_allocations", "failed_allocation_errors",
 ]
 VERDICTS = ("growing", "plateau", "sawtooth-flat", "stable", "not-enough-steps")
 POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes",
