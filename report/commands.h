@@ -95,11 +95,12 @@ void lw_bad_option(int c, char **argv);
  * out: 0 within max_growth bytes per step (or not enough steps to judge),
  * 1 over it, LW_CHECK_UNJUDGED when nothing can be judged (every
  * allocation failed), a negative errno when the trace cannot be read
- * (reported).
+ * (reported). Sites that match a suppression in rules (NULL: none) are
+ * left out of the verdict.
  */
 #define LW_CHECK_UNJUDGED 2
 int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
-		  size_t min_steps);
+		  size_t min_steps, const struct lw_rules *rules);
 
 /* Parses --max-growth's SIZE; prints the problem and returns -EINVAL. */
 int lw_parse_max_growth(const char *value, uint64_t *out);

@@ -128,6 +128,14 @@ static int site_tags(const struct lw_report *r, uint32_t site, uint32_t *tags,
 	return rc;
 }
 
+int lw_site_suppressed(const struct lw_report *r, uint32_t site,
+		       bool *suppressed)
+{
+	uint32_t tags;
+
+	return site_tags(r, site, &tags, suppressed);
+}
+
 static void site_evidence(const struct lw_model *m,
 			  const struct lw_site_growth *sg, uint32_t site,
 			  struct lw_evidence *ev)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "rules.h"
 #include "sitekeys.h"
 #include "trace-file.h"
 
@@ -48,7 +49,8 @@ struct pair {
 
 static void diff_usage(FILE *out)
 {
-	fputs("usage: leakwatch diff [--min-steps N] [--top N] BEFORE AFTER\n"
+	fputs("usage: leakwatch diff [--min-steps N] [--top N] [--suppressions FILE]\n"
+	      "                      BEFORE AFTER\n"
 	      "\n"
 	      "Compares two traces of the same program, site by site: growth per step\n"
 	      "and device memory held, before and after. Sites are matched by the\n"
@@ -56,6 +58,8 @@ static void diff_usage(FILE *out)
 	      "\n"
 	      "  --min-steps N   judge growth only with at least N steps (default 10)\n"
 	      "  --top N         show N sites (default 20; 0: all)\n"
+	      "  --suppressions FILE  sites to leave out: lines leak:PATTERN (repeatable;\n"
+	      "                  also $LEAKWATCH_SUPPRESSIONS)\n"
 	      "  -h, --help      show this help\n"
 	      "\n"
 	      "Exit status: 0 when no site grows in AFTER that did not grow in BEFORE,\n"
@@ -162,7 +166,7 @@ static void put_run(FILE *out, const struct lw_trace_file *b,
 }
 
 static int diff(FILE *out, const char *before_path, const char *after_path,
-		size_t min_steps, size_t top)
+		size_t min_steps, size_t top, const struct lw_rules *rules)
 {
 	struct lw_trace_file before, after;
 	struct lw_site_keys kb = { 0 }, ka = { 0 };
@@ -182,7 +186,11 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 	if (rc < 0)
 		goto out;
 	before.report.min_steps = after.report.min_steps = min_steps;
-	rc = lw_site_keys_build(&before.report, &kb);
+	rc = lw_trace_file_set_rules(&before, rules);
+	if (rc == 0)
+		rc = lw_trace_file_set_rules(&after, rules);
+	if (rc == 0)
+		rc = lw_site_keys_build(&before.report, &kb);
 	if (rc == 0)
 		rc = lw_site_keys_build(&after.report, &ka);
 	pairs = calloc(kb.count + ka.count + 1, sizeof(*pairs));
@@ -261,10 +269,14 @@ int lw_cmd_diff(int argc, char **argv)
 	static const struct option long_options[] = {
 		{ "min-steps", required_argument, NULL, 'S' },
 		{ "top", required_argument, NULL, 'T' },
+		{ "suppressions", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct lw_output_options options = { .format = LW_FORMAT_TEXT };
 	size_t min_steps = LW_DEFAULT_MIN_STEPS, top = 20;
+	struct lw_rules rules;
+	const char *output = NULL;
 	int c, rc;
 
 	opterr = 0;
@@ -276,6 +288,10 @@ int lw_cmd_diff(int argc, char **argv)
 			break;
 		case 'T':
 			if (lw_parse_count("--top", optarg, &top) < 0)
+				return LW_EXIT_USAGE;
+			break;
+		case 'P':
+			if (lw_output_option(c, optarg, &options, &output) < 0)
 				return LW_EXIT_USAGE;
 			break;
 		case 'h':
@@ -290,7 +306,13 @@ int lw_cmd_diff(int argc, char **argv)
 		lw_error("diff: needs two traces (usage: leakwatch diff [OPTIONS] BEFORE AFTER)");
 		return LW_EXIT_USAGE;
 	}
-	rc = diff(stdout, argv[optind], argv[optind + 1], min_steps, top);
+	if (lw_load_rules(&options, &rules) < 0) {
+		lw_rules_fini(&rules);
+		return LW_EXIT_USAGE;
+	}
+	rc = diff(stdout, argv[optind], argv[optind + 1], min_steps, top,
+		  options.report.rules);
+	lw_rules_fini(&rules);
 	return rc < 0 ? LW_EXIT_USAGE : rc;
 }
 

@@ -114,6 +114,17 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 	}
 	for (size_t i = 0; i < n; i++)
 		bytes[i] = (double)m->step_points[i].live_bytes;
+	/* Suppressed sites' memory is not the run's growth either. */
+	for (uint32_t site = 0; m->suppressed_sites && site < m->site_count;
+	     site++) {
+		struct lw_live_count c;
+
+		if (!m->suppressed_sites[site])
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (lw_model_site_at_point(m, site, i, &c))
+				bytes[i] -= (double)c.live_bytes;
+	}
 	out->run = lw_judge_series(bytes, n, m->step_stride);
 	for (uint32_t site = 0; site < m->site_count; site++) {
 		struct lw_site_growth *sg = &out->sites[site];
@@ -127,6 +138,7 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 			bytes[i] = (double)c.live_bytes;
 			counts[i] = (double)c.live_count;
 		}
+		sg->suppressed = lw_model_site_suppressed(m, site);
 		if (!tracked)
 			continue; /* "not-enough-steps" */
 		gb = lw_judge_series(bytes, n, m->step_stride);
@@ -135,7 +147,8 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 		sg->count_per_step = gc.per_step;
 		sg->verdict = gc.verdict == LW_VERDICT_GROWING ? gc.verdict
 							       : gb.verdict;
-		if (sg->verdict == LW_VERDICT_GROWING)
+		if (sg->verdict == LW_VERDICT_GROWING &&
+		    !lw_model_site_suppressed(m, site))
 			out->run.verdict = LW_VERDICT_GROWING;
 	}
 	free(bytes);
@@ -169,7 +182,8 @@ int lw_growing_sites(const struct lw_growth_report *r, uint32_t **out,
 	size_t n = 0;
 
 	for (uint32_t i = 0; i < r->site_count; i++)
-		n += r->sites[i].verdict == LW_VERDICT_GROWING;
+		n += r->sites[i].verdict == LW_VERDICT_GROWING &&
+		     !r->sites[i].suppressed;
 	*out = NULL;
 	*count = 0;
 	if (!n)
@@ -179,7 +193,8 @@ int lw_growing_sites(const struct lw_growth_report *r, uint32_t **out,
 		return -ENOMEM;
 	n = 0;
 	for (uint32_t i = 0; i < r->site_count; i++)
-		if (r->sites[i].verdict == LW_VERDICT_GROWING)
+		if (r->sites[i].verdict == LW_VERDICT_GROWING &&
+		    !r->sites[i].suppressed)
 			sites[n++] = i;
 	sort_report = r;
 	qsort(sites, n, sizeof(*sites), compare_growth);

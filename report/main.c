@@ -58,7 +58,8 @@ static void report_usage(FILE *out)
 
 static void check_usage(FILE *out)
 {
-	fputs("usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...\n"
+	fputs("usage: leakwatch check --max-growth SIZE [--min-steps N] [--suppressions FILE]\n"
+	      "                      TRACE...\n"
 	      "\n"
 	      "Fails when device memory grows from training step to step (STEP marks) by\n"
 	      "more than SIZE per step, in the run as a whole or at any one site. Growth is\n"
@@ -71,6 +72,8 @@ static void check_usage(FILE *out)
 	      "                      10MB (decimal units: kB, MB, GB, TB; binary: KiB, MiB,\n"
 	      "                      GiB, TiB, or K, M, G, T)\n"
 	      "  --min-steps N       judge only traces with at least N steps (default 10)\n"
+	      "  --suppressions FILE sites to leave out: lines leak:PATTERN (repeatable;\n"
+	      "                      also $LEAKWATCH_SUPPRESSIONS)\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
 	      "A trace with fewer steps than that cannot be judged: check says so in one\n"
@@ -233,7 +236,12 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 		if (rc == 0) {
 			if (options->report.min_steps)
 				tf.report.min_steps = options->report.min_steps;
-			tf.report.rules = options->report.rules;
+			rc = lw_trace_file_set_rules(&tf, options->report.rules);
+			if (rc < 0)
+				snprintf(message, sizeof(message), "%s",
+					 strerror(-rc));
+		}
+		if (rc == 0) {
 			if (!json && !renderer && !first)
 				putc('\n', out);
 			if (renderer)
@@ -450,7 +458,7 @@ int lw_parse_max_growth(const char *value, uint64_t *out)
 }
 
 int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
-		  size_t min_steps)
+		  size_t min_steps, const struct lw_rules *rules)
 {
 	struct lw_trace_file tf;
 	struct lw_growth_report g = { 0 };
@@ -462,6 +470,8 @@ int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
 	int rc;
 
 	rc = lw_trace_file_open(&tf, path, message, sizeof(message));
+	if (rc == 0 && (rc = lw_trace_file_set_rules(&tf, rules)) < 0)
+		snprintf(message, sizeof(message), "%s", strerror(-rc));
 	if (rc < 0)
 		goto out;
 	tf.report.min_steps = min_steps;
@@ -552,10 +562,13 @@ static int cmd_check(int argc, char **argv)
 	static const struct option long_options[] = {
 		{ "max-growth", required_argument, NULL, 'G' },
 		{ "min-steps", required_argument, NULL, 'S' },
+		{ "suppressions", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *max_text = NULL;
+	struct lw_output_options options = { .format = LW_FORMAT_TEXT };
+	struct lw_rules rules;
+	const char *max_text = NULL, *output = NULL;
 	size_t min_steps = LW_DEFAULT_MIN_STEPS;
 	uint64_t max_growth = 0;
 	bool unreadable = false, over = false, unjudged = false;
@@ -571,6 +584,10 @@ static int cmd_check(int argc, char **argv)
 			break;
 		case 'S':
 			if (lw_parse_min_steps(optarg, &min_steps) < 0)
+				return LW_EXIT_USAGE;
+			break;
+		case 'P':
+			if (lw_output_option(c, optarg, &options, &output) < 0)
 				return LW_EXIT_USAGE;
 			break;
 		case 'h':
@@ -589,8 +606,13 @@ static int cmd_check(int argc, char **argv)
 		lw_error("check: no trace given (usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...)");
 		return LW_EXIT_USAGE;
 	}
+	if (lw_load_rules(&options, &rules) < 0) {
+		lw_rules_fini(&rules);
+		return LW_EXIT_USAGE;
+	}
 	for (int i = optind; i < argc; i++) {
-		int rc = lw_check_file(stdout, argv[i], max_growth, min_steps);
+		int rc = lw_check_file(stdout, argv[i], max_growth, min_steps,
+				       options.report.rules);
 
 		if (rc < 0)
 			unreadable = true;
@@ -602,6 +624,7 @@ static int cmd_check(int argc, char **argv)
 	if (argc - optind > 1)
 		lw_merged_view(stdout, (const char *const *)argv + optind,
 			       (size_t)(argc - optind), min_steps);
+	lw_rules_fini(&rules);
 	return unreadable ? LW_EXIT_USAGE
 	       : over	  ? 1
 	       : unjudged ? LW_EXIT_CHECK_UNJUDGED

@@ -1225,6 +1225,7 @@ void lw_model_fini(struct lw_model *m)
 	}
 	free(m->series);
 	free(m->dirty_sites);
+	free(m->suppressed_sites);
 	for (size_t i = 0; i < m->phase_count; i++)
 		shares_fini(&m->phases[i].sites);
 	free(m->phases);
@@ -1270,7 +1271,8 @@ int lw_model_lingering_sites(const struct lw_model *m, uint32_t **out,
 	*out = NULL;
 	*count = 0;
 	for (uint32_t i = 0; i < m->site_count; i++)
-		n += m->sites[i].lingering_steps > 0;
+		n += m->sites[i].lingering_steps > 0 &&
+		     !lw_model_site_suppressed(m, i);
 	if (!n)
 		return 0;
 	sites = malloc(n * sizeof(*sites));
@@ -1278,7 +1280,8 @@ int lw_model_lingering_sites(const struct lw_model *m, uint32_t **out,
 		return -ENOMEM;
 	n = 0;
 	for (uint32_t i = 0; i < m->site_count; i++)
-		if (m->sites[i].lingering_steps)
+		if (m->sites[i].lingering_steps &&
+		    !lw_model_site_suppressed(m, i))
 			sites[n++] = i;
 	sort_model = m;
 	qsort(sites, n, sizeof(*sites), compare_lingering);

@@ -325,6 +325,13 @@ struct lw_model {
 	size_t dirty_count, dirty_capacity;
 
 	/*
+	 * Sites a suppression matched (lw_trace_file_set_rules()), indexed by
+	 * site; NULL when no suppression was given. Growth verdicts leave
+	 * them out of the run's, and reports out of their lists.
+	 */
+	bool *suppressed_sites;
+
+	/*
 	 * Steps inferred from the allocation pattern (infer.c): with
 	 * step_anchor set (a stack id, 0: none), every ALLOC from that stack
 	 * after its first one ends a step, as a STEP record would.
@@ -446,8 +453,9 @@ void lw_model_pyframe_names(const struct lw_model *model,
  * Sites with memory live at the report point or at the end of the trace
  * (memory that finalization allocated and never freed), largest first: by
  * live bytes at the report point, then at the end, then live counts, stack
- * id and kind. On success *out is a malloc'ed array of site indices the
- * caller frees (NULL when there are none). Returns 0 or -ENOMEM.
+ * id and kind; suppressed sites are left out. On success *out is a
+ * malloc'ed array of site indices the caller frees (NULL when there are
+ * none). Returns 0 or -ENOMEM.
  */
 int lw_model_live_sites(const struct lw_model *model, uint32_t **out,
 			size_t *count);
@@ -474,7 +482,7 @@ const struct lw_phase *lw_model_phase(const struct lw_model *model,
 
 /*
  * Sites that lingered at some step's peak, by the most they added to one
- * (then site index). *out is malloc'ed (NULL when none). Returns 0 or
+ * (then site index); suppressed sites are left out. *out is malloc'ed (NULL when none). Returns 0 or
  * -ENOMEM.
  */
 int lw_model_lingering_sites(const struct lw_model *model, uint32_t **out,
@@ -485,6 +493,14 @@ int lw_model_lingering_sites(const struct lw_model *model, uint32_t **out,
  * "CUDA_ERROR_OUT_OF_MEMORY"), or NULL when it is not one leakwatch knows.
  */
 const char *lw_alloc_error_name(uint64_t api, uint64_t error);
+
+/* Whether a suppression matched the site (see suppressed_sites). */
+static inline bool lw_model_site_suppressed(const struct lw_model *model,
+					    uint32_t site)
+{
+	return model->suppressed_sites && site < model->site_count &&
+	       model->suppressed_sites[site];
+}
 
 /* "device", "managed", "pinned_host", "host_registered". */
 const char *lw_kind_name(unsigned kind);

@@ -441,7 +441,8 @@ static int report_traces(FILE *out, const char *manifest, bool no_report,
 	}
 	for (size_t i = 0; gate && i < count; i++) {
 		rc = lw_check_file(stderr, paths[i], max_growth,
-				   options->report.min_steps);
+				   options->report.min_steps,
+				   options->report.rules);
 		over |= rc == 1;
 		unjudged |= rc == LW_CHECK_UNJUDGED;
 	}

@@ -734,6 +734,51 @@ def run_unwritable():
               f"says why there is no report: {p.stderr}")
 
 
+def suppressions():
+    """A suppressed site is left out of every command and view: check's
+    and run --max-growth's verdicts, the text and JSON reports, diff."""
+    leaky = Run([prog("leaky_loop"), "30", "4096"]).expect_ok()
+    clean = Run([prog("clean_loop"), "30"]).expect_ok()
+    supp = os.path.join(leaky.dir, "ours.supp")
+    with open(supp, "w") as f:
+        f.write("leak:leak_one_buffer\n")
+
+    def cli(*argv, env=None):
+        return subprocess.run([CLI, *argv], capture_output=True, text=True,
+                              env={**clean_env(), **(env or {})},
+                              timeout=60)
+
+    gate = ["check", "--max-growth", "100", leaky.trace()]
+    check_eq(cli(*gate).returncode, 1, "unsuppressed, the leak fails check")
+    p = cli("check", "--suppressions", supp, *gate[1:])
+    check_eq(p.returncode, 0, f"check --suppressions: {p.stdout}{p.stderr}")
+    p = cli(*gate, env={"LEAKWATCH_SUPPRESSIONS": supp})
+    check_eq(p.returncode, 0, f"LEAKWATCH_SUPPRESSIONS: {p.stdout}")
+
+    text = report(leaky.trace(), fmt="text", extra=["--suppressions", supp])
+    check("leak_one_buffer" not in text.split("Findings")[0] and
+          "Growth: growing" not in text,
+          f"suppressed site in Growth or Live at exit: {text}")
+    check("leak_one_buffer" in report(leaky.trace(), fmt="text"),
+          "without the suppression the site shows")
+    rep = report(leaky.trace(), extra=["--suppressions", supp])
+    check("leak_one_buffer" not in
+          [fn for site in rep["sites"] for fn in functions(site)[:1]],
+          f"suppressed site in the JSON sites: {rep['sites']}")
+
+    pair = ["diff", clean.trace(), leaky.trace()]
+    check_eq(cli(*pair).returncode, 1, "unsuppressed, diff sees a new leak")
+    p = cli(*pair, env={"LEAKWATCH_SUPPRESSIONS": supp})
+    check_eq(p.returncode, 0, f"diff with suppressions: {p.stdout}")
+
+    loop = [prog("leaky_loop"), "30", "4096"]
+    for env, status in (({}, 23), ({"LEAKWATCH_SUPPRESSIONS": supp}, 0)):
+        p = subprocess.run([CLI, "run", "--max-growth", "100", "--", *loop],
+                           cwd=leaky.dir, env={**clean_env(), **env},
+                           capture_output=True, text=True, timeout=120)
+        check_eq(p.returncode, status, f"run --max-growth {env}: {p.stderr}")
+
+
 def hazards(*args, **kw):
     return Run([prog("hazards"), *args], **kw)
 
@@ -1062,4 +1107,4 @@ if __name__ == "__main__":
         deepbind, file_size_limit, disk_full, two_runtimes, threads_million,
         manifest,
         failed_allocations,
-        run_unwritable]}))
+        run_unwritable, suppressions]}))
