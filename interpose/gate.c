@@ -8,7 +8,9 @@
  * 10). Any other status is passed on untouched: the program's own failure
  * always wins. A gate that could judge nothing (every allocation failed,
  * or the trace could not be written) exits LW_EXIT_UNJUDGED (24) instead of
- * passing.
+ * passing. A program that marks no steps is not judged here (the report
+ * infers steps from the trace; the shim does not): the gate says so and
+ * names the command that judges it.
  *
  * Only an on_exit() handler learns the exit status. This one is registered
  * from the library's constructor, which runs before the C library registers
@@ -130,7 +132,7 @@ static void unjudged(int status, const char *why)
 
 static void gate_at_exit(int status, void *arg)
 {
-	char line[1024], rate[48], per10k[48], limit[32];
+	char line[1024], rate[48], per10k[48], limit[32], command[400];
 	uint64_t recorded, failed;
 	struct lw_growth g;
 	int over = 0;
@@ -160,7 +162,28 @@ static void gate_at_exit(int status, void *arg)
 		return;
 	}
 	lw_format_bytes(limit, sizeof(limit), max_growth);
-	if (steps < min_steps || steps == 0) {
+	/* The command that judges this trace as this gate does. */
+	if (min_steps == LW_DEFAULT_MIN_STEPS)
+		snprintf(command, sizeof(command),
+			 "leakwatch check --max-growth %s %s", limit_text,
+			 trace);
+	else
+		snprintf(command, sizeof(command),
+			 "leakwatch check --max-growth %s --min-steps %llu %s",
+			 limit_text, (unsigned long long)min_steps, trace);
+	if (steps == 0) {
+		snprintf(line, sizeof(line),
+			 "leakwatch: LEAKWATCH_MAX_GROWTH: the program marked no "
+			 "steps, so growth was not judged and the exit status "
+			 "is the program's; `%s` infers steps from the trace and "
+			 "judges them (as `leakwatch run --max-growth` does), or "
+			 "mark steps (leakwatch_mark_step(), leakwatch.step())\n",
+			 command);
+		pthread_mutex_unlock(&gate_lock);
+		say(line);
+		return;
+	}
+	if (steps < min_steps) {
 		snprintf(line, sizeof(line),
 			 "leakwatch: LEAKWATCH_MAX_GROWTH: not enough steps to "
 			 "judge growth (%llu, at least %llu needed); the exit "
@@ -180,12 +203,12 @@ static void gate_at_exit(int status, void *arg)
 		snprintf(line, sizeof(line),
 			 "leakwatch: GROWING: device memory %s per step (%s "
 			 "per 10,000 steps) over %llu steps, more than the %s "
-			 "allowed by LEAKWATCH_MAX_GROWTH%s; `leakwatch check "
-			 "--max-growth %s %s` names the sites\n",
+			 "allowed by LEAKWATCH_MAX_GROWTH%s; `%s` names the "
+			 "sites\n",
 			 rate, per10k, (unsigned long long)steps, limit,
 			 status == 0 ? ": exit status 23"
 				     : " (the program's own exit status is kept)",
-			 limit_text, trace);
+			 command);
 	else
 		snprintf(line, sizeof(line),
 			 "leakwatch: ok: %s, device memory %s per step over "

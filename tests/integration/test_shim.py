@@ -779,6 +779,34 @@ def suppressions():
         check_eq(p.returncode, status, f"run --max-growth {env}: {p.stderr}")
 
 
+def bare_gate_suggestion():
+    """What the bare gate suggests reproduces its verdict, and a program
+    that marks no steps is told how to judge it."""
+    run = Run([prog("leaky_loop"), "5", "1000"],
+              env={"LEAKWATCH_MAX_GROWTH": "100", "LEAKWATCH_MIN_STEPS": "3"})
+    check_eq(run.returncode, 23, f"bare gate: {run.stderr}")
+    m = re.search(r"`(leakwatch check [^`]*)`", run.stderr)
+    check(m, f"a command is suggested: {run.stderr}")
+    argv = m.group(1).split()
+    p = subprocess.run([CLI, *argv[1:]], capture_output=True, text=True,
+                       timeout=60)
+    check_eq(p.returncode, 1, f"the suggested command agrees: {p.stdout}")
+    # No steps marked: the bare gate does not judge, and says what does.
+    loop = [prog("unchecked_loop"), "60", "1024", "0"]
+    run = Run(loop, env={"LEAKWATCH_MAX_GROWTH": "100"})
+    check_eq(run.returncode, 0, f"no steps: {run.stderr}")
+    check("marked no steps" in run.stderr, run.stderr)
+    m = re.search(r"`(leakwatch check [^`]*)`", run.stderr)
+    check(m, f"a command is suggested: {run.stderr}")
+    p = subprocess.run([CLI, *m.group(1).split()[1:]], capture_output=True,
+                       text=True, timeout=60)
+    q = subprocess.run([CLI, "run", "--max-growth", "100", "--", *loop],
+                       cwd=run.dir, env=clean_env(), capture_output=True,
+                       text=True, timeout=120)
+    check_eq((p.returncode, q.returncode), (1, 23),
+             f"check and run agree: {p.stdout} / {q.stderr}")
+
+
 def hazards(*args, **kw):
     return Run([prog("hazards"), *args], **kw)
 
@@ -1107,4 +1135,5 @@ if __name__ == "__main__":
         deepbind, file_size_limit, disk_full, two_runtimes, threads_million,
         manifest,
         failed_allocations,
-        run_unwritable, suppressions]}))
+        run_unwritable, suppressions,
+        bare_gate_suggestion]}))
