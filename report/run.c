@@ -385,6 +385,13 @@ nomem:
 	return -ENOMEM;
 }
 
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
 static int exit_status(int status)
 {
 	if (WIFEXITED(status))
@@ -578,6 +585,13 @@ int lw_cmd_run(int argc, char **argv)
 	} else if (rc == -ENOENT) {
 		lw_error("%s: %s", argv[optind], strerror(-rc));
 		exit_code = 127;
+	} else if (rc == -ENOEXEC) {
+		/* A script without a #! line: name its interpreter. */
+		lw_error("%s: %s (a script needs a #! line, or its interpreter before it: leakwatch run -- %s %s)",
+			 argv[optind], strerror(-rc),
+			 has_suffix(argv[optind], ".py") ? "python3" : "sh",
+			 argv[optind]);
+		exit_code = 126;
 	} else if (rc < 0) {
 		lw_error("%s: %s", argv[optind], strerror(-rc));
 		exit_code = 126;

@@ -807,6 +807,21 @@ def bare_gate_suggestion():
              f"check and run agree: {p.stdout} / {q.stderr}")
 
 
+def exec_format_hint():
+    """A script without a #! line: the error says how to run it."""
+    probe = Run([prog("no_cuda")])
+    script = os.path.join(probe.dir, "train.py")
+    with open(script, "w") as f:
+        f.write("print('hi')\n")
+    os.chmod(script, 0o755)
+    p = subprocess.run([CLI, "run", "--", script], cwd=probe.dir,
+                       env=clean_env(), capture_output=True, text=True,
+                       timeout=60)
+    check_eq(p.returncode, 126, f"cannot be executed: {p.stderr}")
+    check(f"leakwatch run -- python3 {script}" in p.stderr,
+          f"hint to name the interpreter: {p.stderr}")
+
+
 def hazards(*args, **kw):
     return Run([prog("hazards"), *args], **kw)
 
@@ -1136,4 +1151,5 @@ if __name__ == "__main__":
         manifest,
         failed_allocations,
         run_unwritable, suppressions,
-        bare_gate_suggestion]}))
+        bare_gate_suggestion,
+        exec_format_hint]}))
