@@ -482,11 +482,21 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top)
 			m->steps, m->steps == 1 ? "" : "s", r->min_steps);
 		goto out;
 	}
-	fprintf(out, "Growth: %s; device memory %s per step (%s per 10,000 steps)%s\n",
-		lw_verdict_name(g.run.verdict),
-		lw_format_rate(rate, g.run.per_step),
-		lw_format_rate(per10k, g.run.per_step * 10000),
-		m->step_stride > 1 ? " (series downsampled)" : "");
+	/* Only growth that goes on is extrapolated: a plateau's rate is
+	 * that of its rise, which stopped. */
+	if (g.run.verdict == LW_VERDICT_GROWING)
+		fprintf(out, "Growth: %s; device memory %s per step (%s per 10,000 steps)%s\n",
+			lw_verdict_name(g.run.verdict),
+			lw_format_rate(rate, g.run.per_step),
+			lw_format_rate(per10k, g.run.per_step * 10000),
+			m->step_stride > 1 ? " (series downsampled)" : "");
+	else
+		fprintf(out, "Growth: %s; device memory %s per step%s, not growing on%s\n",
+			lw_verdict_name(g.run.verdict),
+			lw_format_rate(rate, g.run.per_step),
+			g.run.verdict == LW_VERDICT_PLATEAU
+				? " while it rose, then it stopped" : "",
+			m->step_stride > 1 ? " (series downsampled)" : "");
 	if (count == 0)
 		fputs("  no site grows from step to step\n", out);
 	shown = top && top < count ? top : count;

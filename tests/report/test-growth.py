@@ -117,6 +117,12 @@ def check_scenario(lw, tmp, name, expected, leak):
     if "not-enough-steps" == verdict and d["steps"]:
         if b"not enough steps to judge" not in r.stdout:
             fail(f"{name}: check does not say it cannot judge: {r.stdout!r}")
+    # Only growth that goes on is extrapolated (a plateau stopped).
+    r = run([lw, "report", trace], tmp)
+    growth = [line for line in r.stdout.decode().splitlines()
+              if line.startswith("Growth:")]
+    if growth and ("per 10,000 steps" in growth[0]) != (d["verdict"] == "growing"):
+        fail(f"{name}: {d['verdict']} run's growth line: {growth[0]!r}")
     # A generous limit lets every leak pass but... the 1 MiB/step ones.
     r = run([lw, "check", "--max-growth", "2MiB", trace], tmp)
     if r.returncode != 0:
