@@ -8,7 +8,9 @@
  *
  * Exit status: 0 when no site grows in AFTER that did not grow in BEFORE
  * and none grows faster than before; 1 when one does (a regression); 2 for
- * bad usage or an unreadable trace.
+ * bad usage or an unreadable trace; 3 when there is no regression but a
+ * trace has too few steps to judge growth: "cannot judge" is its own
+ * outcome, never "fixed" nor "no regression".
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,6 +30,7 @@
 enum change {
 	CHANGE_NEW_LEAK,	/* regressions first */
 	CHANGE_WORSE,
+	CHANGE_UNJUDGED,	/* a side has too few steps to judge growth */
 	CHANGE_FIXED,
 	CHANGE_BETTER,
 	CHANGE_STILL_GROWING,
@@ -38,7 +41,7 @@ enum change {
 };
 
 static const char *const change_names[] = {
-	"NEW LEAK", "WORSE", "fixed", "better", "still growing", "new",
+	"NEW LEAK", "WORSE", "cannot judge", "fixed", "better", "still growing", "new",
 	"gone", "changed", "same",
 };
 
@@ -64,14 +67,20 @@ static void diff_usage(FILE *out)
 	      "\n"
 	      "Exit status: 0 when no site grows in AFTER that did not grow in BEFORE,\n"
 	      "or grows faster than before (by more than 10%); 1 when one does; 2 for\n"
-	      "bad usage or an unreadable trace. Sites still growing at the same rate\n"
-	      "do not fail the diff: `leakwatch check` judges those.\n",
+	      "bad usage or an unreadable trace; 3 when none does but a trace has too\n"
+	      "few steps to judge growth (\"cannot judge\"). Sites still growing at the\n"
+	      "same rate do not fail the diff: `leakwatch check` judges those.\n",
 	      out);
 }
 
 static bool growing(const struct lw_site_key *k)
 {
 	return k && k->growth.verdict == LW_VERDICT_GROWING;
+}
+
+static bool unjudged(const struct lw_site_key *k)
+{
+	return k && k->growth.verdict == LW_VERDICT_NOT_ENOUGH_STEPS;
 }
 
 static bool faster(double after, double before)
@@ -82,6 +91,10 @@ static bool faster(double after, double before)
 static enum change classify(const struct lw_site_key *b,
 			    const struct lw_site_key *a)
 {
+	/* Too few steps on either side: whether it grows is not known,
+	 * so neither "fixed" nor "new leak" can be said. */
+	if (unjudged(b) || unjudged(a))
+		return CHANGE_UNJUDGED;
 	if (!b)
 		return growing(a) ? CHANGE_NEW_LEAK : CHANGE_NEW;
 	if (!a)
@@ -165,13 +178,37 @@ static void put_run(FILE *out, const struct lw_trace_file *b,
 		lw_format_size(y, lw_model_device_live_bytes(&a->model)));
 }
 
+/* Why the diff cannot tell: which trace has too few steps. */
+static void put_unjudged(FILE *out, const struct lw_trace_file *b,
+			 const char *before_path,
+			 const struct lw_trace_file *a, const char *after_path,
+			 size_t min_steps, size_t sites)
+{
+	fprintf(out, "\nCANNOT JUDGE: growth of %zu site%s cannot be compared:",
+		sites, sites == 1 ? "" : "s");
+	if (b->model.steps < min_steps) {
+		fputs(" ", out);
+		lw_put_text_str(out, before_path);
+		fprintf(out, " has %" PRIu64 " step%s", b->model.steps,
+			b->model.steps == 1 ? "" : "s");
+	}
+	if (a->model.steps < min_steps) {
+		fputs(b->model.steps < min_steps ? " and " : " ", out);
+		lw_put_text_str(out, after_path);
+		fprintf(out, " has %" PRIu64 " step%s", a->model.steps,
+			a->model.steps == 1 ? "" : "s");
+	}
+	fprintf(out, " (at least %zu needed: run it longer, or lower --min-steps); no regression among the others\n",
+		min_steps);
+}
+
 static int diff(FILE *out, const char *before_path, const char *after_path,
 		size_t min_steps, size_t top, const struct lw_rules *rules)
 {
 	struct lw_trace_file before, after;
 	struct lw_site_keys kb = { 0 }, ka = { 0 };
 	struct pair *pairs = NULL;
-	size_t n = 0, regressions = 0, same = 0, shown = 0;
+	size_t n = 0, regressions = 0, same = 0, shown = 0, cannot_judge = 0;
 	char message[256];
 	const char *bad = before_path;
 	int rc;
@@ -216,6 +253,7 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 		regressions += pairs[i].change == CHANGE_NEW_LEAK ||
 			       pairs[i].change == CHANGE_WORSE;
 		same += pairs[i].change == CHANGE_SAME;
+		cannot_judge += pairs[i].change == CHANGE_UNJUDGED;
 	}
 	qsort(pairs, n, sizeof(*pairs), compare_pairs);
 
@@ -244,10 +282,13 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 		fprintf(out, "\nREGRESSION: %zu site%s grow%s in the second run that did not, or grow%s faster\n",
 			regressions, regressions == 1 ? "" : "s",
 			regressions == 1 ? "s" : "", regressions == 1 ? "s" : "");
+	else if (cannot_judge)
+		put_unjudged(out, &before, before_path, &after, after_path,
+			     min_steps, cannot_judge);
 	else
 		fputs("\nno regression: no site grows that did not, or faster than before\n",
 		      out);
-	rc = regressions ? 1 : 0;
+	rc = regressions ? 1 : cannot_judge ? LW_EXIT_CHECK_UNJUDGED : 0;
 out:
 	fflush(out);
 	if (rc < 0) {

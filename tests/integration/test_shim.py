@@ -822,6 +822,30 @@ def exec_format_hint():
           f"hint to name the interpreter: {p.stderr}")
 
 
+def diff_cannot_judge():
+    """diff of a judged run against one too short to judge says "cannot
+    judge", never "fixed" nor "no regression", and exits 3."""
+    before = Run([prog("leaky_loop"), "30", "1024"]).expect_ok()
+    after = Run([prog("leaky_loop"), "5", "4096"]).expect_ok()
+    p = subprocess.run([CLI, "diff", before.trace(), after.trace()],
+                       capture_output=True, text=True, env=clean_env(),
+                       timeout=60)
+    check_eq(p.returncode, 3, f"diff exit status: {p.stdout}{p.stderr}")
+    site = [line for line in p.stdout.splitlines() if "growth" in line
+            and "/step" in line]
+    check(site and site[0].strip().startswith("cannot judge"),
+          f"the leaking site: {p.stdout}")
+    check("fixed" not in p.stdout and "no regression:" not in p.stdout,
+          p.stdout)
+    check(f"{after.trace()} has 5 steps" in p.stdout, p.stdout)
+    # Long enough on both sides, the same comparison is judged.
+    after = Run([prog("leaky_loop"), "30", "4096"]).expect_ok()
+    p = subprocess.run([CLI, "diff", before.trace(), after.trace()],
+                       capture_output=True, text=True, env=clean_env(),
+                       timeout=60)
+    check_eq(p.returncode, 1, f"4x faster is WORSE: {p.stdout}")
+
+
 def hazards(*args, **kw):
     return Run([prog("hazards"), *args], **kw)
 
@@ -1151,5 +1175,5 @@ if __name__ == "__main__":
         manifest,
         failed_allocations,
         run_unwritable, suppressions,
-        bare_gate_suggestion,
+        bare_gate_suggestion, diff_cannot_judge,
         exec_format_hint]}))
