@@ -245,7 +245,13 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 	return 0;
 
 error:
-	snprintf(message, message_size, "%s", strerror(-rc));
+	if (rc == -EISDIR)
+		/* A run's directory: name what to pass instead. */
+		snprintf(message, message_size,
+			 "%s; pass the trace files in it (%s/*.trace)",
+			 strerror(-rc), path);
+	else
+		snprintf(message, message_size, "%s", strerror(-rc));
 	return rc;
 }
 

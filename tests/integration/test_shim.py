@@ -846,6 +846,20 @@ def diff_cannot_judge():
     check_eq(p.returncode, 1, f"4x faster is WORSE: {p.stdout}")
 
 
+def report_directory():
+    """A directory given for a trace: one line that says to pass the trace
+    files in it, exit status 2, from every command that reads traces."""
+    run = Run([prog("leaky_loop"), "12", "1024"]).expect_ok()
+    for argv in (["report"], ["check", "--max-growth", "0"],
+                 ["diff", run.trace()]):
+        p = subprocess.run([CLI, *argv, run.dir], capture_output=True,
+                           text=True, env=clean_env(), timeout=60)
+        check_eq(p.returncode, 2, f"{argv}: {p.stderr}")
+        check_eq(p.stderr.strip(),
+                 f"leakwatch: {run.dir}: Is a directory; pass the trace "
+                 f"files in it ({run.dir}/*.trace)", f"{argv}")
+
+
 def hazards(*args, **kw):
     return Run([prog("hazards"), *args], **kw)
 
@@ -1176,4 +1190,4 @@ if __name__ == "__main__":
         failed_allocations,
         run_unwritable, suppressions,
         bare_gate_suggestion, diff_cannot_judge,
-        exec_format_hint]}))
+        exec_format_hint, report_directory]}))
