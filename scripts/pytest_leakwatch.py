@@ -241,24 +241,55 @@ def _section(item, shim, series, per_step, limit, steps, warmup):
     return "\n".join(lines)
 
 
+def _marker_options(item, marker):
+    """(max_growth in bytes, steps, warmup) of a leakwatch marker;
+    pytest.UsageError, one line naming the test and the value, when one is
+    bad."""
+    opts = dict(marker.kwargs)
+
+    def bad(what):
+        return pytest.UsageError(f"{item.nodeid}: leakwatch marker: {what}")
+    try:
+        limit = parse_size(opts.get("max_growth", 0))
+    except ValueError as e:
+        raise bad(e) from None
+    values = {}
+    for name, default in (("steps", item.config.getoption("leakwatch_steps")),
+                          ("warmup", None)):
+        value = opts.get(name, default)
+        if value is None:
+            continue
+        try:
+            values[name] = int(value)
+        except (TypeError, ValueError):
+            raise bad(f"{name}={value!r} is not a whole number") from None
+        if values[name] < 0:
+            raise bad(f"{name}={value!r} is negative")
+    steps = values["steps"]
+    warmup = values.get("warmup", max(1, steps // 10))
+    if steps < warmup + 2:
+        raise bad(f"steps={steps} leaves nothing to judge after "
+                  f"warmup={warmup}")
+    return limit, steps, warmup
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Bad marker values are usage errors before any test runs."""
+    if not _active(config):
+        return
+    for item in items:
+        marker = item.get_closest_marker("leakwatch")
+        if marker is not None:
+            _marker_options(item, marker)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
     shim = _active(pyfuncitem.config)
     marker = pyfuncitem.get_closest_marker("leakwatch")
     if not shim or marker is None:
         return None
-    opts = dict(marker.kwargs)
-    try:
-        limit = parse_size(opts.get("max_growth", 0))
-    except ValueError as e:
-        raise pytest.UsageError(f"{pyfuncitem.nodeid}: leakwatch marker: {e}")
-    steps = int(opts.get("steps", pyfuncitem.config.getoption("leakwatch_steps")))
-    warmup = opts.get("warmup")
-    warmup = max(1, steps // 10) if warmup is None else int(warmup)
-    if steps < warmup + 2:
-        raise pytest.UsageError(f"{pyfuncitem.nodeid}: leakwatch marker: "
-                                f"steps={steps} leaves nothing to judge after "
-                                f"warmup={warmup}")
+    limit, steps, warmup = _marker_options(pyfuncitem, marker)
     func = pyfuncitem.obj
     args = {name: pyfuncitem.funcargs[name]
             for name in pyfuncitem._fixtureinfo.argnames}

@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from lwtest import CLI, LIB, Run, check, check_eq, main, prog, report
@@ -258,7 +259,36 @@ def pytest_plugin():
     check("cannot be preloaded" in run.stdout + run.stderr, run.stderr)
 
 
+def pytest_bad_marker():
+    """A bad leakwatch marker value is a one-line usage error (exit 4)
+    before any test runs, not a traceback through the plugin."""
+    py = pytest_python()
+    if not py:
+        print("no python with pytest: skipped")
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="lw-pytest-")
+    env = {"PYTHONPATH": os.environ["LW_SCRIPTS"], "LD_PRELOAD": LIB}
+    for marker, said in (('max_growth="lots"', "not a size: 'lots'"),
+                         ('steps="many"', "steps='many' is not a whole number"),
+                         ("steps=3, warmup=2", "steps=3 leaves nothing")):
+        path = os.path.join(tmp, "test_marked.py")
+        with open(path, "w") as f:
+            f.write("import pytest\n\n\n"
+                    f"@pytest.mark.leakwatch({marker})\n"
+                    "def test_loop():\n    pass\n")
+        run = Run([py, "-m", "pytest", "-p", "pytest_leakwatch", "-p",
+                   "no:cacheprovider", "-q", path, "--leakwatch"],
+                  env=env, preload=False)
+        out = run.stdout + run.stderr
+        check_eq(run.returncode, 4, f"{marker}: usage error: {out}")
+        check(f"ERROR: {path}::test_loop: leakwatch marker: {said}" in out
+              or f"test_marked.py::test_loop: leakwatch marker: {said}" in out,
+              f"{marker}: names the test and the value: {out}")
+        check("Traceback" not in out and "raise " not in out,
+              f"{marker}: no traceback: {out}")
+
+
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         rank_names, two_ranks, dataloader_workers, live_every, signal_flush,
-        signal_respected, pytest_plugin]}))
+        signal_respected, pytest_plugin, pytest_bad_marker]}))
