@@ -39,11 +39,15 @@
 /* A retained graph: at least this many sites growing together. */
 #define GRAPH_MIN_SITES 3
 
+/*
+ * Fixes in words that fit any program; the rules' fixes (PyTorch's words)
+ * are given only for sites with Python frames.
+ */
 static const char *const generic_fixes[LW_CATEGORY_COUNT] = {
-	[LW_CATEGORY_RETAINED_LOSS] = "keep a number (or a detached copy) instead of the tensor, or drain the list every step",
+	[LW_CATEGORY_RETAINED_LOSS] = "keep the value (a number, or a copy on the host) instead of the device buffer, or free the kept buffers every step",
 	[LW_CATEGORY_METRIC_COPY] = "drop the copy: reset and reuse the object instead of copying it every batch",
 	[LW_CATEGORY_RETAINED_GRAPH] = "run evaluation without recording a graph, and keep detached values of outputs kept for later",
-	[LW_CATEGORY_LINGERING] = "drop the previous step's references (del loss, retval = None) right after the backward pass",
+	[LW_CATEGORY_LINGERING] = "free the previous step's buffers (or drop the last references to them) before the next step allocates its own",
 	[LW_CATEGORY_UNRELEASED_MODULE] = "drop the last reference to what the phase loaded, then collect garbage and empty the allocator's cache",
 	[LW_CATEGORY_CYCLE_DELAYED] = "break the reference cycle (a weak reference), or collect garbage at step ends",
 	[LW_CATEGORY_GROWTH] = "find what keeps these blocks alive from step to step (the line above made them) and drop the reference once used",
@@ -379,6 +383,21 @@ static int compare_findings(const void *a, const void *b)
 	return (x->site > y->site) - (x->site < y->site);
 }
 
+/* Whether the site's stack has a Python frame. */
+static bool has_python_frame(const struct lw_model *m, uint32_t site)
+{
+	struct lw_frame *frames;
+	size_t count;
+	bool python = false;
+
+	if (lw_model_stack(m, m->sites[site].stack_id, &frames, &count) < 0)
+		return false;
+	for (size_t i = 0; i < count && !python; i++)
+		python = frames[i].python;
+	free(frames);
+	return python;
+}
+
 /* Merges the per-site verdicts into findings: one per site, one per group. */
 static int collect(const struct lw_report *r, struct lw_diagnosis *d,
 		   struct lw_finding *fs)
@@ -398,7 +417,8 @@ static int collect(const struct lw_report *r, struct lw_diagnosis *d,
 			continue;
 		f->leak = f->category != LW_CATEGORY_NOT_A_LEAK;
 		f->suppressed = d->sites[i].suppressed;
-		f->fix = r->rules && r->rules->fixes[f->category]
+		f->fix = r->rules && r->rules->fixes[f->category] &&
+				 has_python_frame(m, i)
 				 ? r->rules->fixes[f->category]
 				 : generic_fixes[f->category];
 		d->findings[d->finding_count++] = *f;
