@@ -860,6 +860,34 @@ def report_directory():
                  f"files in it ({run.dir}/*.trace)", f"{argv}")
 
 
+def demo():
+    """scripts/demo.sh keeps its trace and prints its path and the next
+    commands to try, which work on it. Runs only where the demo's build
+    tree is the one under test (it builds that tree)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    if os.path.realpath(CLI) != os.path.realpath(
+            os.path.join(root, "build", "report", "leakwatch")):
+        print("the demo's build tree is not the one under test: skipped")
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="lw-demo-")
+    p = subprocess.run(["bash", os.path.join(root, "scripts", "demo.sh"),
+                        "20"], env={**clean_env(), "TMPDIR": tmp},
+                       capture_output=True, text=True, timeout=300)
+    check_eq(p.returncode, 0, f"demo: {p.stdout}{p.stderr}")
+    m = re.search(r"^demo: the trace is kept: (\S+)$", p.stdout, re.M)
+    check(m and os.path.exists(m.group(1)),
+          f"the trace is kept and named: {p.stdout}")
+    commands = re.findall(rf"^  ({re.escape(CLI)} .*)$", p.stdout, re.M)
+    check(len(commands) >= 3, f"next commands: {p.stdout}")
+    for command in commands:
+        q = subprocess.run(command.split(), capture_output=True, text=True,
+                           env=clean_env(), timeout=60)
+        # check fails the planted leak (1); the others succeed.
+        check_eq(q.returncode, 1 if " check " in command else 0,
+                 f"{command}: {q.stderr}")
+
+
 def hazards(*args, **kw):
     return Run([prog("hazards"), *args], **kw)
 
@@ -1190,4 +1218,4 @@ if __name__ == "__main__":
         failed_allocations,
         run_unwritable, suppressions,
         bare_gate_suggestion, diff_cannot_judge,
-        exec_format_hint, report_directory]}))
+        exec_format_hint, report_directory, demo]}))
