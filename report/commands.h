@@ -12,6 +12,27 @@
 #include "render.h"
 #include "rules.h"
 
+/*
+ * Each command's synopsis, shared by its own help and `leakwatch --help`
+ * (both print it after a 7-column prefix, "usage: " or spaces), so that
+ * they cannot disagree; tests/report/test-docs.py checks the README's
+ * against them.
+ */
+#define LW_SYNOPSIS_REPORT \
+	"leakwatch report [--format FORMAT] [-o FILE] [--top N] [--frames N]\n" \
+	"                       [--min-steps N] [--rules FILE] [--suppressions FILE] TRACE...\n"
+#define LW_SYNOPSIS_CHECK \
+	"leakwatch check --max-growth SIZE [--min-steps N] [--suppressions FILE]\n" \
+	"                      TRACE...\n"
+#define LW_SYNOPSIS_DIFF \
+	"leakwatch diff [--min-steps N] [--top N] [--suppressions FILE]\n" \
+	"                     BEFORE AFTER\n"
+#define LW_SYNOPSIS_RUN \
+	"leakwatch run [--trace PATTERN] [--format FORMAT] [-o FILE] [--top N]\n" \
+	"                     [--frames N] [--no-report] [--max-growth SIZE]\n" \
+	"                     [--min-steps N] [--rules FILE] [--suppressions FILE]\n" \
+	"                     [--torch-allocator async|keep] -- CMD [ARGS...]\n"
+
 /* Exit status for bad usage and unusable input. */
 #define LW_EXIT_USAGE 2
 /*

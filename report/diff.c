@@ -52,8 +52,7 @@ struct pair {
 
 static void diff_usage(FILE *out)
 {
-	fputs("usage: leakwatch diff [--min-steps N] [--top N] [--suppressions FILE]\n"
-	      "                      BEFORE AFTER\n"
+	fputs("usage: " LW_SYNOPSIS_DIFF
 	      "\n"
 	      "Compares two traces of the same program, site by site: growth per step\n"
 	      "and device memory held, before and after. Sites are matched by the\n"

@@ -24,8 +24,7 @@
 
 static void report_usage(FILE *out)
 {
-	fputs("usage: leakwatch report [--format FORMAT] [-o FILE] [--top N] [--frames N]\n"
-	      "                       [--min-steps N] [--rules FILE] [--suppressions FILE] TRACE...\n"
+	fputs("usage: " LW_SYNOPSIS_REPORT
 	      "\n"
 	      "Prints the GPU memory each trace left allocated, grouped by the call stack\n"
 	      "that allocated it, largest first.\n"
@@ -58,8 +57,7 @@ static void report_usage(FILE *out)
 
 static void check_usage(FILE *out)
 {
-	fputs("usage: leakwatch check --max-growth SIZE [--min-steps N] [--suppressions FILE]\n"
-	      "                      TRACE...\n"
+	fputs("usage: " LW_SYNOPSIS_CHECK
 	      "\n"
 	      "Fails when device memory grows from training step to step (STEP marks) by\n"
 	      "more than SIZE per step, in the run as a whole or at any one site. Growth is\n"
@@ -89,14 +87,11 @@ static void check_usage(FILE *out)
 
 static void usage(FILE *out)
 {
-	fputs("usage: leakwatch report [--format FORMAT] [-o FILE] [--top N] [--frames N] [--min-steps N] TRACE...\n"
-	      "       leakwatch check --max-growth SIZE [--min-steps N] TRACE...\n"
-	      "       leakwatch run [--trace PATTERN] [--format FORMAT] [-o FILE] [--no-report]\n"
-	      "                     [--max-growth SIZE] [--min-steps N]\n"
-	      "                     [--torch-allocator async|keep] -- CMD [ARGS...]\n"
-	      "       leakwatch diff [--min-steps N] BEFORE AFTER\n"
-	      "       leakwatch help [report|check|diff|run]\n"
-	      "       leakwatch --version\n"
+	fputs("usage: " LW_SYNOPSIS_REPORT
+	      "       " LW_SYNOPSIS_CHECK
+	      "       " LW_SYNOPSIS_DIFF
+	      "       " LW_SYNOPSIS_RUN
+	      "       leakwatch help [report|check|diff|run] | -h | --help | --version\n"
 	      "\n"
 	      "leakwatch finds GPU memory leaks. `leakwatch run` runs a program with the\n"
 	      "leakwatch shim preloaded, which records every CUDA allocation and free in a\n"
@@ -106,8 +101,10 @@ static void usage(FILE *out)
 	      "compares two runs site by site (exit 1 when a site newly grows).\n"
 	      "\n"
 	      "Exit status: 0 on success, 2 for bad usage or an unreadable trace; `check`\n"
-	      "exits 1 when memory grows too fast; `run` exits with the program's status\n"
-	      "(128+N if it was killed by signal N).\n",
+	      "exits 1 when memory grows too fast and 3 when a trace cannot be judged;\n"
+	      "`diff` exits 1 on a regression and 3 when it cannot judge; `run` exits\n"
+	      "with the program's status (128+N if it was killed by signal N; with\n"
+	      "--max-growth, 23 when it grew too fast, 24 when it could not be judged).\n",
 	      out);
 }
 

@@ -47,10 +47,7 @@ static volatile sig_atomic_t child_pid;
 
 void lw_run_usage(FILE *out)
 {
-	fputs("usage: leakwatch run [--trace PATTERN] [--format FORMAT] [-o FILE] [--no-report]\n"
-	      "                     [--max-growth SIZE] [--min-steps N] [--rules FILE]\n"
-	      "                     [--suppressions FILE] [--torch-allocator async|keep]\n"
-	      "                     -- CMD [ARGS...]\n"
+	fputs("usage: " LW_SYNOPSIS_RUN
 	      "\n"
 	      "Runs CMD with the leakwatch shim preloaded, then reports the GPU memory that\n"
 	      "each of its processes left allocated (on standard error, or in FILE).\n"
