@@ -354,12 +354,21 @@ static void classify_groups(const struct lw_report *r,
 			f->reason = "many sites of a forward pass kept together, once per step: a whole graph survives each step";
 			f->site = lead;
 		} else if (f->evidence.mean_size <= SMALL_BLOCK) {
+			const struct lw_site *s = &m->sites[i];
+
 			f->category = LW_CATEGORY_RETAINED_LOSS;
 			f->confidence = (d->sites[i].tags & LW_TAG_LOSS) ||
 						f->evidence.mean_size <= 4096
 						? LW_CONFIDENCE_HIGH
 						: LW_CONFIDENCE_MEDIUM;
-			f->reason = "one small block kept per step and never released";
+			/* The wording matches the evidence's frees. */
+			if (!s->frees)
+				f->reason = "one small block kept per step and never released";
+			else if (s->tail_step == m->steps &&
+				 s->tail_frees == s->frees)
+				f->reason = "one small block kept per step, released only after the last step";
+			else
+				f->reason = "one small block kept per step, released only long after";
 		} else if (d->sites[i].tags & LW_TAG_FORWARD) {
 			f->category = LW_CATEGORY_RETAINED_GRAPH;
 			f->reason = "outputs of a forward pass kept from step to step";

@@ -316,8 +316,9 @@ static int linger_add(struct lw_model *m, unsigned slot, uint32_t site,
 
 /*
  * Memory born in step b and freed now, in step m->steps, lingered at the
- * peaks of the steps in between (those peaks are known) and maybe at this
- * step's (known when the step ends: see end_step()).
+ * peaks of the steps in between and maybe at this step's: counted when this
+ * step ends (end_step()). A free after the last step is teardown, not
+ * lingering: the trace ends before that step does, and it is never counted.
  */
 static int linger_free(struct lw_model *m, const struct lw_live *e)
 {
@@ -326,13 +327,6 @@ static int linger_free(struct lw_model *m, const struct lw_live *e)
 
 	if (b >= now || now - b > LW_LINGER_STEPS)
 		return 0;
-	for (uint64_t p = b + 1; p < now; p++) {
-		int rc = linger_add(m, (unsigned)(p % LW_LINGER_STEPS),
-				    e->site, e->size);
-
-		if (rc < 0)
-			return rc;
-	}
 	late = grow_array(m->late_frees, &m->late_free_capacity,
 			  m->late_free_count + 1, sizeof(*late));
 	if (!late)
@@ -739,8 +733,15 @@ static int end_step(struct lw_model *m)
 	for (size_t i = 0; i < m->late_free_count; i++) {
 		const struct lw_late_free *f = &m->late_frees[i];
 
+		/* Live at the peaks of the steps between birth and now. */
+		for (uint64_t p = f->birth_step + 1; p < now; p++) {
+			rc = linger_add(m, (unsigned)(p % LW_LINGER_STEPS),
+					f->site, f->size);
+			if (rc < 0)
+				return rc;
+		}
 		if (f->event <= m->cur_peak_event)
-			continue; /* freed before the peak */
+			continue; /* freed before this step's peak */
 		if ((rc = linger_add(m, slot, f->site, f->size)) < 0)
 			return rc;
 	}
