@@ -610,6 +610,12 @@ static int add_step_point(struct lw_model *m)
 			m->kinds[LW_MEM_MANAGED].live_count;
 	p->peak_bytes = m->step_peak;
 	p->lingering_bytes = 0; /* settle_lingering() sets it later */
+	p->phase_instance = 0;
+	p->phase = UINT32_MAX;
+	if (m->phase_depth && m->phase_depth <= LW_PHASE_DEPTH_MAX) {
+		p->phase_instance = m->open_phases[m->phase_depth - 1].instance;
+		p->phase = m->open_phases[m->phase_depth - 1].phase;
+	}
 
 	for (size_t d = 0; d < m->dirty_count; d++) {
 		struct lw_site *s = &m->sites[m->dirty_sites[d]];

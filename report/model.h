@@ -110,6 +110,10 @@ struct lw_step_point {
 	/* Of a peak since the previous point (the most, if several): bytes
 	 * born in an earlier step and freed later (see LW_LINGER_STEPS). */
 	uint64_t lingering_bytes;
+	/* The innermost phase open at the step's end: its instance (0: none)
+	 * and its index in lw_model.phases (UINT32_MAX: unnamed or none). */
+	uint32_t phase_instance;
+	uint32_t phase;
 };
 
 struct lw_stack {

@@ -10,9 +10,11 @@
 Under --leakwatch a test marked `leakwatch` is run `steps` times in a row
 (its fixtures set up once), with a step mark after each run; the test fails
 when the device memory held after each run grows by more than max_growth
-per run, judged on the floor of the series after a warm-up, as `leakwatch
-check` does: memory made by the first runs (caches, optimizer state) and
-memory freed every few runs are not growth. The failure output gets a
+per run. The series is judged by the shim's leakwatch_judge_growth(), the
+judge of `leakwatch check` and of the report, which judges the test's steps
+(a phase of the trace) the same way, so that both give one verdict: memory
+made by the first runs (caches, optimizer state), memory freed every few
+runs and growth that stops (a plateau) are not growth. The failure output gets a
 "leakwatch" section with the series and the growing sites of the trace.
 Every test is a phase of the trace, named by its node id.
 
@@ -59,17 +61,6 @@ def format_size(n):
     return f"{sign}{n}"
 
 
-def judge(series, warmup):
-    """Bytes per run by which the floor of series rises after warmup runs:
-    the minimum of the second half minus that of the first, over the
-    distance between the halves."""
-    rest = series[warmup:]
-    if len(rest) < 2:
-        return 0.0
-    half = len(rest) // 2
-    return (min(rest[half:]) - min(rest[:half])) / float(half)
-
-
 class _Shim:
     def __init__(self):
         try:
@@ -78,6 +69,7 @@ class _Shim:
             self.phase_begin = lib.leakwatch_phase_begin
             self.phase_end = lib.leakwatch_phase_end
             self.live = lib.leakwatch_device_live
+            self.judge_growth = lib.leakwatch_judge_growth
         except (OSError, AttributeError):
             self.step = None
             return
@@ -87,10 +79,21 @@ class _Shim:
         self.phase_end.restype = None
         self.live.argtypes = [ctypes.POINTER(ctypes.c_ulonglong)] * 2
         self.live.restype = ctypes.c_int
+        self.judge_growth.argtypes = [ctypes.POINTER(ctypes.c_double),
+                                      ctypes.c_ulong,
+                                      ctypes.POINTER(ctypes.c_double)]
+        self.judge_growth.restype = ctypes.c_char_p
 
     @property
     def loaded(self):
         return self.step is not None
+
+    def judge(self, series):
+        """(verdict, bytes per run) of series, as the report judges it."""
+        values = (ctypes.c_double * len(series))(*series)
+        rate = ctypes.c_double()
+        verdict = self.judge_growth(values, len(series), ctypes.byref(rate))
+        return verdict.decode(), rate.value
 
     def device_live(self):
         b, c = ctypes.c_ulonglong(), ctypes.c_ulonglong()
@@ -267,6 +270,8 @@ def _marker_options(item, marker):
             raise bad(f"{name}={value!r} is negative")
     steps = values["steps"]
     warmup = values.get("warmup", max(1, steps // 10))
+    if steps < 5:
+        raise bad(f"steps={steps}: growth is judged on at least 5 runs")
     if steps < warmup + 2:
         raise bad(f"steps={steps} leaves nothing to judge after "
                   f"warmup={warmup}")
@@ -302,8 +307,11 @@ def pytest_pyfunc_call(pyfuncitem):
             pytest.skip("leakwatch is not tracking (its trace could not "
                         "be written)")
         series.append(live[0])
-    per_step = judge(series, warmup)
-    if per_step > limit:
+    # The report ignores the first tenth of a series: the default warm-up.
+    judged = series[warmup - max(1, steps // 10):] \
+        if warmup > max(1, steps // 10) else series
+    verdict, per_step = shim.judge(judged)
+    if verdict == "growing" and per_step > limit:
         pyfuncitem.add_report_section(
             "call", "leakwatch",
             _section(pyfuncitem, shim, series, per_step, limit, steps, warmup))

@@ -234,7 +234,8 @@ def pytest_plugin():
     check_eq(run.returncode, 1, f"one test fails: {out}\n{run.stderr}")
     check("FAILED" in out and "test_keeps_a_tensor_per_run" in out, out)
     for name in ("test_frees_everything", "test_cache_made_once",
-                 "test_fixture_set_up_once", "test_unmarked"):
+                 "test_cache_fills_then_stops", "test_fixture_set_up_once",
+                 "test_unmarked"):
         check(re.search(rf"^PASSED \S*::{name}$", out, re.M),
               f"{name} passes: {out}")
     check(re.search(r"leakwatch: GPU memory grows by \+4\.0 KiB per run "
@@ -244,6 +245,29 @@ def pytest_plugin():
           f"the section names the line that keeps memory ({kept_line}): {out}")
     check("leakwatch: trace " in out, "the summary names the trace")
     check_eq(len(run.traces()), 1, "pytest's trace")
+    # One verdict per site: the session's report judges each test's steps
+    # as the plugin did (issue 23): the kept tensor grows, +4.0 KiB per
+    # step, a leak; the cache that filled and stopped is a plateau.
+    filled_line = next(i for i, line in enumerate(open(tests), 1)
+                       if "# @filled" in line)
+    rep = report(run.traces()[0])
+
+    def at_line(line):
+        return [s for s in rep["sites"] if any(
+            f.get("line") == line and (f.get("file") or "").endswith(
+                "test_gpu_loops.py") for f in s["frames"])]
+    kept = at_line(kept_line)
+    check(kept and kept[0]["verdict"] == "growing" and
+          abs(kept[0]["growth_bytes_per_step"] - 4096) < 1,
+          "the kept tensor's site: "
+          f"{[(s['verdict'], s['growth_bytes_per_step']) for s in kept]}")
+    leaks = [f for f in rep["findings"] if f["leak"] and
+             f["site"] in [s["id"] for s in kept]]
+    check(leaks, "the kept tensor is a leak: "
+          f"{[(f['category'], f['site']) for f in rep['findings']]}")
+    filled = at_line(filled_line)
+    check(filled and filled[0]["verdict"] == "plateau",
+          f"the filled cache's site: {[s['verdict'] for s in filled]}")
     # Without --leakwatch the marker does nothing: every test runs once.
     run = Run(base, env=env, preload=False)
     check_eq(run.returncode, 0, f"all pass without --leakwatch: {run.stdout}")
@@ -270,7 +294,8 @@ def pytest_bad_marker():
     env = {"PYTHONPATH": os.environ["LW_SCRIPTS"], "LD_PRELOAD": LIB}
     for marker, said in (('max_growth="lots"', "not a size: 'lots'"),
                          ('steps="many"', "steps='many' is not a whole number"),
-                         ("steps=3, warmup=2", "steps=3 leaves nothing")):
+                         ("steps=3", "steps=3: growth is judged on at least 5"),
+                         ("steps=8, warmup=7", "steps=8 leaves nothing")):
         path = os.path.join(tmp, "test_marked.py")
         with open(path, "w") as f:
             f.write("import pytest\n\n\n"

@@ -22,6 +22,8 @@ LEAKS = {
     "step-sawtooth-rising": ("growing", 3, 1),
     "step-warmup": ("growing", 3, 1),
     "step-long": ("growing", 3, 1),
+    # Grows within a phase seen once (a test), a plateau over the run.
+    "step-phase-leak": ("growing", 3, 1),
 }
 CONTROLS = {
     "step-sawtooth-flat": ("sawtooth-flat", None, 0),
@@ -30,6 +32,8 @@ CONTROLS = {
     "step-grad-accum": ("sawtooth-flat", None, 0),
     "step-eval": ("stable", None, 0),
     "step-cache-fill": (None, None, 0),  # stable or plateau
+    # The same growth in a phase seen 5 times, released at each end.
+    "step-phase-epochs": ("sawtooth-flat", None, 0),
     "step-few": ("not-enough-steps", None, 0),
     "leak-loop": ("growing", 3, 1),  # an older scenario: 4 KiB per step
     "no-leak": ("not-enough-steps", None, 0),  # 4 steps
