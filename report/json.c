@@ -600,14 +600,18 @@ static int put_shares(FILE *out, const struct lw_report *r,
 	size_t n = 0;
 	int rc = 0;
 
+	/* Suppressed sites are left out of every list. */
 	for (size_t i = 0; i < shares->count; i++)
-		n += shares->items[i].count > 0 || shares->items[i].bytes > 0;
+		n += (shares->items[i].count > 0 || shares->items[i].bytes > 0) &&
+		     !lw_model_site_suppressed(r->model, shares->items[i].site);
 	if (n) {
 		sorted.items = malloc(n * sizeof(*sorted.items));
 		if (!sorted.items)
 			return -ENOMEM;
 		for (size_t i = 0; i < shares->count; i++)
-			if (shares->items[i].count || shares->items[i].bytes)
+			if ((shares->items[i].count || shares->items[i].bytes) &&
+			    !lw_model_site_suppressed(r->model,
+						      shares->items[i].site))
 				sorted.items[sorted.count++] = shares->items[i];
 		lw_shares_sort(&sorted);
 	}

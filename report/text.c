@@ -544,7 +544,8 @@ static int put_phase_survivors(FILE *out, const struct lw_report *r,
 		for (size_t j = 0; j < ph->sites.count && rc == 0; j++) {
 			const struct lw_site_share *sh = &ph->sites.items[j];
 
-			if (sh->count == 0)
+			if (sh->count == 0 ||
+			    lw_model_site_suppressed(m, sh->site))
 				continue;
 			if (top && shown == top) {
 				fputs("  ... more sites not shown (--top 0 shows all)\n",

@@ -771,6 +771,23 @@ def suppressions():
     p = cli(*pair, env={"LEAKWATCH_SUPPRESSIONS": supp})
     check_eq(p.returncode, 0, f"diff with suppressions: {p.stdout}")
 
+    # A phase's survivors: the example's "load" phase keeps its weights.
+    example = os.path.join(os.path.dirname(os.path.dirname(CLI)),
+                           "examples", "train_leak")
+    loaded = Run([example, "20"]).expect_ok()
+    with open(supp, "w") as f:
+        f.write("leak:load_model\n")
+    for extra, shown in (([], True), (["--suppressions", supp], False)):
+        text = report(loaded.trace(), fmt="text", extra=extra)
+        phase = text.split('Phase "load"')[1].split("\n\n")[0]
+        check_eq("load_model" in phase, shown, f"phase survivors {extra}")
+        rep = report(loaded.trace(), extra=extra)
+        sites = [s for ph in rep["phases"] for s in ph["sites"]]
+        check_eq(any(s["location"]["function"] == "load_model"
+                     for s in sites), shown, f"JSON phase sites {extra}")
+    with open(supp, "w") as f:
+        f.write("leak:leak_one_buffer\n")
+
     loop = [prog("leaky_loop"), "30", "4096"]
     for env, status in (({}, 23), ({"LEAKWATCH_SUPPRESSIONS": supp}, 0)):
         p = subprocess.run([CLI, "run", "--max-growth", "100", "--", *loop],
