@@ -589,6 +589,11 @@ int lw_cmd_run(int argc, char **argv)
 			 has_suffix(argv[optind], ".py") ? "python3" : "sh",
 			 argv[optind]);
 		exit_code = 126;
+	} else if (rc == -EACCES && has_suffix(argv[optind], ".py")) {
+		/* A script not marked executable: the same hint. */
+		lw_error("%s: %s (make it executable, or name its interpreter: leakwatch run -- python3 %s)",
+			 argv[optind], strerror(-rc), argv[optind]);
+		exit_code = 126;
 	} else if (rc < 0) {
 		lw_error("%s: %s", argv[optind], strerror(-rc));
 		exit_code = 126;

@@ -837,6 +837,14 @@ def exec_format_hint():
     check_eq(p.returncode, 126, f"cannot be executed: {p.stderr}")
     check(f"leakwatch run -- python3 {script}" in p.stderr,
           f"hint to name the interpreter: {p.stderr}")
+    # Not executable at all: the same hint.
+    os.chmod(script, 0o644)
+    p = subprocess.run([CLI, "run", "--", script], cwd=probe.dir,
+                       env=clean_env(), capture_output=True, text=True,
+                       timeout=60)
+    check_eq(p.returncode, 126, f"not executable: {p.stderr}")
+    check(f"leakwatch run -- python3 {script}" in p.stderr,
+          f"hint for a script not executable: {p.stderr}")
 
 
 def diff_cannot_judge():
