@@ -825,26 +825,20 @@ def bare_gate_suggestion():
 
 
 def exec_format_hint():
-    """A script without a #! line: the error says how to run it."""
+    """A script that cannot be run as it is (no #! line, or not
+    executable): the error says how to run it."""
     probe = Run([prog("no_cuda")])
     script = os.path.join(probe.dir, "train.py")
     with open(script, "w") as f:
         f.write("print('hi')\n")
-    os.chmod(script, 0o755)
-    p = subprocess.run([CLI, "run", "--", script], cwd=probe.dir,
-                       env=clean_env(), capture_output=True, text=True,
-                       timeout=60)
-    check_eq(p.returncode, 126, f"cannot be executed: {p.stderr}")
-    check(f"leakwatch run -- python3 {script}" in p.stderr,
-          f"hint to name the interpreter: {p.stderr}")
-    # Not executable at all: the same hint.
-    os.chmod(script, 0o644)
-    p = subprocess.run([CLI, "run", "--", script], cwd=probe.dir,
-                       env=clean_env(), capture_output=True, text=True,
-                       timeout=60)
-    check_eq(p.returncode, 126, f"not executable: {p.stderr}")
-    check(f"leakwatch run -- python3 {script}" in p.stderr,
-          f"hint for a script not executable: {p.stderr}")
+    for mode, what in ((0o755, "no #! line"), (0o644, "not executable")):
+        os.chmod(script, mode)
+        p = subprocess.run([CLI, "run", "--", script], cwd=probe.dir,
+                           env=clean_env(), capture_output=True, text=True,
+                           timeout=60)
+        check_eq(p.returncode, 126, f"{what}: {p.stderr}")
+        check(f"leakwatch run -- python3 {script}" in p.stderr,
+              f"{what}: hint to name the interpreter: {p.stderr}")
 
 
 def diff_cannot_judge():
