@@ -133,7 +133,8 @@ LW_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
 					? UINT64_MAX : size, 0);
 	else if (res != CUDA_SUCCESS)
 		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_PITCH, LW_MEM_DEVICE,
-				       (uint64_t)WidthInBytes * Height, (int)res);
+				       (uint64_t)WidthInBytes * Height,
+				       (int)res);
 	lw_leave();
 	return res;
 }
@@ -152,8 +153,8 @@ LW_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 		lw_record_alloc(LW_API_CU_MEM_ALLOC_MANAGED, LW_MEM_MANAGED,
 				as_ptr(*dptr), bytesize, 0);
 	else if (res != CUDA_SUCCESS)
-		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_MANAGED, LW_MEM_MANAGED,
-				       bytesize, (int)res);
+		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_MANAGED,
+				       LW_MEM_MANAGED, bytesize, (int)res);
 	lw_leave();
 	return res;
 }
@@ -171,8 +172,8 @@ LW_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 		lw_record_alloc(LW_API_CU_MEM_ALLOC_HOST, LW_MEM_PINNED_HOST,
 				*pp, bytesize, 0);
 	else if (res != CUDA_SUCCESS)
-		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_HOST, LW_MEM_PINNED_HOST,
-				       bytesize, (int)res);
+		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_HOST,
+				       LW_MEM_PINNED_HOST, bytesize, (int)res);
 	lw_leave();
 	return res;
 }
@@ -191,8 +192,8 @@ LW_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize,
 		lw_record_alloc(LW_API_CU_MEM_HOST_ALLOC, LW_MEM_PINNED_HOST,
 				*pp, bytesize, 0);
 	else if (res != CUDA_SUCCESS)
-		lw_record_alloc_failed(LW_API_CU_MEM_HOST_ALLOC, LW_MEM_PINNED_HOST,
-				       bytesize, (int)res);
+		lw_record_alloc_failed(LW_API_CU_MEM_HOST_ALLOC,
+				       LW_MEM_PINNED_HOST, bytesize, (int)res);
 	lw_leave();
 	return res;
 }
@@ -243,8 +244,8 @@ static CUresult alloc_from_pool(enum lw_fn fn, CUdeviceptr *dptr, size_t size,
 				LW_MEM_DEVICE, as_ptr(*dptr), size,
 				stream_id(stream));
 	else if (res != CUDA_SUCCESS)
-		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_FROM_POOL_ASYNC, LW_MEM_DEVICE,
-				       size, (int)res);
+		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_FROM_POOL_ASYNC,
+				       LW_MEM_DEVICE, size, (int)res);
 	lw_leave();
 	return res;
 }

@@ -71,8 +71,8 @@ LW_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
 	if (err == cudaSuccess && ptr)
 		lw_record_alloc(LW_API_CUDA_MALLOC, LW_MEM_DEVICE, *ptr, size, 0);
 	else if (err != cudaSuccess)
-		lw_record_alloc_failed(LW_API_CUDA_MALLOC, LW_MEM_DEVICE,
-				       size, (int)err);
+		lw_record_alloc_failed(LW_API_CUDA_MALLOC, LW_MEM_DEVICE, size,
+				       (int)err);
 	lw_leave();
 	return err;
 }
@@ -124,8 +124,8 @@ static cudaError_t malloc_from_pool(const void *caller, enum lw_fn fn,
 		lw_record_alloc(LW_API_CUDA_MALLOC_FROM_POOL_ASYNC,
 				LW_MEM_DEVICE, *ptr, size, stream_id(stream));
 	else if (err != cudaSuccess)
-		lw_record_alloc_failed(LW_API_CUDA_MALLOC_FROM_POOL_ASYNC, LW_MEM_DEVICE,
-				       size, (int)err);
+		lw_record_alloc_failed(LW_API_CUDA_MALLOC_FROM_POOL_ASYNC,
+				       LW_MEM_DEVICE, size, (int)err);
 	lw_leave();
 	return err;
 }
@@ -160,8 +160,8 @@ LW_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size,
 		lw_record_alloc(LW_API_CUDA_MALLOC_MANAGED, LW_MEM_MANAGED,
 				*ptr, size, 0);
 	else if (err != cudaSuccess)
-		lw_record_alloc_failed(LW_API_CUDA_MALLOC_MANAGED, LW_MEM_MANAGED,
-				       size, (int)err);
+		lw_record_alloc_failed(LW_API_CUDA_MALLOC_MANAGED,
+				       LW_MEM_MANAGED, size, (int)err);
 	lw_leave();
 	return err;
 }
@@ -200,7 +200,10 @@ LW_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *ptr,
 					extent.depth), 0);
 	else if (err != cudaSuccess)
 		lw_record_alloc_failed(LW_API_CUDA_MALLOC_3D, LW_MEM_DEVICE,
-				       product(product(extent.width, extent.height), extent.depth), (int)err);
+				       product(product(extent.width,
+						       extent.height),
+					       extent.depth),
+				       (int)err);
 	lw_leave();
 	return err;
 }
@@ -253,8 +256,8 @@ LW_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
 		lw_record_alloc(LW_API_CUDA_MALLOC_HOST, LW_MEM_PINNED_HOST,
 				*ptr, size, 0);
 	else if (err != cudaSuccess)
-		lw_record_alloc_failed(LW_API_CUDA_MALLOC_HOST, LW_MEM_PINNED_HOST,
-				       size, (int)err);
+		lw_record_alloc_failed(LW_API_CUDA_MALLOC_HOST,
+				       LW_MEM_PINNED_HOST, size, (int)err);
 	lw_leave();
 	return err;
 }
@@ -272,8 +275,8 @@ LW_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size,
 		lw_record_alloc(LW_API_CUDA_HOST_ALLOC, LW_MEM_PINNED_HOST,
 				*ptr, size, 0);
 	else if (err != cudaSuccess)
-		lw_record_alloc_failed(LW_API_CUDA_HOST_ALLOC, LW_MEM_PINNED_HOST,
-				       size, (int)err);
+		lw_record_alloc_failed(LW_API_CUDA_HOST_ALLOC,
+				       LW_MEM_PINNED_HOST, size, (int)err);
 	lw_leave();
 	return err;
 }
@@ -296,9 +299,9 @@ LW_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size,
 	if (err == cudaSuccess)
 		lw_record_alloc(LW_API_CUDA_HOST_REGISTER,
 				LW_MEM_HOST_REGISTERED, ptr, size, 0);
-	else if (err != cudaSuccess)
-		lw_record_alloc_failed(LW_API_CUDA_HOST_REGISTER, LW_MEM_HOST_REGISTERED,
-				       size, (int)err);
+	else
+		lw_record_alloc_failed(LW_API_CUDA_HOST_REGISTER,
+				       LW_MEM_HOST_REGISTERED, size, (int)err);
 	lw_leave();
 	return err;
 }

@@ -41,8 +41,9 @@ int lw_model_growth(const struct lw_model *model, uint64_t min_steps,
 void lw_growth_report_fini(struct lw_growth_report *report);
 
 /*
- * Sites whose verdict is "growing" and not suppressed, fastest (bytes per step) first. On
- * success *out is malloc'ed (NULL when none). Returns 0 or -ENOMEM.
+ * Sites whose verdict is "growing" and not suppressed, fastest (bytes per
+ * step) first. On success *out is malloc'ed (NULL when none). Returns 0 or
+ * -ENOMEM.
  */
 int lw_growing_sites(const struct lw_growth_report *report, uint32_t **out,
 		     size_t *count);

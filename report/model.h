@@ -486,8 +486,8 @@ const struct lw_phase *lw_model_phase(const struct lw_model *model,
 
 /*
  * Sites that lingered at some step's peak, by the most they added to one
- * (then site index); suppressed sites are left out. *out is malloc'ed (NULL when none). Returns 0 or
- * -ENOMEM.
+ * (then site index); suppressed sites are left out. *out is malloc'ed
+ * (NULL when none). Returns 0 or -ENOMEM.
  */
 int lw_model_lingering_sites(const struct lw_model *model, uint32_t **out,
 			     size_t *count);

@@ -715,6 +715,14 @@ def failed_allocations():
                        text=True, timeout=120)
     check_eq(p.returncode, 0, "without a gate, the program's status")
     check("FAILED allocations: 100" in p.stderr, p.stderr)
+    # The driver API's failures, named in the driver's words.
+    run = Run([prog("driver_api"), "direct"], env=failing)
+    check_eq(run.returncode, 1, f"driver_api stops at its failure: "
+             f"{run.stderr}")
+    check_eq(report(run.trace())["failed_allocation_errors"],
+             [{"api": "cuMemAlloc", "error": 2,
+               "name": "CUDA_ERROR_OUT_OF_MEMORY", "count": 1}],
+             "a failed cuMemAlloc")
 
 
 def run_unwritable():
