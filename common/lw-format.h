@@ -157,6 +157,11 @@ enum lw_record_tag {
 	LW_REC_PYSTACK = 0x49,
 	/* MARK: varint enum lw_mark, then nothing defined yet. */
 	LW_REC_MARK = 0x4a,
+	/* ALLOC_FAILED: an allocation call that returned an error: varint
+	 * enum lw_api, varint enum lw_mem_kind, varint size asked for, varint
+	 * error code (the API's own: cudaError_t for the runtime's functions,
+	 * CUresult for the driver's). Older readers skip it. */
+	LW_REC_ALLOC_FAILED = 0x4b,
 };
 
 enum lw_mark {
@@ -171,6 +176,21 @@ enum lw_mark {
 	LW_MARK_GC_START = 2,
 	LW_MARK_GC_STOP = 3,
 };
+
+/* The name of an enum lw_api entry point, or "?". */
+static inline const char *lw_api_name(uint64_t api)
+{
+	static const char *const names[LW_API_MAX + 1] = {
+		"?", "cudaMalloc", "cudaMallocAsync",
+		"cudaMallocFromPoolAsync", "cudaMallocManaged",
+		"cudaMallocPitch", "cudaMalloc3D", "cudaMallocHost",
+		"cudaHostAlloc", "cudaHostRegister", "cuMemAlloc",
+		"cuMemAllocPitch", "cuMemAllocManaged", "cuMemAllocHost",
+		"cuMemHostAlloc", "cuMemAllocAsync", "cuMemAllocFromPoolAsync",
+		"cuMemCreate",
+	};
+	return api <= LW_API_MAX ? names[api] : "?";
+}
 
 /* Longest LEB128 encoding of a 64-bit value. */
 #define LW_VARINT_MAX 10

@@ -16,6 +16,12 @@
  * (as LeakSanitizer's 23).
  */
 #define LW_EXIT_GROWTH 23
+/*
+ * The exit status that says the gate was asked for but could not judge:
+ * every CUDA allocation of a traced process failed, or its trace could not
+ * be written. A gate that judged nothing must not pass.
+ */
+#define LW_EXIT_UNJUDGED 24
 
 /* Steps a run needs before it is judged (`--min-steps`). */
 #define LW_DEFAULT_MIN_STEPS 10

@@ -46,6 +46,17 @@ void leakwatch_phase_end(void);
  */
 int leakwatch_device_live(unsigned long long *bytes, unsigned long long *count);
 
+/*
+ * Judges a series of device memory values, one per step, as `leakwatch
+ * check` and the report judge a step series (common/lw-growth.c): returns
+ * the verdict, "growing", "plateau", "sawtooth-flat", "stable" or
+ * "not-enough-steps" (a static string), and stores the growth rate in bytes
+ * per step in *per_step (may be NULL). Pure; for test harnesses, so that
+ * their verdict is the report's (the pytest plugin).
+ */
+const char *leakwatch_judge_growth(const double *series, unsigned long count,
+				   double *per_step);
+
 #ifndef LEAKWATCH_NO_INLINE_HELPERS
 #include <dlfcn.h>
 

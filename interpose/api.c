@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include "export.h"
+#include "lw-growth.h"
 #include "tracker.h"
 
 /*
@@ -68,4 +69,15 @@ LW_EXPORT int leakwatch_device_live(unsigned long long *bytes,
 	if (count)
 		*count = c;
 	return 0;
+}
+
+LW_EXPORT const char *leakwatch_judge_growth(const double *series,
+					     unsigned long count,
+					     double *per_step)
+{
+	struct lw_growth g = lw_judge_series(series, series ? count : 0, 1);
+
+	if (per_step)
+		*per_step = g.per_step;
+	return lw_verdict_name(g.verdict);
 }

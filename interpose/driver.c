@@ -105,6 +105,9 @@ LW_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	if (res == CUDA_SUCCESS && dptr)
 		lw_record_alloc(LW_API_CU_MEM_ALLOC, LW_MEM_DEVICE,
 				as_ptr(*dptr), bytesize, 0);
+	else if (res != CUDA_SUCCESS)
+		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC, LW_MEM_DEVICE,
+				       bytesize, (int)res);
 	lw_leave();
 	return res;
 }
@@ -128,6 +131,10 @@ LW_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
 				as_ptr(*dptr),
 				__builtin_mul_overflow(*pPitch, Height, &size)
 					? UINT64_MAX : size, 0);
+	else if (res != CUDA_SUCCESS)
+		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_PITCH, LW_MEM_DEVICE,
+				       (uint64_t)WidthInBytes * Height,
+				       (int)res);
 	lw_leave();
 	return res;
 }
@@ -145,6 +152,9 @@ LW_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 	if (res == CUDA_SUCCESS && dptr)
 		lw_record_alloc(LW_API_CU_MEM_ALLOC_MANAGED, LW_MEM_MANAGED,
 				as_ptr(*dptr), bytesize, 0);
+	else if (res != CUDA_SUCCESS)
+		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_MANAGED,
+				       LW_MEM_MANAGED, bytesize, (int)res);
 	lw_leave();
 	return res;
 }
@@ -161,6 +171,9 @@ LW_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 	if (res == CUDA_SUCCESS && pp)
 		lw_record_alloc(LW_API_CU_MEM_ALLOC_HOST, LW_MEM_PINNED_HOST,
 				*pp, bytesize, 0);
+	else if (res != CUDA_SUCCESS)
+		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_HOST,
+				       LW_MEM_PINNED_HOST, bytesize, (int)res);
 	lw_leave();
 	return res;
 }
@@ -178,6 +191,9 @@ LW_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize,
 	if (res == CUDA_SUCCESS && pp)
 		lw_record_alloc(LW_API_CU_MEM_HOST_ALLOC, LW_MEM_PINNED_HOST,
 				*pp, bytesize, 0);
+	else if (res != CUDA_SUCCESS)
+		lw_record_alloc_failed(LW_API_CU_MEM_HOST_ALLOC,
+				       LW_MEM_PINNED_HOST, bytesize, (int)res);
 	lw_leave();
 	return res;
 }
@@ -194,6 +210,9 @@ static CUresult alloc_async(enum lw_fn fn, CUdeviceptr *dptr, size_t size,
 	if (res == CUDA_SUCCESS && dptr)
 		lw_record_alloc(LW_API_CU_MEM_ALLOC_ASYNC, LW_MEM_DEVICE,
 				as_ptr(*dptr), size, stream_id(stream));
+	else if (res != CUDA_SUCCESS)
+		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_ASYNC, LW_MEM_DEVICE,
+				       size, (int)res);
 	lw_leave();
 	return res;
 }
@@ -224,6 +243,9 @@ static CUresult alloc_from_pool(enum lw_fn fn, CUdeviceptr *dptr, size_t size,
 		lw_record_alloc(LW_API_CU_MEM_ALLOC_FROM_POOL_ASYNC,
 				LW_MEM_DEVICE, as_ptr(*dptr), size,
 				stream_id(stream));
+	else if (res != CUDA_SUCCESS)
+		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_FROM_POOL_ASYNC,
+				       LW_MEM_DEVICE, size, (int)res);
 	lw_leave();
 	return res;
 }
@@ -259,6 +281,13 @@ LW_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle,
 				prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE
 					? LW_MEM_DEVICE : LW_MEM_PINNED_HOST,
 				(const void *)(uintptr_t)*handle, size, 0);
+	else if (res != CUDA_SUCCESS)
+		lw_record_alloc_failed(LW_API_CU_MEM_CREATE,
+				       !prop || prop->location.type ==
+							CU_MEM_LOCATION_TYPE_DEVICE
+					       ? LW_MEM_DEVICE
+					       : LW_MEM_PINNED_HOST,
+				       size, (int)res);
 	lw_leave();
 	return res;
 }

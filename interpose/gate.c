@@ -6,7 +6,11 @@
  * memory at step ends, judged as `leakwatch check` judges a run
  * (common/lw-growth.c), after at least LEAKWATCH_MIN_STEPS steps (default
  * 10). Any other status is passed on untouched: the program's own failure
- * always wins.
+ * always wins. A gate that could judge nothing (every allocation failed,
+ * or the trace could not be written) exits LW_EXIT_UNJUDGED (24) instead of
+ * passing. A program that marks no steps is not judged here (the report
+ * infers steps from the trace; the shim does not): the gate says so and
+ * names the command that judges it.
  *
  * Only an on_exit() handler learns the exit status. This one is registered
  * from the library's constructor, which runs before the C library registers
@@ -32,6 +36,7 @@
 #include "lw-growth.h"
 #include "lw-size.h"
 #include "summary.h"
+#include "tracker.h"
 
 #define LW_GATE_POINTS 8192
 
@@ -42,6 +47,7 @@ static uint64_t steps, stride = 1;
 static size_t point_count;
 static double points[LW_GATE_POINTS];
 static char trace[256];
+static int trace_failed;
 static char limit_text[64];	/* as the user wrote it */
 
 void lw_gate_trace_opened(const char *path)
@@ -50,6 +56,16 @@ void lw_gate_trace_opened(const char *path)
 		return;
 	pthread_mutex_lock(&gate_lock);
 	snprintf(trace, sizeof(trace), "%s", path);
+	pthread_mutex_unlock(&gate_lock);
+}
+
+void lw_gate_trace_failed(const char *path)
+{
+	if (!gate_on)
+		return;
+	pthread_mutex_lock(&gate_lock);
+	snprintf(trace, sizeof(trace), "%s", path);
+	trace_failed = 1;
 	pthread_mutex_unlock(&gate_lock);
 }
 
@@ -79,6 +95,7 @@ void lw_gate_reset(void)
 	stride = 1;
 	point_count = 0;
 	trace[0] = 0;
+	trace_failed = 0;
 }
 
 /* "+512 B", "-1.5 MiB": a rate per step, rounded to whole bytes. */
@@ -96,9 +113,27 @@ static void say(const char *line)
 	lw_write_stderr(line, strlen(line));
 }
 
+/* Ends the process with LW_EXIT_UNJUDGED when it would exit 0. */
+static void unjudged(int status, const char *why)
+{
+	char line[768];
+
+	snprintf(line, sizeof(line),
+		 "leakwatch: LEAKWATCH_MAX_GROWTH: growth cannot be judged: "
+		 "%s%s\n", why,
+		 status == 0 ? "; exit status 24"
+			     : " (the program's own exit status is kept)");
+	say(line);
+	if (status == 0) {
+		fflush(NULL);
+		_exit(LW_EXIT_UNJUDGED);
+	}
+}
+
 static void gate_at_exit(int status, void *arg)
 {
-	char line[1024], rate[48], per10k[48], limit[32];
+	char line[1024], rate[48], per10k[48], limit[32], command[400];
+	uint64_t recorded, failed;
 	struct lw_growth g;
 	int over = 0;
 
@@ -109,8 +144,46 @@ static void gate_at_exit(int status, void *arg)
 		pthread_mutex_unlock(&gate_lock);
 		return;
 	}
+	if (trace_failed) {
+		snprintf(line, sizeof(line),
+			 "the trace %s could not be written", trace);
+		pthread_mutex_unlock(&gate_lock);
+		unjudged(status, line);
+		return;
+	}
+	lw_allocation_counts(&recorded, &failed);
+	if (failed && !recorded) {
+		snprintf(line, sizeof(line),
+			 "every CUDA allocation failed (%llu calls; see the "
+			 "exit summary and the trace %s)",
+			 (unsigned long long)failed, trace);
+		pthread_mutex_unlock(&gate_lock);
+		unjudged(status, line);
+		return;
+	}
 	lw_format_bytes(limit, sizeof(limit), max_growth);
-	if (steps < min_steps || steps == 0) {
+	/* The command that judges this trace as this gate does. */
+	if (min_steps == LW_DEFAULT_MIN_STEPS)
+		snprintf(command, sizeof(command),
+			 "leakwatch check --max-growth %s %s", limit_text,
+			 trace);
+	else
+		snprintf(command, sizeof(command),
+			 "leakwatch check --max-growth %s --min-steps %llu %s",
+			 limit_text, (unsigned long long)min_steps, trace);
+	if (steps == 0) {
+		snprintf(line, sizeof(line),
+			 "leakwatch: LEAKWATCH_MAX_GROWTH: the program marked no "
+			 "steps, so growth was not judged and the exit status "
+			 "is the program's; `%s` infers steps from the trace and "
+			 "judges them (as `leakwatch run --max-growth` does), or "
+			 "mark steps (leakwatch_mark_step(), leakwatch.step())\n",
+			 command);
+		pthread_mutex_unlock(&gate_lock);
+		say(line);
+		return;
+	}
+	if (steps < min_steps) {
 		snprintf(line, sizeof(line),
 			 "leakwatch: LEAKWATCH_MAX_GROWTH: not enough steps to "
 			 "judge growth (%llu, at least %llu needed); the exit "
@@ -130,12 +203,12 @@ static void gate_at_exit(int status, void *arg)
 		snprintf(line, sizeof(line),
 			 "leakwatch: GROWING: device memory %s per step (%s "
 			 "per 10,000 steps) over %llu steps, more than the %s "
-			 "allowed by LEAKWATCH_MAX_GROWTH%s; `leakwatch check "
-			 "--max-growth %s %s` names the sites\n",
+			 "allowed by LEAKWATCH_MAX_GROWTH%s; `%s` names the "
+			 "sites\n",
 			 rate, per10k, (unsigned long long)steps, limit,
 			 status == 0 ? ": exit status 23"
 				     : " (the program's own exit status is kept)",
-			 limit_text, trace);
+			 command);
 	else
 		snprintf(line, sizeof(line),
 			 "leakwatch: ok: %s, device memory %s per step over "

@@ -10,6 +10,8 @@
 
 /* A trace was opened at path (the gate names it in its verdict). */
 void lw_gate_trace_opened(const char *path);
+/* The trace at path could not be written: nothing can be judged. */
+void lw_gate_trace_failed(const char *path);
 /* A step ended with this much device memory (device + managed) live. */
 void lw_gate_step(uint64_t device_bytes);
 /* In a forked child: the parent's steps are not the child's. */

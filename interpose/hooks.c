@@ -70,6 +70,9 @@ LW_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
 	cudaError_t err = real(ptr, size);
 	if (err == cudaSuccess && ptr)
 		lw_record_alloc(LW_API_CUDA_MALLOC, LW_MEM_DEVICE, *ptr, size, 0);
+	else if (err != cudaSuccess)
+		lw_record_alloc_failed(LW_API_CUDA_MALLOC, LW_MEM_DEVICE, size,
+				       (int)err);
 	lw_leave();
 	return err;
 }
@@ -86,6 +89,9 @@ static cudaError_t malloc_async(const void *caller, enum lw_fn fn, void **ptr,
 	if (err == cudaSuccess && ptr)
 		lw_record_alloc(LW_API_CUDA_MALLOC_ASYNC, LW_MEM_DEVICE, *ptr,
 				size, stream_id(stream));
+	else if (err != cudaSuccess)
+		lw_record_alloc_failed(LW_API_CUDA_MALLOC_ASYNC, LW_MEM_DEVICE,
+				       size, (int)err);
 	lw_leave();
 	return err;
 }
@@ -117,6 +123,9 @@ static cudaError_t malloc_from_pool(const void *caller, enum lw_fn fn,
 	if (err == cudaSuccess && ptr)
 		lw_record_alloc(LW_API_CUDA_MALLOC_FROM_POOL_ASYNC,
 				LW_MEM_DEVICE, *ptr, size, stream_id(stream));
+	else if (err != cudaSuccess)
+		lw_record_alloc_failed(LW_API_CUDA_MALLOC_FROM_POOL_ASYNC,
+				       LW_MEM_DEVICE, size, (int)err);
 	lw_leave();
 	return err;
 }
@@ -150,6 +159,9 @@ LW_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size,
 	if (err == cudaSuccess && ptr)
 		lw_record_alloc(LW_API_CUDA_MALLOC_MANAGED, LW_MEM_MANAGED,
 				*ptr, size, 0);
+	else if (err != cudaSuccess)
+		lw_record_alloc_failed(LW_API_CUDA_MALLOC_MANAGED,
+				       LW_MEM_MANAGED, size, (int)err);
 	lw_leave();
 	return err;
 }
@@ -166,6 +178,9 @@ LW_EXPORT cudaError_t cudaMallocPitch(void **ptr, size_t *pitch, size_t width,
 	if (err == cudaSuccess && ptr && pitch)
 		lw_record_alloc(LW_API_CUDA_MALLOC_PITCH, LW_MEM_DEVICE, *ptr,
 				product(*pitch, height), 0);
+	else if (err != cudaSuccess)
+		lw_record_alloc_failed(LW_API_CUDA_MALLOC_PITCH, LW_MEM_DEVICE,
+				       product(width, height), (int)err);
 	lw_leave();
 	return err;
 }
@@ -183,6 +198,12 @@ LW_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *ptr,
 		lw_record_alloc(LW_API_CUDA_MALLOC_3D, LW_MEM_DEVICE, ptr->ptr,
 				product(product(ptr->pitch, extent.height),
 					extent.depth), 0);
+	else if (err != cudaSuccess)
+		lw_record_alloc_failed(LW_API_CUDA_MALLOC_3D, LW_MEM_DEVICE,
+				       product(product(extent.width,
+						       extent.height),
+					       extent.depth),
+				       (int)err);
 	lw_leave();
 	return err;
 }
@@ -234,6 +255,9 @@ LW_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
 	if (err == cudaSuccess && ptr)
 		lw_record_alloc(LW_API_CUDA_MALLOC_HOST, LW_MEM_PINNED_HOST,
 				*ptr, size, 0);
+	else if (err != cudaSuccess)
+		lw_record_alloc_failed(LW_API_CUDA_MALLOC_HOST,
+				       LW_MEM_PINNED_HOST, size, (int)err);
 	lw_leave();
 	return err;
 }
@@ -250,6 +274,9 @@ LW_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size,
 	if (err == cudaSuccess && ptr)
 		lw_record_alloc(LW_API_CUDA_HOST_ALLOC, LW_MEM_PINNED_HOST,
 				*ptr, size, 0);
+	else if (err != cudaSuccess)
+		lw_record_alloc_failed(LW_API_CUDA_HOST_ALLOC,
+				       LW_MEM_PINNED_HOST, size, (int)err);
 	lw_leave();
 	return err;
 }
@@ -272,6 +299,9 @@ LW_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size,
 	if (err == cudaSuccess)
 		lw_record_alloc(LW_API_CUDA_HOST_REGISTER,
 				LW_MEM_HOST_REGISTERED, ptr, size, 0);
+	else
+		lw_record_alloc_failed(LW_API_CUDA_HOST_REGISTER,
+				       LW_MEM_HOST_REGISTERED, size, (int)err);
 	lw_leave();
 	return err;
 }

@@ -65,9 +65,22 @@ const char *lw_real_name(enum lw_fn fn)
 	return fn_names[fn];
 }
 
+/* runtime_path holds the path: set once, by the first to claim it. */
+static int runtime_path_claimed, runtime_path_ready;
+
 const char *lw_real_runtime_path(void)
 {
-	return runtime_path[0] ? runtime_path : NULL;
+	return __atomic_load_n(&runtime_path_ready, __ATOMIC_ACQUIRE)
+		       ? runtime_path : NULL;
+}
+
+static void note_runtime_path(const char *path)
+{
+	if (!path || !path[0] ||
+	    __atomic_exchange_n(&runtime_path_claimed, 1, __ATOMIC_ACQ_REL))
+		return;
+	snprintf(runtime_path, sizeof(runtime_path), "%s", path);
+	__atomic_store_n(&runtime_path_ready, 1, __ATOMIC_RELEASE);
 }
 
 static int has_base_name(const char *path, const char *prefix)
@@ -157,8 +170,9 @@ static lw_fnptr symbol(void *handle, const char *name)
 }
 
 /* A handle on the loaded library whose file name starts with prefix,
- * kept in *cache; NULL if none is loaded. path receives its path. */
-static void *loaded_library(const char *prefix, void **cache, char *path)
+ * kept in *cache; NULL if none is loaded. is_runtime: note its path as the
+ * runtime's. */
+static void *loaded_library(const char *prefix, void **cache, int is_runtime)
 {
 	void *handle = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
 	struct library_search search = { prefix, "" };
@@ -175,8 +189,8 @@ static void *loaded_library(const char *prefix, void **cache, char *path)
 	void *expected = NULL;
 	if (__atomic_compare_exchange_n(cache, &expected, handle, 0,
 					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		if (path)
-			memcpy(path, search.path, PATH_MAX);
+		if (is_runtime)
+			note_runtime_path(search.path);
 	} else {
 		dlclose(handle);
 		handle = expected;
@@ -186,7 +200,7 @@ static void *loaded_library(const char *prefix, void **cache, char *path)
 
 void *lw_real_driver_handle(void)
 {
-	return loaded_library("libcuda.so", &driver_handle, NULL);
+	return loaded_library("libcuda.so", &driver_handle, 0);
 }
 
 static lw_fnptr resolve_in_loaded_library(enum lw_fn fn)
@@ -194,7 +208,7 @@ static lw_fnptr resolve_in_loaded_library(enum lw_fn fn)
 	void *handle = fn >= LW_FN_FIRST_DRIVER
 			       ? lw_real_driver_handle()
 			       : loaded_library("libcudart.so", &runtime_handle,
-						runtime_path);
+						1);
 	return handle ? symbol(handle, fn_names[fn]) : NULL;
 }
 
@@ -206,14 +220,17 @@ static lw_fnptr resolve_in_loaded_library(enum lw_fn fn)
  * here, and never given back, keeps it loaded; dlopen() again then finds
  * the same copy. The handle of resolve_in_loaded_library() does the same.
  */
-static void keep_loaded(lw_fnptr fn)
+static void keep_loaded(lw_fnptr fn, int is_runtime)
 {
 	Dl_info info;
 	void *addr;
 
 	*(lw_fnptr *)&addr = fn;
-	if (dladdr(addr, &info) && info.dli_fname && info.dli_fname[0])
+	if (dladdr(addr, &info) && info.dli_fname && info.dli_fname[0]) {
 		dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+		if (is_runtime)
+			note_runtime_path(info.dli_fname);
+	}
 }
 
 lw_fnptr lw_real_resolve(enum lw_fn fn)
@@ -221,7 +238,7 @@ lw_fnptr lw_real_resolve(enum lw_fn fn)
 	lw_fnptr p = symbol(RTLD_NEXT, fn_names[fn]);
 
 	if (p)
-		keep_loaded(p);
+		keep_loaded(p, fn < LW_FN_FIRST_DRIVER);
 	else
 		p = resolve_in_loaded_library(fn);
 	if (!p && fn == LW_FN_CUDA_GET_DEVICE)

@@ -145,6 +145,15 @@ void lw_summary_print(const struct lw_summary *s)
 			     site->depth > 1 ? where[1] : "");
 		put(line, n, sizeof(line));
 	}
+	if (s->failed_allocations) {
+		n = snprintf(line, sizeof(line),
+			     "leakwatch: %llu CUDA allocation%s failed (the "
+			     "first: %s returned error %d)\n",
+			     (unsigned long long)s->failed_allocations,
+			     s->failed_allocations == 1 ? "" : "s",
+			     s->failed_api, s->failed_error);
+		put(line, n, sizeof(line));
+	}
 	if (s->unknown_frees) {
 		n = snprintf(line, sizeof(line),
 			     "leakwatch: %llu free%s of memory allocated "

@@ -28,6 +28,10 @@ struct lw_summary {
 	uint64_t live_bytes, live_count, unknown_frees, sites_total;
 	unsigned nsites;
 	struct lw_summary_site sites[LW_SUMMARY_SITES];
+	/* Allocation calls that returned an error, and the first one's. */
+	uint64_t failed_allocations;
+	const char *failed_api;	/* a literal */
+	int failed_error;
 };
 
 void lw_summary_init(struct lw_summary *s, const char *trace_path,

@@ -68,6 +68,10 @@ static unsigned live_shift; /* 64 - log2(slots) */
 static size_t live_used;
 static uint64_t dropped_events, dropped_reported;
 static uint64_t unknown_frees;
+/* Allocations recorded; allocation calls that failed, and the first. */
+static uint64_t recorded_allocations, failed_allocations;
+static unsigned first_failed_api;
+static int first_failed_error;
 static uint64_t live_bytes[LW_MEM_KIND_MAX + 1], live_count[LW_MEM_KIND_MAX + 1];
 
 /* What the last records said, so that unchanged context is not repeated. */
@@ -190,21 +194,34 @@ static void write_process_info_locked(void)
 	lw_torch_write_info(&writer);
 }
 
-static void append_to_manifest(const char *path)
+/*
+ * Appends the trace's path to LEAKWATCH_MANIFEST, created if need be; a
+ * trace that could not be written is listed too, its line starting with a
+ * NUL byte (which no path holds), so that `leakwatch run` can say why there
+ * is no report rather than guess.
+ */
+static void append_to_manifest(const char *path, int failed)
 {
-	char line[PATH_MAX + 1];
-	size_t len = strlen(path);
+	char line[PATH_MAX + 2];
+	size_t len = strlen(path), at = failed ? 1 : 0;
 
 	if (!config.manifest[0] || len >= PATH_MAX)
 		return;
 	int fd = open(config.manifest,
-		      O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+		      O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+		      0644);
+	if (fd < 0) {
+		lw_warn_once(LW_WARN_MANIFEST,
+			     "LEAKWATCH_MANIFEST=%s cannot be opened: %s; the "
+			     "trace's path is not listed there",
+			     config.manifest, strerror(errno));
 		return;
-	memcpy(line, path, len);
-	line[len] = '\n';
+	}
+	line[0] = 0;
+	memcpy(line + at, path, len);
+	line[at + len] = '\n';
 	/* One write with O_APPEND: lines of concurrent processes never mix. */
-	while (write(fd, line, len + 1) < 0 && errno == EINTR)
+	while (write(fd, line, at + len + 1) < 0 && errno == EINTR)
 		;
 	close(fd);
 }
@@ -240,6 +257,8 @@ static int ensure_trace_locked(void)
 			     "cannot write the trace %s: %s; nothing is "
 			     "recorded, the program runs as without leakwatch",
 			     trace_path, strerror(-err));
+		append_to_manifest(trace_path, 1);
+		lw_gate_trace_failed(trace_path);
 		return 0;
 	}
 	trace_state = TRACE_OPEN;
@@ -252,7 +271,7 @@ static int ensure_trace_locked(void)
 	last_time_ns = last_flush_ns = coarse_now_ns();
 	write_process_info_locked();
 	record_warnings_locked();
-	append_to_manifest(trace_path);
+	append_to_manifest(trace_path, 0);
 	lw_gate_trace_opened(trace_path);
 	lw_live_trace_opened();
 	return 1;
@@ -584,12 +603,49 @@ void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
 	note_context_locked(api, device, stream);
 	lw_writer_alloc(&writer, kind, (uintptr_t)ptr, size,
 			stack ? stack->id : 0);
+	/* A plain increment under the lock; an atomic store, because
+	 * lw_allocation_counts() reads it without the lock. */
+	__atomic_store_n(&recorded_allocations, recorded_allocations + 1,
+			 __ATOMIC_RELAXED);
 out:
 	pthread_mutex_unlock(&lock);
 	/* New code is running: torch may have been imported since the last
 	 * try to register PyTorch's optimizer hook. */
 	if (new_stack && python_process)
 		lw_py_schedule_hooks();
+}
+
+void lw_record_alloc_failed(enum lw_api api, enum lw_mem_kind kind,
+			    uint64_t size, int error)
+{
+	uint8_t payload[4 * LW_VARINT_MAX];
+	size_t n = 0;
+
+	pthread_mutex_lock(&lock);
+	if (!failed_allocations) {
+		first_failed_api = api;
+		first_failed_error = error;
+	}
+	__atomic_store_n(&failed_allocations, failed_allocations + 1,
+			 __ATOMIC_RELAXED);
+	if (!ensure_trace_locked())
+		goto out;
+	note_thread_and_time_locked();
+	n += lw_varint_put(payload + n, api);
+	n += lw_varint_put(payload + n, kind);
+	n += lw_varint_put(payload + n, size);
+	n += lw_varint_put(payload + n, (uint64_t)(unsigned)error);
+	lw_writer_ext(&writer, LW_REC_ALLOC_FAILED, payload, n);
+out:
+	pthread_mutex_unlock(&lock);
+}
+
+void lw_allocation_counts(uint64_t *recorded, uint64_t *failed)
+{
+	/* Without the lock: called at exit, where a thread still inside a
+	 * hook may hold it. */
+	*recorded = __atomic_load_n(&recorded_allocations, __ATOMIC_RELAXED);
+	*failed = __atomic_load_n(&failed_allocations, __ATOMIC_RELAXED);
 }
 
 void lw_free_begin(const void *ptr, struct lw_pending_free *pending)
@@ -850,6 +906,7 @@ static void after_fork_in_child(void)
 	lw_gate_reset();
 	lw_modules_reset();
 	dropped_events = dropped_reported = unknown_frees = 0;
+	recorded_allocations = failed_allocations = 0;
 	warnings_in_trace_mask = 0;
 	lw_live_reset();
 	pthread_mutex_unlock(&lock);
@@ -968,6 +1025,11 @@ void lw_shutdown(void)
 			have_summary = 1;
 		}
 		trace_state = TRACE_FAILED; /* nothing more is written */
+		if (have_summary) {
+			summary.failed_allocations = failed_allocations;
+			summary.failed_api = lw_api_name(first_failed_api);
+			summary.failed_error = first_failed_error;
+		}
 	}
 	__atomic_store_n(&lw_state, LW_STATE_CLOSED, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&lock);

@@ -31,6 +31,7 @@ enum lw_warning {
 	LW_WARN_BAD_ENV,
 	LW_WARN_PYTHON,
 	LW_WARN_DEEPBIND,
+	LW_WARN_MANIFEST,
 	LW_WARN_COUNT,
 };
 
@@ -66,6 +67,19 @@ static inline void lw_leave(void)
  * cudaStream_t (0 = legacy default stream). */
 void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
 		     uint64_t size, uint64_t stream);
+
+/*
+ * Records an allocation call that returned error (the API's own code):
+ * counted, written to the trace (which it opens, so that a program whose
+ * every allocation fails still leaves one) and named in the exit summary.
+ * No stack is captured.
+ */
+void lw_record_alloc_failed(enum lw_api api, enum lw_mem_kind kind,
+			    uint64_t size, int error);
+
+/* Allocations recorded and allocation calls that failed, so far; takes
+ * no lock. */
+void lw_allocation_counts(uint64_t *recorded, uint64_t *failed);
 
 /*
  * Frees are recorded *before* the real call, so that no other thread can be

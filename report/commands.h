@@ -12,8 +12,35 @@
 #include "render.h"
 #include "rules.h"
 
+/*
+ * Each command's synopsis, shared by its own help and `leakwatch --help`
+ * (both print it after a 7-column prefix, "usage: " or spaces), so that
+ * they cannot disagree; tests/report/test-docs.py checks the README's
+ * against them.
+ */
+#define LW_SYNOPSIS_REPORT \
+	"leakwatch report [--format FORMAT] [-o FILE] [--top N] [--frames N]\n" \
+	"                       [--min-steps N] [--rules FILE] [--suppressions FILE] TRACE...\n"
+#define LW_SYNOPSIS_CHECK \
+	"leakwatch check --max-growth SIZE [--min-steps N] [--suppressions FILE]\n" \
+	"                      TRACE...\n"
+#define LW_SYNOPSIS_DIFF \
+	"leakwatch diff [--min-steps N] [--top N] [--suppressions FILE]\n" \
+	"                     BEFORE AFTER\n"
+#define LW_SYNOPSIS_RUN \
+	"leakwatch run [--trace PATTERN] [--format FORMAT] [-o FILE] [--top N]\n" \
+	"                     [--frames N] [--no-report] [--max-growth SIZE]\n" \
+	"                     [--min-steps N] [--rules FILE] [--suppressions FILE]\n" \
+	"                     [--torch-allocator async|keep] -- CMD [ARGS...]\n"
+
 /* Exit status for bad usage and unusable input. */
 #define LW_EXIT_USAGE 2
+/*
+ * Exit status of `check` and `diff` when a trace cannot be judged (every
+ * allocation failed; `diff`: too few steps to tell). A gate that could not
+ * judge must not pass. `run` says the same with LW_EXIT_UNJUDGED (24).
+ */
+#define LW_EXIT_CHECK_UNJUDGED 3
 /*
  * LW_EXIT_GROWTH (lw-growth.h), for `leakwatch run --max-growth`: the
  * program succeeded but its GPU memory grew faster than allowed (as
@@ -87,10 +114,14 @@ void lw_bad_option(int c, char **argv);
 /*
  * The growth gate on one trace (`leakwatch check`), its verdict written to
  * out: 0 within max_growth bytes per step (or not enough steps to judge),
- * 1 over it, a negative errno when the trace cannot be read (reported).
+ * 1 over it, LW_CHECK_UNJUDGED when nothing can be judged (every
+ * allocation failed), a negative errno when the trace cannot be read
+ * (reported). Sites that match a suppression in rules (NULL: none) are
+ * left out of the verdict.
  */
+#define LW_CHECK_UNJUDGED 2
 int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
-		  size_t min_steps);
+		  size_t min_steps, const struct lw_rules *rules);
 
 /* Parses --max-growth's SIZE; prints the problem and returns -EINVAL. */
 int lw_parse_max_growth(const char *value, uint64_t *out);

@@ -40,11 +40,15 @@
 /* A retained graph: at least this many sites growing together. */
 #define GRAPH_MIN_SITES 3
 
+/*
+ * Fixes in words that fit any program; the rules' fixes (PyTorch's words)
+ * are given only for sites with Python frames.
+ */
 static const char *const generic_fixes[LW_CATEGORY_COUNT] = {
-	[LW_CATEGORY_RETAINED_LOSS] = "keep a number (or a detached copy) instead of the tensor, or drain the list every step",
+	[LW_CATEGORY_RETAINED_LOSS] = "keep the value (a number, or a copy on the host) instead of the device buffer, or free the kept buffers every step",
 	[LW_CATEGORY_METRIC_COPY] = "drop the copy: reset and reuse the object instead of copying it every batch",
 	[LW_CATEGORY_RETAINED_GRAPH] = "run evaluation without recording a graph, and keep detached values of outputs kept for later",
-	[LW_CATEGORY_LINGERING] = "drop the previous step's references (del loss, retval = None) right after the backward pass",
+	[LW_CATEGORY_LINGERING] = "free the previous step's buffers (or drop the last references to them) before the next step allocates its own",
 	[LW_CATEGORY_UNRELEASED_MODULE] = "drop the last reference to what the phase loaded, then collect garbage and empty the allocator's cache",
 	[LW_CATEGORY_CYCLE_DELAYED] = "break the reference cycle (a weak reference), or collect garbage at step ends",
 	[LW_CATEGORY_GROWTH] = "find what keeps these blocks alive from step to step (the line above made them) and drop the reference once used",
@@ -127,6 +131,14 @@ static int site_tags(const struct lw_report *r, uint32_t site, uint32_t *tags,
 	}
 	free(frames);
 	return rc;
+}
+
+int lw_site_suppressed(const struct lw_report *r, uint32_t site,
+		       bool *suppressed)
+{
+	uint32_t tags;
+
+	return site_tags(r, site, &tags, suppressed);
 }
 
 static void site_evidence(const struct lw_model *m,
@@ -364,12 +376,21 @@ static void classify_groups(const struct lw_report *r,
 			f->reason = "many sites of a forward pass kept together, once per step: a whole graph survives each step";
 			f->site = lead;
 		} else if (f->evidence.mean_size <= SMALL_BLOCK) {
+			const struct lw_site *s = &m->sites[i];
+
 			f->category = LW_CATEGORY_RETAINED_LOSS;
 			f->confidence = (d->sites[i].tags & LW_TAG_LOSS) ||
 						f->evidence.mean_size <= 4096
 						? LW_CONFIDENCE_HIGH
 						: LW_CONFIDENCE_MEDIUM;
-			f->reason = "one small block kept per step and never released";
+			/* The wording matches the evidence's frees. */
+			if (!s->frees)
+				f->reason = "one small block kept per step and never released";
+			else if (s->tail_step == m->steps &&
+				 s->tail_frees == s->frees)
+				f->reason = "one small block kept per step, released only after the last step";
+			else
+				f->reason = "one small block kept per step, released only long after";
 		} else if (d->sites[i].tags & LW_TAG_FORWARD) {
 			f->category = LW_CATEGORY_RETAINED_GRAPH;
 			f->reason = "outputs of a forward pass kept from step to step";
@@ -393,6 +414,21 @@ static int compare_findings(const void *a, const void *b)
 	return (x->site > y->site) - (x->site < y->site);
 }
 
+/* Whether the site's stack has a Python frame. */
+static bool has_python_frame(const struct lw_model *m, uint32_t site)
+{
+	struct lw_frame *frames;
+	size_t count;
+	bool python = false;
+
+	if (lw_model_stack(m, m->sites[site].stack_id, &frames, &count) < 0)
+		return false;
+	for (size_t i = 0; i < count && !python; i++)
+		python = frames[i].python;
+	free(frames);
+	return python;
+}
+
 /* Merges the per-site verdicts into findings: one per site, one per group. */
 static int collect(const struct lw_report *r, struct lw_diagnosis *d,
 		   struct lw_finding *fs)
@@ -412,7 +448,8 @@ static int collect(const struct lw_report *r, struct lw_diagnosis *d,
 			continue;
 		f->leak = f->category != LW_CATEGORY_NOT_A_LEAK;
 		f->suppressed = d->sites[i].suppressed;
-		f->fix = r->rules && r->rules->fixes[f->category]
+		f->fix = r->rules && r->rules->fixes[f->category] &&
+				 has_python_frame(m, i)
 				 ? r->rules->fixes[f->category]
 				 : generic_fixes[f->category];
 		d->findings[d->finding_count++] = *f;

@@ -82,6 +82,13 @@ struct lw_diagnosis {
  * lw_diagnosis_fini() either way.
  */
 int lw_diagnose(const struct lw_report *report, struct lw_diagnosis *out);
+
+/*
+ * Whether a frame of the site's stack matches a suppression of the
+ * report's rules. Returns 0 or -ENOMEM (from the symbolizer).
+ */
+int lw_site_suppressed(const struct lw_report *report, uint32_t site,
+		       bool *suppressed);
 void lw_diagnosis_fini(struct lw_diagnosis *diagnosis);
 
 #endif

@@ -8,7 +8,9 @@
  *
  * Exit status: 0 when no site grows in AFTER that did not grow in BEFORE
  * and none grows faster than before; 1 when one does (a regression); 2 for
- * bad usage or an unreadable trace.
+ * bad usage or an unreadable trace; 3 when there is no regression but a
+ * trace has too few steps to judge growth: "cannot judge" is its own
+ * outcome, never "fixed" nor "no regression".
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "rules.h"
 #include "sitekeys.h"
 #include "trace-file.h"
 
@@ -27,6 +30,7 @@
 enum change {
 	CHANGE_NEW_LEAK,	/* regressions first */
 	CHANGE_WORSE,
+	CHANGE_UNJUDGED,	/* a side has too few steps to judge growth */
 	CHANGE_FIXED,
 	CHANGE_BETTER,
 	CHANGE_STILL_GROWING,
@@ -37,7 +41,7 @@ enum change {
 };
 
 static const char *const change_names[] = {
-	"NEW LEAK", "WORSE", "fixed", "better", "still growing", "new",
+	"NEW LEAK", "WORSE", "cannot judge", "fixed", "better", "still growing", "new",
 	"gone", "changed", "same",
 };
 
@@ -48,7 +52,7 @@ struct pair {
 
 static void diff_usage(FILE *out)
 {
-	fputs("usage: leakwatch diff [--min-steps N] [--top N] BEFORE AFTER\n"
+	fputs("usage: " LW_SYNOPSIS_DIFF
 	      "\n"
 	      "Compares two traces of the same program, site by site: growth per step\n"
 	      "and device memory held, before and after. Sites are matched by the\n"
@@ -56,18 +60,26 @@ static void diff_usage(FILE *out)
 	      "\n"
 	      "  --min-steps N   judge growth only with at least N steps (default 10)\n"
 	      "  --top N         show N sites (default 20; 0: all)\n"
+	      "  --suppressions FILE  sites to leave out: lines leak:PATTERN (repeatable;\n"
+	      "                  also $LEAKWATCH_SUPPRESSIONS)\n"
 	      "  -h, --help      show this help\n"
 	      "\n"
 	      "Exit status: 0 when no site grows in AFTER that did not grow in BEFORE,\n"
 	      "or grows faster than before (by more than 10%); 1 when one does; 2 for\n"
-	      "bad usage or an unreadable trace. Sites still growing at the same rate\n"
-	      "do not fail the diff: `leakwatch check` judges those.\n",
+	      "bad usage or an unreadable trace; 3 when none does but a trace has too\n"
+	      "few steps to judge growth (\"cannot judge\"). Sites still growing at the\n"
+	      "same rate do not fail the diff: `leakwatch check` judges those.\n",
 	      out);
 }
 
 static bool growing(const struct lw_site_key *k)
 {
 	return k && k->growth.verdict == LW_VERDICT_GROWING;
+}
+
+static bool unjudged(const struct lw_site_key *k)
+{
+	return k && k->growth.verdict == LW_VERDICT_NOT_ENOUGH_STEPS;
 }
 
 static bool faster(double after, double before)
@@ -78,6 +90,10 @@ static bool faster(double after, double before)
 static enum change classify(const struct lw_site_key *b,
 			    const struct lw_site_key *a)
 {
+	/* Too few steps on either side: whether it grows is not known,
+	 * so neither "fixed" nor "new leak" can be said. */
+	if (unjudged(b) || unjudged(a))
+		return CHANGE_UNJUDGED;
 	if (!b)
 		return growing(a) ? CHANGE_NEW_LEAK : CHANGE_NEW;
 	if (!a)
@@ -161,13 +177,37 @@ static void put_run(FILE *out, const struct lw_trace_file *b,
 		lw_format_size(y, lw_model_device_live_bytes(&a->model)));
 }
 
+/* Why the diff cannot tell: which trace has too few steps. */
+static void put_unjudged(FILE *out, const struct lw_trace_file *b,
+			 const char *before_path,
+			 const struct lw_trace_file *a, const char *after_path,
+			 size_t min_steps, size_t sites)
+{
+	fprintf(out, "\nCANNOT JUDGE: growth of %zu site%s cannot be compared:",
+		sites, sites == 1 ? "" : "s");
+	if (b->model.steps < min_steps) {
+		fputs(" ", out);
+		lw_put_text_str(out, before_path);
+		fprintf(out, " has %" PRIu64 " step%s", b->model.steps,
+			b->model.steps == 1 ? "" : "s");
+	}
+	if (a->model.steps < min_steps) {
+		fputs(b->model.steps < min_steps ? " and " : " ", out);
+		lw_put_text_str(out, after_path);
+		fprintf(out, " has %" PRIu64 " step%s", a->model.steps,
+			a->model.steps == 1 ? "" : "s");
+	}
+	fprintf(out, " (at least %zu needed: run it longer, or lower --min-steps); no regression among the others\n",
+		min_steps);
+}
+
 static int diff(FILE *out, const char *before_path, const char *after_path,
-		size_t min_steps, size_t top)
+		size_t min_steps, size_t top, const struct lw_rules *rules)
 {
 	struct lw_trace_file before, after;
 	struct lw_site_keys kb = { 0 }, ka = { 0 };
 	struct pair *pairs = NULL;
-	size_t n = 0, regressions = 0, same = 0, shown = 0;
+	size_t n = 0, regressions = 0, same = 0, shown = 0, cannot_judge = 0;
 	char message[256];
 	const char *bad = before_path;
 	int rc;
@@ -182,7 +222,11 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 	if (rc < 0)
 		goto out;
 	before.report.min_steps = after.report.min_steps = min_steps;
-	rc = lw_site_keys_build(&before.report, &kb);
+	rc = lw_trace_file_set_rules(&before, rules);
+	if (rc == 0)
+		rc = lw_trace_file_set_rules(&after, rules);
+	if (rc == 0)
+		rc = lw_site_keys_build(&before.report, &kb);
 	if (rc == 0)
 		rc = lw_site_keys_build(&after.report, &ka);
 	pairs = calloc(kb.count + ka.count + 1, sizeof(*pairs));
@@ -208,6 +252,7 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 		regressions += pairs[i].change == CHANGE_NEW_LEAK ||
 			       pairs[i].change == CHANGE_WORSE;
 		same += pairs[i].change == CHANGE_SAME;
+		cannot_judge += pairs[i].change == CHANGE_UNJUDGED;
 	}
 	qsort(pairs, n, sizeof(*pairs), compare_pairs);
 
@@ -236,10 +281,13 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 		fprintf(out, "\nREGRESSION: %zu site%s grow%s in the second run that did not, or grow%s faster\n",
 			regressions, regressions == 1 ? "" : "s",
 			regressions == 1 ? "s" : "", regressions == 1 ? "s" : "");
+	else if (cannot_judge)
+		put_unjudged(out, &before, before_path, &after, after_path,
+			     min_steps, cannot_judge);
 	else
 		fputs("\nno regression: no site grows that did not, or faster than before\n",
 		      out);
-	rc = regressions ? 1 : 0;
+	rc = regressions ? 1 : cannot_judge ? LW_EXIT_CHECK_UNJUDGED : 0;
 out:
 	fflush(out);
 	if (rc < 0) {
@@ -261,10 +309,14 @@ int lw_cmd_diff(int argc, char **argv)
 	static const struct option long_options[] = {
 		{ "min-steps", required_argument, NULL, 'S' },
 		{ "top", required_argument, NULL, 'T' },
+		{ "suppressions", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	struct lw_output_options options = { .format = LW_FORMAT_TEXT };
 	size_t min_steps = LW_DEFAULT_MIN_STEPS, top = 20;
+	struct lw_rules rules;
+	const char *output = NULL;
 	int c, rc;
 
 	opterr = 0;
@@ -276,6 +328,10 @@ int lw_cmd_diff(int argc, char **argv)
 			break;
 		case 'T':
 			if (lw_parse_count("--top", optarg, &top) < 0)
+				return LW_EXIT_USAGE;
+			break;
+		case 'P':
+			if (lw_output_option(c, optarg, &options, &output) < 0)
 				return LW_EXIT_USAGE;
 			break;
 		case 'h':
@@ -290,7 +346,13 @@ int lw_cmd_diff(int argc, char **argv)
 		lw_error("diff: needs two traces (usage: leakwatch diff [OPTIONS] BEFORE AFTER)");
 		return LW_EXIT_USAGE;
 	}
-	rc = diff(stdout, argv[optind], argv[optind + 1], min_steps, top);
+	if (lw_load_rules(&options, &rules) < 0) {
+		lw_rules_fini(&rules);
+		return LW_EXIT_USAGE;
+	}
+	rc = diff(stdout, argv[optind], argv[optind + 1], min_steps, top,
+		  options.report.rules);
+	lw_rules_fini(&rules);
 	return rc < 0 ? LW_EXIT_USAGE : rc;
 }
 

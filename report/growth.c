@@ -86,9 +86,71 @@ int lw_model_growth(const struct lw_model *m, uint64_t min_steps,
 	return rc;
 }
 
+/* Consecutive step points [from, to) inside one phase instance. */
+struct segment {
+	size_t from, to;
+};
+
+/*
+ * The stretches of steps that a named phase seen once (a test of a pytest
+ * session, a benchmark) spans, of at least min_steps steps each: growth
+ * within one is growth, even when what it kept stops growing after it
+ * ends, so that a site gets the verdict the phase's own judge gives it.
+ * Phases seen again (epochs, evaluations) are left alone: memory they
+ * gather and drop each time is a sawtooth, judged on the whole run.
+ * *out is malloc'ed (NULL when none). Returns how many, or -ENOMEM.
+ */
+static long phase_segments(const struct lw_model *m, uint64_t min_steps,
+			   struct segment **out)
+{
+	size_t n = m->step_point_count, count = 0;
+	struct segment *seg = NULL;
+
+	*out = NULL;
+	for (size_t i = 0, j; i < n; i = j) {
+		const struct lw_step_point *p = &m->step_points[i];
+
+		for (j = i + 1; j < n && m->step_points[j].phase_instance ==
+						 p->phase_instance; j++)
+			;
+		if (!p->phase_instance || p->phase == UINT32_MAX ||
+		    m->phases[p->phase].instances > 1 ||
+		    (j - i) * m->step_stride < min_steps)
+			continue;
+		if (!seg && !(seg = calloc(n, sizeof(*seg))))
+			return -ENOMEM;
+		seg[count++] = (struct segment){ i, j };
+	}
+	*out = seg;
+	return (long)count;
+}
+
+/* The fastest growth of v within one of the segments; false if none grows. */
+static bool grows_in_a_phase(const double *v, const struct segment *seg,
+			     size_t count, uint64_t stride,
+			     struct lw_growth *out)
+{
+	bool found = false;
+
+	for (size_t k = 0; k < count; k++) {
+		struct lw_growth g = lw_judge_series(v + seg[k].from,
+						     seg[k].to - seg[k].from,
+						     stride);
+
+		if (g.verdict == LW_VERDICT_GROWING &&
+		    (!found || g.per_step > out->per_step)) {
+			*out = g;
+			found = true;
+		}
+	}
+	return found;
+}
+
 static int judge(const struct lw_model *m, uint64_t min_steps,
 		 struct lw_growth_report *out)
 {
+	struct segment *segments = NULL;
+	long segment_count;
 	size_t n = m->step_point_count;
 	double *bytes = NULL, *counts = NULL;
 	bool judge = m->steps >= min_steps && m->steps > 0;
@@ -107,17 +169,33 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 		return 0; /* calloc: every site "not-enough-steps", 0 */
 	bytes = malloc((n ? n : 1) * sizeof(*bytes));
 	counts = malloc((n ? n : 1) * sizeof(*counts));
-	if (!bytes || !counts) {
+	segment_count = phase_segments(m, min_steps, &segments);
+	if (!bytes || !counts || segment_count < 0) {
 		free(bytes);
 		free(counts);
+		free(segments);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
 		bytes[i] = (double)m->step_points[i].live_bytes;
+	/* Suppressed sites' memory is not the run's growth either. */
+	for (uint32_t site = 0; m->suppressed_sites && site < m->site_count;
+	     site++) {
+		struct lw_live_count c;
+
+		if (!m->suppressed_sites[site])
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (lw_model_site_at_point(m, site, i, &c))
+				bytes[i] -= (double)c.live_bytes;
+	}
 	out->run = lw_judge_series(bytes, n, m->step_stride);
+	if (out->run.verdict != LW_VERDICT_GROWING)
+		grows_in_a_phase(bytes, segments, (size_t)segment_count,
+				 m->step_stride, &out->run);
 	for (uint32_t site = 0; site < m->site_count; site++) {
 		struct lw_site_growth *sg = &out->sites[site];
-		struct lw_growth gb, gc;
+		struct lw_growth gb, gc, pb, pc;
 		bool tracked = true;
 
 		for (size_t i = 0; i < n && tracked; i++) {
@@ -127,6 +205,7 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 			bytes[i] = (double)c.live_bytes;
 			counts[i] = (double)c.live_count;
 		}
+		sg->suppressed = lw_model_site_suppressed(m, site);
 		if (!tracked)
 			continue; /* "not-enough-steps" */
 		gb = lw_judge_series(bytes, n, m->step_stride);
@@ -135,11 +214,29 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 		sg->count_per_step = gc.per_step;
 		sg->verdict = gc.verdict == LW_VERDICT_GROWING ? gc.verdict
 							       : gb.verdict;
-		if (sg->verdict == LW_VERDICT_GROWING)
+		if (sg->verdict != LW_VERDICT_GROWING) {
+			bool by_bytes = grows_in_a_phase(bytes, segments,
+							 (size_t)segment_count,
+							 m->step_stride, &pb);
+			bool by_count = grows_in_a_phase(counts, segments,
+							 (size_t)segment_count,
+							 m->step_stride, &pc);
+
+			if (by_bytes || by_count) {
+				sg->verdict = LW_VERDICT_GROWING;
+				sg->bytes_per_step = by_bytes ? pb.per_step
+							      : gb.per_step;
+				sg->count_per_step = by_count ? pc.per_step
+							      : gc.per_step;
+			}
+		}
+		if (sg->verdict == LW_VERDICT_GROWING &&
+		    !lw_model_site_suppressed(m, site))
 			out->run.verdict = LW_VERDICT_GROWING;
 	}
 	free(bytes);
 	free(counts);
+	free(segments);
 	return 0;
 }
 
@@ -169,7 +266,8 @@ int lw_growing_sites(const struct lw_growth_report *r, uint32_t **out,
 	size_t n = 0;
 
 	for (uint32_t i = 0; i < r->site_count; i++)
-		n += r->sites[i].verdict == LW_VERDICT_GROWING;
+		n += r->sites[i].verdict == LW_VERDICT_GROWING &&
+		     !r->sites[i].suppressed;
 	*out = NULL;
 	*count = 0;
 	if (!n)
@@ -179,7 +277,8 @@ int lw_growing_sites(const struct lw_growth_report *r, uint32_t **out,
 		return -ENOMEM;
 	n = 0;
 	for (uint32_t i = 0; i < r->site_count; i++)
-		if (r->sites[i].verdict == LW_VERDICT_GROWING)
+		if (r->sites[i].verdict == LW_VERDICT_GROWING &&
+		    !r->sites[i].suppressed)
 			sites[n++] = i;
 	sort_report = r;
 	qsort(sites, n, sizeof(*sites), compare_growth);

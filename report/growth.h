@@ -6,6 +6,7 @@
 #ifndef LW_GROWTH_H
 #define LW_GROWTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,9 @@ struct lw_site_growth {
 	enum lw_verdict verdict;	/* "growing" if bytes or count grow */
 	double bytes_per_step;
 	double count_per_step;
+	/* A suppression matched it: left out of the run's verdict and of
+	 * lw_growing_sites(). */
+	bool suppressed;
 };
 
 struct lw_growth_report {
@@ -37,8 +41,9 @@ int lw_model_growth(const struct lw_model *model, uint64_t min_steps,
 void lw_growth_report_fini(struct lw_growth_report *report);
 
 /*
- * Sites whose verdict is "growing", fastest (bytes per step) first. On
- * success *out is malloc'ed (NULL when none). Returns 0 or -ENOMEM.
+ * Sites whose verdict is "growing" and not suppressed, fastest (bytes per
+ * step) first. On success *out is malloc'ed (NULL when none). Returns 0 or
+ * -ENOMEM.
  */
 int lw_growing_sites(const struct lw_growth_report *report, uint32_t **out,
 		     size_t *count);

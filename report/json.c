@@ -331,14 +331,18 @@ static int put_shares(FILE *out, const struct lw_report *r,
 	size_t n = 0;
 	int rc = 0;
 
+	/* Suppressed sites are left out of every list. */
 	for (size_t i = 0; i < shares->count; i++)
-		n += shares->items[i].count > 0 || shares->items[i].bytes > 0;
+		n += (shares->items[i].count > 0 || shares->items[i].bytes > 0) &&
+		     !lw_model_site_suppressed(r->model, shares->items[i].site);
 	if (n) {
 		sorted.items = malloc(n * sizeof(*sorted.items));
 		if (!sorted.items)
 			return -ENOMEM;
 		for (size_t i = 0; i < shares->count; i++)
-			if (shares->items[i].count || shares->items[i].bytes)
+			if ((shares->items[i].count || shares->items[i].bytes) &&
+			    !lw_model_site_suppressed(r->model,
+						      shares->items[i].site))
 				sorted.items[sorted.count++] = shares->items[i];
 		lw_shares_sort(&sorted);
 	}
@@ -530,6 +534,24 @@ static int put_findings(FILE *out, const struct lw_report *r,
 		newline(out, indent);
 	putc(']', out);
 	return rc;
+}
+
+static void put_failed_allocations(FILE *out, const struct lw_model *m)
+{
+	putc('[', out);
+	for (size_t i = 0; i < m->failed_kind_count; i++) {
+		const struct lw_failed_allocation *f = &m->failed[i];
+		const char *name = lw_alloc_error_name(f->api, f->error);
+
+		fprintf(out, "%s{\"api\": \"%s\", \"error\": %" PRIu64 ", \"name\": ",
+			i ? ", " : "", lw_api_name(f->api), f->error);
+		if (name)
+			fprintf(out, "\"%s\"", name);
+		else
+			fputs("null", out);
+		fprintf(out, ", \"count\": %" PRIu64 "}", f->count);
+	}
+	putc(']', out);
 }
 
 static void put_info(FILE *out, const struct lw_model *m, unsigned indent)
@@ -751,6 +773,11 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	lw_diagnosis_fini(&d);
 	put_key(out, k, "torch_allocator");
 	put_torch(out, m);
+	putc(',', out);
+	put_key(out, k, "failed_allocations");
+	fprintf(out, "%" PRIu64 ",", m->failed_allocations);
+	put_key(out, k, "failed_allocation_errors");
+	put_failed_allocations(out, m);
 	putc(',', out);
 	put_key(out, k, "schema_version");
 	fprintf(out, "%d", LW_JSON_SCHEMA_VERSION);

@@ -24,8 +24,7 @@
 
 static void report_usage(FILE *out)
 {
-	fputs("usage: leakwatch report [--format FORMAT] [-o FILE] [--top N] [--frames N]\n"
-	      "                       [--min-steps N] [--rules FILE] [--suppressions FILE] TRACE...\n"
+	fputs("usage: " LW_SYNOPSIS_REPORT
 	      "\n"
 	      "Prints the GPU memory each trace left allocated, grouped by the call stack\n"
 	      "that allocated it, largest first.\n"
@@ -58,7 +57,7 @@ static void report_usage(FILE *out)
 
 static void check_usage(FILE *out)
 {
-	fputs("usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...\n"
+	fputs("usage: " LW_SYNOPSIS_CHECK
 	      "\n"
 	      "Fails when device memory grows from training step to step (STEP marks) by\n"
 	      "more than SIZE per step, in the run as a whole or at any one site. Growth is\n"
@@ -71,6 +70,8 @@ static void check_usage(FILE *out)
 	      "                      10MB (decimal units: kB, MB, GB, TB; binary: KiB, MiB,\n"
 	      "                      GiB, TiB, or K, M, G, T)\n"
 	      "  --min-steps N       judge only traces with at least N steps (default 10)\n"
+	      "  --suppressions FILE sites to leave out: lines leak:PATTERN (repeatable;\n"
+	      "                      also $LEAKWATCH_SUPPRESSIONS)\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
 	      "A trace with fewer steps than that cannot be judged: check says so in one\n"
@@ -79,20 +80,18 @@ static void check_usage(FILE *out)
 	      "Exit status: 0 when every trace is within SIZE (or has too few steps to\n"
 	      "judge), 1 when one grows faster (the offending sites are printed with\n"
 	      "their rate and what it comes to over 10,000 steps), 2 for bad usage or\n"
-	      "an unreadable trace.\n",
+	      "an unreadable trace, 3 when a trace cannot be judged at all (every CUDA\n"
+	      "allocation of its process failed).\n",
 	      out);
 }
 
 static void usage(FILE *out)
 {
-	fputs("usage: leakwatch report [--format FORMAT] [-o FILE] [--top N] [--frames N] [--min-steps N] TRACE...\n"
-	      "       leakwatch check --max-growth SIZE [--min-steps N] TRACE...\n"
-	      "       leakwatch run [--trace PATTERN] [--format FORMAT] [-o FILE] [--no-report]\n"
-	      "                     [--max-growth SIZE] [--min-steps N]\n"
-	      "                     [--torch-allocator async|keep] -- CMD [ARGS...]\n"
-	      "       leakwatch diff [--min-steps N] BEFORE AFTER\n"
-	      "       leakwatch help [report|check|diff|run]\n"
-	      "       leakwatch --version\n"
+	fputs("usage: " LW_SYNOPSIS_REPORT
+	      "       " LW_SYNOPSIS_CHECK
+	      "       " LW_SYNOPSIS_DIFF
+	      "       " LW_SYNOPSIS_RUN
+	      "       leakwatch help [report|check|diff|run] | -h | --help | --version\n"
 	      "\n"
 	      "leakwatch finds GPU memory leaks. `leakwatch run` runs a program with the\n"
 	      "leakwatch shim preloaded, which records every CUDA allocation and free in a\n"
@@ -102,8 +101,10 @@ static void usage(FILE *out)
 	      "compares two runs site by site (exit 1 when a site newly grows).\n"
 	      "\n"
 	      "Exit status: 0 on success, 2 for bad usage or an unreadable trace; `check`\n"
-	      "exits 1 when memory grows too fast; `run` exits with the program's status\n"
-	      "(128+N if it was killed by signal N).\n",
+	      "exits 1 when memory grows too fast and 3 when a trace cannot be judged;\n"
+	      "`diff` exits 1 on a regression and 3 when it cannot judge; `run` exits\n"
+	      "with the program's status (128+N if it was killed by signal N; with\n"
+	      "--max-growth, 23 when it grew too fast, 24 when it could not be judged).\n",
 	      out);
 }
 
@@ -232,7 +233,12 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 		if (rc == 0) {
 			if (options->report.min_steps)
 				tf.report.min_steps = options->report.min_steps;
-			tf.report.rules = options->report.rules;
+			rc = lw_trace_file_set_rules(&tf, options->report.rules);
+			if (rc < 0)
+				snprintf(message, sizeof(message), "%s",
+					 strerror(-rc));
+		}
+		if (rc == 0) {
 			if (!json && !renderer && !first)
 				putc('\n', out);
 			if (renderer)
@@ -438,10 +444,6 @@ static int cmd_report(int argc, char **argv)
 /* Most offending sites `check` prints: one screenful. */
 #define CHECK_MAX_SITES 5
 
-/*
- * Checks one trace; returns 0 (within the limit or not judged), 1 (over),
- * or a negative errno (the trace cannot be read: reported already).
- */
 int lw_parse_max_growth(const char *value, uint64_t *out)
 {
 	if (lw_parse_size(value, out) < 0) {
@@ -453,7 +455,7 @@ int lw_parse_max_growth(const char *value, uint64_t *out)
 }
 
 int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
-		  size_t min_steps)
+		  size_t min_steps, const struct lw_rules *rules)
 {
 	struct lw_trace_file tf;
 	struct lw_growth_report g = { 0 };
@@ -465,9 +467,24 @@ int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
 	int rc;
 
 	rc = lw_trace_file_open(&tf, path, message, sizeof(message));
+	if (rc == 0 && (rc = lw_trace_file_set_rules(&tf, rules)) < 0)
+		snprintf(message, sizeof(message), "%s", strerror(-rc));
 	if (rc < 0)
 		goto out;
 	tf.report.min_steps = min_steps;
+	if (tf.model.failed_allocations && !tf.model.allocations) {
+		const struct lw_failed_allocation *f = &tf.model.failed[0];
+		const char *name = lw_alloc_error_name(f->api, f->error);
+
+		fputs("leakwatch: ", out);
+		lw_put_text_str(out, path);
+		fprintf(out, ": cannot judge growth: every CUDA allocation failed (%" PRIu64 " calls; the first: %s returned %s%s%" PRIu64 "%s)\n",
+			tf.model.failed_allocations, lw_api_name(f->api),
+			name ? name : "", name ? " (" : "error ", f->error,
+			name ? ")" : "");
+		rc = LW_CHECK_UNJUDGED;
+		goto out;
+	}
 	rc = lw_model_growth(&tf.model, min_steps, &g);
 	if (rc == 0)
 		rc = lw_growing_sites(&g, &sites, &count);
@@ -542,13 +559,16 @@ static int cmd_check(int argc, char **argv)
 	static const struct option long_options[] = {
 		{ "max-growth", required_argument, NULL, 'G' },
 		{ "min-steps", required_argument, NULL, 'S' },
+		{ "suppressions", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *max_text = NULL;
+	struct lw_output_options options = { .format = LW_FORMAT_TEXT };
+	struct lw_rules rules;
+	const char *max_text = NULL, *output = NULL;
 	size_t min_steps = LW_DEFAULT_MIN_STEPS;
 	uint64_t max_growth = 0;
-	bool unreadable = false, over = false;
+	bool unreadable = false, over = false, unjudged = false;
 	int c;
 
 	opterr = 0;
@@ -561,6 +581,10 @@ static int cmd_check(int argc, char **argv)
 			break;
 		case 'S':
 			if (lw_parse_min_steps(optarg, &min_steps) < 0)
+				return LW_EXIT_USAGE;
+			break;
+		case 'P':
+			if (lw_output_option(c, optarg, &options, &output) < 0)
 				return LW_EXIT_USAGE;
 			break;
 		case 'h':
@@ -579,18 +603,29 @@ static int cmd_check(int argc, char **argv)
 		lw_error("check: no trace given (usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...)");
 		return LW_EXIT_USAGE;
 	}
+	if (lw_load_rules(&options, &rules) < 0) {
+		lw_rules_fini(&rules);
+		return LW_EXIT_USAGE;
+	}
 	for (int i = optind; i < argc; i++) {
-		int rc = lw_check_file(stdout, argv[i], max_growth, min_steps);
+		int rc = lw_check_file(stdout, argv[i], max_growth, min_steps,
+				       options.report.rules);
 
 		if (rc < 0)
 			unreadable = true;
+		else if (rc == LW_CHECK_UNJUDGED)
+			unjudged = true;
 		else if (rc > 0)
 			over = true;
 	}
 	if (argc - optind > 1)
 		lw_merged_view(stdout, (const char *const *)argv + optind,
 			       (size_t)(argc - optind), min_steps);
-	return unreadable ? LW_EXIT_USAGE : over ? 1 : 0;
+	lw_rules_fini(&rules);
+	return unreadable ? LW_EXIT_USAGE
+	       : over	  ? 1
+	       : unjudged ? LW_EXIT_CHECK_UNJUDGED
+			  : 0;
 }
 
 static int cmd_help(int argc, char **argv)

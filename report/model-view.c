@@ -277,8 +277,9 @@ int lw_model_live_sites(const struct lw_model *m, uint32_t **out,
 	*out = NULL;
 	*count = 0;
 	for (uint32_t i = 0; i < m->site_count; i++)
-		n += site_live(m, i).live_count > 0 ||
-		     m->sites[i].totals.live_count > 0;
+		n += (site_live(m, i).live_count > 0 ||
+		      m->sites[i].totals.live_count > 0) &&
+		     !lw_model_site_suppressed(m, i);
 	if (n == 0)
 		return 0;
 	keys = calloc(n, sizeof(*keys));
@@ -293,7 +294,8 @@ int lw_model_live_sites(const struct lw_model *m, uint32_t **out,
 		struct lw_live_count c = site_live(m, i);
 		struct lw_live_count end = lw_model_site_live_at_end(m, i);
 
-		if (c.live_count == 0 && end.live_count == 0)
+		if ((c.live_count == 0 && end.live_count == 0) ||
+		    lw_model_site_suppressed(m, i))
 			continue;
 		keys[n].at_report = c;
 		keys[n].at_end = end;

@@ -316,8 +316,9 @@ static int linger_add(struct lw_model *m, unsigned slot, uint32_t site,
 
 /*
  * Memory born in step b and freed now, in step m->steps, lingered at the
- * peaks of the steps in between (those peaks are known) and maybe at this
- * step's (known when the step ends: see end_step()).
+ * peaks of the steps in between and maybe at this step's: counted when this
+ * step ends (end_step()). A free after the last step is teardown, not
+ * lingering: the trace ends before that step does, and it is never counted.
  */
 static int linger_free(struct lw_model *m, const struct lw_live *e)
 {
@@ -326,13 +327,6 @@ static int linger_free(struct lw_model *m, const struct lw_live *e)
 
 	if (b >= now || now - b > LW_LINGER_STEPS)
 		return 0;
-	for (uint64_t p = b + 1; p < now; p++) {
-		int rc = linger_add(m, (unsigned)(p % LW_LINGER_STEPS),
-				    e->site, e->size);
-
-		if (rc < 0)
-			return rc;
-	}
 	late = grow_array(m->late_frees, &m->late_free_capacity,
 			  m->late_free_count + 1, sizeof(*late));
 	if (!late)
@@ -616,6 +610,12 @@ static int add_step_point(struct lw_model *m)
 			m->kinds[LW_MEM_MANAGED].live_count;
 	p->peak_bytes = m->step_peak;
 	p->lingering_bytes = 0; /* settle_lingering() sets it later */
+	p->phase_instance = 0;
+	p->phase = UINT32_MAX;
+	if (m->phase_depth && m->phase_depth <= LW_PHASE_DEPTH_MAX) {
+		p->phase_instance = m->open_phases[m->phase_depth - 1].instance;
+		p->phase = m->open_phases[m->phase_depth - 1].phase;
+	}
 
 	for (size_t d = 0; d < m->dirty_count; d++) {
 		struct lw_site *s = &m->sites[m->dirty_sites[d]];
@@ -739,8 +739,15 @@ static int end_step(struct lw_model *m)
 	for (size_t i = 0; i < m->late_free_count; i++) {
 		const struct lw_late_free *f = &m->late_frees[i];
 
+		/* Live at the peaks of the steps between birth and now. */
+		for (uint64_t p = f->birth_step + 1; p < now; p++) {
+			rc = linger_add(m, (unsigned)(p % LW_LINGER_STEPS),
+					f->site, f->size);
+			if (rc < 0)
+				return rc;
+		}
 		if (f->event <= m->cur_peak_event)
-			continue; /* freed before the peak */
+			continue; /* freed before this step's peak */
 		if ((rc = linger_add(m, slot, f->site, f->size)) < 0)
 			return rc;
 	}
@@ -1013,6 +1020,58 @@ static int model_end(void *ctx, uint64_t events, uint64_t dropped)
 	return 0;
 }
 
+static int model_alloc_failed(void *ctx, uint64_t api, uint64_t kind,
+			      uint64_t size, uint64_t error)
+{
+	struct lw_model *m = ctx;
+	size_t i;
+
+	(void)kind;
+	(void)size;
+	m->failed_allocations++;
+	for (i = 0; i < m->failed_kind_count; i++) {
+		if (m->failed[i].api == api && m->failed[i].error == error) {
+			m->failed[i].count++;
+			return 0;
+		}
+	}
+	if (i < LW_FAILED_KINDS_MAX) {
+		m->failed[i] = (struct lw_failed_allocation){ api, error, 1 };
+		m->failed_kind_count++;
+	}
+	return 0;
+}
+
+const char *lw_alloc_error_name(uint64_t api, uint64_t error)
+{
+	/* The codes an allocation returns in practice; the runtime's and
+	 * the driver's enums differ (cuda_runtime_api.h, cuda.h). */
+	static const struct {
+		uint64_t code;
+		const char *runtime, *driver;
+	} names[] = {
+		{ 1, "cudaErrorInvalidValue", "CUDA_ERROR_INVALID_VALUE" },
+		{ 2, "cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY" },
+		{ 3, "cudaErrorInitializationError",
+		  "CUDA_ERROR_NOT_INITIALIZED" },
+		{ 4, "cudaErrorCudartUnloading", "CUDA_ERROR_DEINITIALIZED" },
+		{ 34, "cudaErrorStubLibrary", "CUDA_ERROR_STUB_LIBRARY" },
+		{ 35, "cudaErrorInsufficientDriver", NULL },
+		{ 46, "cudaErrorDevicesUnavailable", NULL },
+		{ 100, "cudaErrorNoDevice", "CUDA_ERROR_NO_DEVICE" },
+		{ 101, "cudaErrorInvalidDevice", "CUDA_ERROR_INVALID_DEVICE" },
+		{ 201, NULL, "CUDA_ERROR_INVALID_CONTEXT" },
+		{ 801, "cudaErrorNotSupported", "CUDA_ERROR_NOT_SUPPORTED" },
+		{ 999, "cudaErrorUnknown", "CUDA_ERROR_UNKNOWN" },
+	};
+	bool driver = api >= LW_API_CU_MEM_ALLOC;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].code == error)
+			return driver ? names[i].driver : names[i].runtime;
+	return NULL;
+}
+
 static int model_dropped(void *ctx, uint64_t count)
 {
 	struct lw_model *m = ctx;
@@ -1132,6 +1191,7 @@ const struct lw_trace_ops lw_model_ops = {
 	.warning = model_warning,
 	.end = model_end,
 	.dropped = model_dropped,
+	.alloc_failed = model_alloc_failed,
 	.pycode = model_pycode,
 	.pystack = model_pystack,
 	.mark = model_mark,
@@ -1172,6 +1232,7 @@ void lw_model_fini(struct lw_model *m)
 	}
 	free(m->series);
 	free(m->dirty_sites);
+	free(m->suppressed_sites);
 	for (size_t i = 0; i < m->phase_count; i++)
 		shares_fini(&m->phases[i].sites);
 	free(m->phases);
@@ -1217,7 +1278,8 @@ int lw_model_lingering_sites(const struct lw_model *m, uint32_t **out,
 	*out = NULL;
 	*count = 0;
 	for (uint32_t i = 0; i < m->site_count; i++)
-		n += m->sites[i].lingering_steps > 0;
+		n += m->sites[i].lingering_steps > 0 &&
+		     !lw_model_site_suppressed(m, i);
 	if (!n)
 		return 0;
 	sites = malloc(n * sizeof(*sites));
@@ -1225,7 +1287,8 @@ int lw_model_lingering_sites(const struct lw_model *m, uint32_t **out,
 		return -ENOMEM;
 	n = 0;
 	for (uint32_t i = 0; i < m->site_count; i++)
-		if (m->sites[i].lingering_steps)
+		if (m->sites[i].lingering_steps &&
+		    !lw_model_site_suppressed(m, i))
 			sites[n++] = i;
 	sort_model = m;
 	qsort(sites, n, sizeof(*sites), compare_lingering);

@@ -110,6 +110,10 @@ struct lw_step_point {
 	/* Of a peak since the previous point (the most, if several): bytes
 	 * born in an earlier step and freed later (see LW_LINGER_STEPS). */
 	uint64_t lingering_bytes;
+	/* The innermost phase open at the step's end: its instance (0: none)
+	 * and its index in lw_model.phases (UINT32_MAX: unnamed or none). */
+	uint32_t phase_instance;
+	uint32_t phase;
 };
 
 struct lw_stack {
@@ -210,6 +214,15 @@ struct lw_string {
 	uint64_t phase_begins;	/* PHASE_BEGIN records naming it */
 };
 
+/* Allocation calls of one API that failed with one error. */
+struct lw_failed_allocation {
+	uint64_t api;		/* enum lw_api */
+	uint64_t error;		/* the API's own code */
+	uint64_t count;
+};
+
+#define LW_FAILED_KINDS_MAX 8
+
 struct lw_info {
 	struct lw_bytes key;
 	struct lw_bytes value;
@@ -269,6 +282,14 @@ struct lw_model {
 	struct lw_trace_module *modules;
 	size_t module_count, module_capacity;
 
+	/*
+	 * Allocation calls that failed (ALLOC_FAILED): how many, and the
+	 * first few distinct (API, error) pairs with their counts.
+	 */
+	uint64_t failed_allocations;
+	struct lw_failed_allocation failed[LW_FAILED_KINDS_MAX];
+	size_t failed_kind_count;
+
 	bool have_end;
 	uint64_t end_events;
 	uint64_t end_dropped;
@@ -306,6 +327,13 @@ struct lw_model {
 	size_t series_capacity;
 	uint32_t *dirty_sites;
 	size_t dirty_count, dirty_capacity;
+
+	/*
+	 * Sites a suppression matched (lw_trace_file_set_rules()), indexed by
+	 * site; NULL when no suppression was given. Growth verdicts leave
+	 * them out of the run's, and reports out of their lists.
+	 */
+	bool *suppressed_sites;
 
 	/*
 	 * Steps inferred from the allocation pattern (infer.c): with
@@ -429,8 +457,9 @@ void lw_model_pyframe_names(const struct lw_model *model,
  * Sites with memory live at the report point or at the end of the trace
  * (memory that finalization allocated and never freed), largest first: by
  * live bytes at the report point, then at the end, then live counts, stack
- * id and kind. On success *out is a malloc'ed array of site indices the
- * caller frees (NULL when there are none). Returns 0 or -ENOMEM.
+ * id and kind; suppressed sites are left out. On success *out is a
+ * malloc'ed array of site indices the caller frees (NULL when there are
+ * none). Returns 0 or -ENOMEM.
  */
 int lw_model_live_sites(const struct lw_model *model, uint32_t **out,
 			size_t *count);
@@ -457,11 +486,25 @@ const struct lw_phase *lw_model_phase(const struct lw_model *model,
 
 /*
  * Sites that lingered at some step's peak, by the most they added to one
- * (then site index). *out is malloc'ed (NULL when none). Returns 0 or
- * -ENOMEM.
+ * (then site index); suppressed sites are left out. *out is malloc'ed
+ * (NULL when none). Returns 0 or -ENOMEM.
  */
 int lw_model_lingering_sites(const struct lw_model *model, uint32_t **out,
 			     size_t *count);
+
+/*
+ * The name of an allocation API's error code ("cudaErrorMemoryAllocation",
+ * "CUDA_ERROR_OUT_OF_MEMORY"), or NULL when it is not one leakwatch knows.
+ */
+const char *lw_alloc_error_name(uint64_t api, uint64_t error);
+
+/* Whether a suppression matched the site (see suppressed_sites). */
+static inline bool lw_model_site_suppressed(const struct lw_model *model,
+					    uint32_t site)
+{
+	return model->suppressed_sites && site < model->site_count &&
+	       model->suppressed_sites[site];
+}
 
 /* "device", "managed", "pinned_host", "host_registered". */
 const char *lw_kind_name(unsigned kind);

@@ -36,10 +36,7 @@ static volatile sig_atomic_t child_pid;
 
 void lw_run_usage(FILE *out)
 {
-	fputs("usage: leakwatch run [--trace PATTERN] [--format FORMAT] [-o FILE] [--no-report]\n"
-	      "                     [--max-growth SIZE] [--min-steps N] [--rules FILE]\n"
-	      "                     [--suppressions FILE] [--torch-allocator async|keep]\n"
-	      "                     -- CMD [ARGS...]\n"
+	fputs("usage: " LW_SYNOPSIS_RUN
 	      "\n"
 	      "Runs CMD with the leakwatch shim preloaded, then reports the GPU memory that\n"
 	      "each of its processes left allocated (on standard error, or in FILE).\n"
@@ -66,7 +63,9 @@ void lw_run_usage(FILE *out)
 	      "The shim is $LEAKWATCH_LIB, or " LIBRARY_NAME " from the build tree or the\n"
 	      "installation. The exit status is CMD's (128+N if a signal N killed it; 127\n"
 	      "if CMD was not found, 126 if it could not be run; 2 for bad usage; 23 when\n"
-	      "CMD exited 0 but grew faster than --max-growth).\n",
+	      "CMD exited 0 but grew faster than --max-growth; 24 when CMD exited 0,\n"
+	      "--max-growth was given and growth could not be judged: a trace could not\n"
+	      "be written, or every CUDA allocation failed).\n",
 	      out);
 }
 
@@ -287,17 +286,20 @@ static int make_manifest(char *path, size_t size)
 }
 
 /*
- * Reads the manifest into a list of distinct paths, in order. On success
- * *paths (and *text, which the paths point into) are malloc'ed.
+ * Reads the manifest into a list of distinct paths, in order: the traces
+ * written first (*count of them), then those that could not be written
+ * (*failed_count; the shim lists them on a line that starts with a NUL
+ * byte). On success *paths (and *text, which the paths point into) are
+ * malloc'ed.
  */
 static int read_manifest(const char *manifest, char **text, char ***paths,
-			 size_t *count)
+			 size_t *count, size_t *failed_count)
 {
-	size_t capacity = 4096, len = 0, n = 0;
-	char *buf = malloc(capacity), **list = NULL;
+	size_t capacity = 4096, len = 0, n = 0, failed = 0;
+	char *buf = malloc(capacity), **list = NULL, **bad_list = NULL;
 	int fd = open(manifest, O_RDONLY | O_CLOEXEC);
 
-	*count = 0;
+	*count = *failed_count = 0;
 	if (!buf || fd < 0) {
 		int err = fd < 0 ? -errno : -ENOMEM;
 
@@ -330,30 +332,46 @@ static int read_manifest(const char *manifest, char **text, char ***paths,
 	list = calloc(len / 2 + 1, sizeof(*list));
 	if (!list)
 		goto nomem;
+	bad_list = calloc(len / 2 + 1, sizeof(*bad_list));
+	if (!bad_list)
+		goto nomem;
 	for (char *line = buf, *next; line < buf + len; line = next) {
-		bool seen = false;
+		bool seen = false, bad = line[0] == 0;
+		char **into = bad ? bad_list : list;
+		size_t *used = bad ? &failed : &n;
 
-		next = strchr(line, '\n');
+		next = memchr(line, '\n', (size_t)(buf + len - line));
 		next = next ? next + 1 : buf + len;
-		if (next[-1] == '\n')
-			next[-1] = 0;
+		next[-1] = 0;
+		line += bad;
 		if (!line[0])
 			continue;
-		for (size_t i = 0; i < n && !seen; i++)
-			seen = strcmp(list[i], line) == 0;
+		for (size_t i = 0; i < *used && !seen; i++)
+			seen = strcmp(into[i], line) == 0;
 		if (!seen)
-			list[n++] = line;
+			into[(*used)++] = line;
 	}
+	memcpy(list + n, bad_list, failed * sizeof(*list));
+	free(bad_list);
 	*text = buf;
 	*paths = list;
 	*count = n;
+	*failed_count = failed;
 	return 0;
 
 nomem:
 	if (fd >= 0)
 		close(fd);
+	free(list);
 	free(buf);
 	return -ENOMEM;
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
 static int exit_status(int status)
@@ -367,23 +385,34 @@ static int exit_status(int status)
 
 /*
  * Reports the traces the run wrote; with gate, also judges their growth
- * against max_growth (on stderr). Returns true when one grew too fast.
+ * against max_growth (on stderr). Returns 0, or the exit status the gate
+ * asks for: LW_EXIT_GROWTH when one grew too fast, LW_EXIT_UNJUDGED when
+ * one could not be judged (its trace could not be written, or every
+ * allocation failed).
  */
-static bool report_traces(FILE *out, const char *manifest, bool no_report,
-			  const struct lw_output_options *options, bool gate,
-			  uint64_t max_growth)
+static int report_traces(FILE *out, const char *manifest, bool no_report,
+			 const struct lw_output_options *options, bool gate,
+			 uint64_t max_growth)
 {
 	char *text = NULL, **paths = NULL;
-	size_t count = 0;
+	size_t count = 0, failed = 0;
+	bool over = false, unjudged = false;
 	int rc;
 
-	rc = read_manifest(manifest, &text, &paths, &count);
+	rc = read_manifest(manifest, &text, &paths, &count, &failed);
 	if (rc < 0) {
 		lw_error("cannot read the list of traces %s: %s", manifest,
 			 strerror(-rc));
-		return false;
+		return gate ? LW_EXIT_UNJUDGED : 0;
 	}
-	if (count == 0)
+	for (size_t i = 0; i < failed; i++) {
+		fflush(out);
+		fputs("leakwatch: the trace ", stderr);
+		lw_put_text_str(stderr, paths[count + i]);
+		fputs(" could not be written (see the warning above): nothing of that process was recorded\n",
+		      stderr);
+	}
+	if (count == 0 && failed == 0)
 		lw_error("no trace was written (the program made no CUDA allocation)");
 	if (no_report) {
 		for (size_t i = 0; i < count; i++) {
@@ -399,13 +428,21 @@ static bool report_traces(FILE *out, const char *manifest, bool no_report,
 		if (rc < 0)
 			lw_error("cannot write the report: %s", strerror(-rc));
 	}
-	bool over = false;
-	for (size_t i = 0; gate && i < count; i++)
-		over |= lw_check_file(stderr, paths[i], max_growth,
-				      options->report.min_steps) > 0;
+	for (size_t i = 0; gate && i < count; i++) {
+		rc = lw_check_file(stderr, paths[i], max_growth,
+				   options->report.min_steps,
+				   options->report.rules);
+		over |= rc == 1;
+		unjudged |= rc == LW_CHECK_UNJUDGED;
+	}
+	if (gate && failed) {
+		lw_error("growth cannot be judged: %zu trace%s could not be written",
+			 failed, failed == 1 ? "" : "s");
+		unjudged = true;
+	}
 	free(paths);
 	free(text);
-	return over;
+	return over ? LW_EXIT_GROWTH : unjudged ? LW_EXIT_UNJUDGED : 0;
 }
 
 int lw_cmd_run(int argc, char **argv)
@@ -530,16 +567,28 @@ int lw_cmd_run(int argc, char **argv)
 	} else if (rc == -ENOENT) {
 		lw_error("%s: %s", argv[optind], strerror(-rc));
 		exit_code = 127;
+	} else if (rc == -ENOEXEC) {
+		/* A script without a #! line: name its interpreter. */
+		lw_error("%s: %s (a script needs a #! line, or its interpreter before it: leakwatch run -- %s %s)",
+			 argv[optind], strerror(-rc),
+			 has_suffix(argv[optind], ".py") ? "python3" : "sh",
+			 argv[optind]);
+		exit_code = 126;
+	} else if (rc == -EACCES && has_suffix(argv[optind], ".py")) {
+		/* A script not marked executable: the same hint. */
+		lw_error("%s: %s (make it executable, or name its interpreter: leakwatch run -- python3 %s)",
+			 argv[optind], strerror(-rc), argv[optind]);
+		exit_code = 126;
 	} else if (rc < 0) {
 		lw_error("%s: %s", argv[optind], strerror(-rc));
 		exit_code = 126;
 	} else {
-		bool over = report_traces(out, manifest, no_report, &options,
-					  gate, max_growth);
+		int verdict = report_traces(out, manifest, no_report,
+					    &options, gate, max_growth);
 		exit_code = exit_status(status);
 		/* The program's own failure is never masked. */
-		if (over && exit_code == 0)
-			exit_code = LW_EXIT_GROWTH;
+		if (verdict && exit_code == 0)
+			exit_code = verdict;
 	}
 remove_manifest:
 	unlink(manifest);

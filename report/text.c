@@ -145,6 +145,31 @@ static const char *const kind_labels[] = {
 	NULL, "device", "managed", "pinned host", "registered host",
 };
 
+/* Allocation calls that failed: how many, which errors, which runtime. */
+static void put_failed_allocations(FILE *out, const struct lw_model *m)
+{
+	const struct lw_bytes *cudart = lw_model_info(m, "cudart");
+
+	if (!m->failed_allocations)
+		return;
+	fprintf(out, "  FAILED allocations: %" PRIu64 "%s:", m->failed_allocations,
+		m->allocations ? "" : " (none succeeded: nothing here was judged)");
+	for (size_t i = 0; i < m->failed_kind_count; i++) {
+		const struct lw_failed_allocation *f = &m->failed[i];
+		const char *name = lw_alloc_error_name(f->api, f->error);
+
+		fprintf(out, "%s %s returned %s%s%" PRIu64 "%s %" PRIu64 " time%s",
+			i ? "," : "", lw_api_name(f->api), name ? name : "",
+			name ? " (" : "error ", f->error, name ? ")" : "",
+			f->count, f->count == 1 ? "" : "s");
+	}
+	if (cudart) {
+		fputs("; CUDA runtime ", out);
+		lw_put_text(out, cudart->data, cudart->len);
+	}
+	putc('\n', out);
+}
+
 static void put_summary(FILE *out, const struct lw_report *r,
 			const char *when)
 {
@@ -225,6 +250,7 @@ static void put_summary(FILE *out, const struct lw_report *r,
 	}
 	fprintf(out, "\n  unknown frees: %" PRIu64 "%s\n", m->unknown_frees,
 		m->unknown_frees ? " (memory allocated before tracing began, or freed twice)" : "");
+	put_failed_allocations(out, m);
 	if (m->reused_live_addresses)
 		fprintf(out, "  allocations at a still-live address: %" PRIu64 " (their free was not seen; counted as freed)\n",
 			m->reused_live_addresses);
@@ -440,6 +466,11 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top)
 
 	if (m->steps == 0)
 		return 0;
+	if (m->failed_allocations && !m->allocations) {
+		fputs("\nGrowth: not judged: every CUDA allocation failed (see FAILED allocations above)\n",
+		      out);
+		return 0;
+	}
 	rc = lw_model_growth(m, r->min_steps, &g);
 	if (rc == 0)
 		rc = lw_growing_sites(&g, &sites, &count);
@@ -451,11 +482,21 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top)
 			m->steps, m->steps == 1 ? "" : "s", r->min_steps);
 		goto out;
 	}
-	fprintf(out, "Growth: %s; device memory %s per step (%s per 10,000 steps)%s\n",
-		lw_verdict_name(g.run.verdict),
-		lw_format_rate(rate, g.run.per_step),
-		lw_format_rate(per10k, g.run.per_step * 10000),
-		m->step_stride > 1 ? " (series downsampled)" : "");
+	/* Only growth that goes on is extrapolated: a plateau's rate is
+	 * that of its rise, which stopped. */
+	if (g.run.verdict == LW_VERDICT_GROWING)
+		fprintf(out, "Growth: %s; device memory %s per step (%s per 10,000 steps)%s\n",
+			lw_verdict_name(g.run.verdict),
+			lw_format_rate(rate, g.run.per_step),
+			lw_format_rate(per10k, g.run.per_step * 10000),
+			m->step_stride > 1 ? " (series downsampled)" : "");
+	else
+		fprintf(out, "Growth: %s; device memory %s per step%s, not growing on%s\n",
+			lw_verdict_name(g.run.verdict),
+			lw_format_rate(rate, g.run.per_step),
+			g.run.verdict == LW_VERDICT_PLATEAU
+				? " while it rose, then it stopped" : "",
+			m->step_stride > 1 ? " (series downsampled)" : "");
 	if (count == 0)
 		fputs("  no site grows from step to step\n", out);
 	shown = top && top < count ? top : count;
@@ -503,7 +544,8 @@ static int put_phase_survivors(FILE *out, const struct lw_report *r,
 		for (size_t j = 0; j < ph->sites.count && rc == 0; j++) {
 			const struct lw_site_share *sh = &ph->sites.items[j];
 
-			if (sh->count == 0)
+			if (sh->count == 0 ||
+			    lw_model_site_suppressed(m, sh->site))
 				continue;
 			if (top && shown == top) {
 				fputs("  ... more sites not shown (--top 0 shows all)\n",

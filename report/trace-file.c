@@ -3,6 +3,8 @@
 
 #include "growth.h"
 #include "infer.h"
+#include "diagnose.h"
+#include "rules.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -243,7 +245,13 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 	return 0;
 
 error:
-	snprintf(message, message_size, "%s", strerror(-rc));
+	if (rc == -EISDIR)
+		/* A run's directory: name what to pass instead. */
+		snprintf(message, message_size,
+			 "%s; pass the trace files in it (%s/*.trace)",
+			 strerror(-rc), path);
+	else
+		snprintf(message, message_size, "%s", strerror(-rc));
 	return rc;
 }
 
@@ -256,4 +264,25 @@ void lw_trace_file_close(struct lw_trace_file *tf)
 	else
 		free((void *)tf->data);
 	memset(tf, 0, sizeof(*tf));
+}
+
+int lw_trace_file_set_rules(struct lw_trace_file *tf,
+			    const struct lw_rules *rules)
+{
+	struct lw_model *m = &tf->model;
+
+	tf->report.rules = rules;
+	if (!rules || !rules->suppression_count || !m->site_count ||
+	    m->suppressed_sites)
+		return 0;
+	m->suppressed_sites = calloc(m->site_count, sizeof(bool));
+	if (!m->suppressed_sites)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < m->site_count; i++) {
+		int rc = lw_site_suppressed(&tf->report, i,
+					    &m->suppressed_sites[i]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
 }

@@ -36,6 +36,15 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 void lw_trace_file_close(struct lw_trace_file *tf);
 
 /*
+ * Gives the report its diagnosis rules (NULL: none) and, when they hold
+ * suppressions, marks the sites they match (model.suppressed_sites), so
+ * that every verdict and view leaves them out. Call before any growth
+ * verdict. Returns 0 or -ENOMEM.
+ */
+int lw_trace_file_set_rules(struct lw_trace_file *tf,
+			    const struct lw_rules *rules);
+
+/*
  * Gives back the whole pages of a mapped trace's data before offset that
  * were not given back yet (*dropped: up to where they were). Touched again,
  * a page is read again from the file.

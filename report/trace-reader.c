@@ -337,6 +337,18 @@ static int read_extension(struct reader *r, uint8_t tag, size_t rec_off,
 		if ((rc = payload_varint(r, rec_off, &p, end, &x)) < 0)
 			return rc;
 		return ops->mark ? ops->mark(r->ctx, x) : 0;
+	case LW_REC_ALLOC_FAILED: {
+		uint64_t size = 0, error = 0;
+
+		if ((rc = payload_varint(r, rec_off, &p, end, &x)) < 0 ||
+		    (rc = payload_varint(r, rec_off, &p, end, &y)) < 0 ||
+		    (rc = payload_varint(r, rec_off, &p, end, &size)) < 0 ||
+		    (rc = payload_varint(r, rec_off, &p, end, &error)) < 0)
+			return rc;
+		return ops->alloc_failed
+			       ? ops->alloc_failed(r->ctx, x, y, size, error)
+			       : 0;
+	}
 	default:
 		return 0;
 	}

@@ -85,6 +85,10 @@ struct lw_trace_ops {
 		       const uint32_t *evals, uint32_t eval_count);
 	/* kind is an enum lw_mark (unknown kinds are passed on too). */
 	int (*mark)(void *ctx, uint64_t kind);
+	/* An allocation call that failed: enum lw_api, enum lw_mem_kind (as
+	 * written, unchecked), the size asked for and the API's error code. */
+	int (*alloc_failed)(void *ctx, uint64_t api, uint64_t kind,
+			    uint64_t size, uint64_t error);
 	/*
 	 * Every LW_TRACE_PROGRESS_RECORDS records: bytes read so far, of
 	 * total. Everything before offset has been read (its bytes may still

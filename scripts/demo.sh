@@ -3,7 +3,8 @@
 # Sets up leakwatch and runs it on a training-like loop with a planted leak:
 # one 512-byte "loss" buffer kept per step. On a machine with an NVIDIA GPU
 # the loop runs on the real CUDA runtime, elsewhere on the test suite's
-# stand-in runtime.
+# stand-in runtime. The trace is kept in a new directory under $TMPDIR, and
+# the next commands to try on it are printed.
 #   scripts/demo.sh [STEPS]
 set -euo pipefail
 
@@ -21,9 +22,22 @@ else
   echo "demo: no GPU here, using the stand-in CUDA runtime"
 fi
 
-workdir=$(mktemp -d)
-trap 'rm -rf "$workdir"' EXIT
+# Kept afterwards, so that the trace can be explored further.
+workdir=$(mktemp -d "${TMPDIR:-/tmp}/leakwatch-demo.XXXXXX")
 cd "$workdir"
 echo "demo: leakwatch run -- train_leak $steps"
 echo
-"$build/report/leakwatch" run -- "$build/examples/train_leak" "$steps"
+"$build/report/leakwatch" run --trace "$workdir/train_leak-%p.trace" -- \
+  "$build/examples/train_leak" "$steps"
+trace=$(ls "$workdir"/train_leak-*.trace)
+lw="$build/report/leakwatch"
+cat <<EOF
+
+demo: the trace is kept: $trace
+Next, try:
+  $lw check --max-growth 0 $trace
+  $lw report --format html -o $workdir/report.html $trace
+  $lw report --format json $trace
+  $lw help
+(rm -r $workdir when done)
+EOF

@@ -10,9 +10,11 @@
 Under --leakwatch a test marked `leakwatch` is run `steps` times in a row
 (its fixtures set up once), with a step mark after each run; the test fails
 when the device memory held after each run grows by more than max_growth
-per run, judged on the floor of the series after a warm-up, as `leakwatch
-check` does: memory made by the first runs (caches, optimizer state) and
-memory freed every few runs are not growth. The failure output gets a
+per run. The series is judged by the shim's leakwatch_judge_growth(), the
+judge of `leakwatch check` and of the report, which judges the test's steps
+(a phase of the trace) the same way, so that both give one verdict: memory
+made by the first runs (caches, optimizer state), memory freed every few
+runs and growth that stops (a plateau) are not growth. The failure output gets a
 "leakwatch" section with the series and the growing sites of the trace.
 Every test is a phase of the trace, named by its node id.
 
@@ -65,17 +67,6 @@ def format_size(n):
     return f"{sign}{n}"
 
 
-def judge(series, warmup):
-    """Bytes per run by which the floor of series rises after warmup runs:
-    the minimum of the second half minus that of the first, over the
-    distance between the halves."""
-    rest = series[warmup:]
-    if len(rest) < 2:
-        return 0.0
-    half = len(rest) // 2
-    return (min(rest[half:]) - min(rest[:half])) / float(half)
-
-
 class _Shim:
     def __init__(self):
         try:
@@ -84,6 +75,7 @@ class _Shim:
             self.phase_begin = lib.leakwatch_phase_begin
             self.phase_end = lib.leakwatch_phase_end
             self.live = lib.leakwatch_device_live
+            self.judge_growth = lib.leakwatch_judge_growth
         except (OSError, AttributeError):
             self.step = None
             return
@@ -93,10 +85,21 @@ class _Shim:
         self.phase_end.restype = None
         self.live.argtypes = [ctypes.POINTER(ctypes.c_ulonglong)] * 2
         self.live.restype = ctypes.c_int
+        self.judge_growth.argtypes = [ctypes.POINTER(ctypes.c_double),
+                                      ctypes.c_ulong,
+                                      ctypes.POINTER(ctypes.c_double)]
+        self.judge_growth.restype = ctypes.c_char_p
 
     @property
     def loaded(self):
         return self.step is not None
+
+    def judge(self, series):
+        """(verdict, bytes per run) of series, as the report judges it."""
+        values = (ctypes.c_double * len(series))(*series)
+        rate = ctypes.c_double()
+        verdict = self.judge_growth(values, len(series), ctypes.byref(rate))
+        return verdict.decode(), rate.value
 
     def device_live(self):
         b, c = ctypes.c_ulonglong(), ctypes.c_ulonglong()
@@ -236,24 +239,57 @@ def _section(item, shim, series, per_step, limit, steps, warmup):
     return "\n".join(lines)
 
 
+def _marker_options(item, marker):
+    """(max_growth in bytes, steps, warmup) of a leakwatch marker;
+    pytest.UsageError, one line naming the test and the value, when one is
+    bad."""
+    opts = dict(marker.kwargs)
+
+    def bad(what):
+        return pytest.UsageError(f"{item.nodeid}: leakwatch marker: {what}")
+    try:
+        limit = parse_size(opts.get("max_growth", 0))
+    except ValueError as e:
+        raise bad(e) from None
+    values = {}
+    for name, default in (("steps", item.config.getoption("leakwatch_steps")),
+                          ("warmup", None)):
+        value = opts.get(name, default)
+        if value is None:
+            continue
+        try:
+            values[name] = int(value)
+        except (TypeError, ValueError):
+            raise bad(f"{name}={value!r} is not a whole number") from None
+        if values[name] < 0:
+            raise bad(f"{name}={value!r} is negative")
+    steps = values["steps"]
+    warmup = values.get("warmup", max(1, steps // 10))
+    if steps < 5:
+        raise bad(f"steps={steps}: growth is judged on at least 5 runs")
+    if steps < warmup + 2:
+        raise bad(f"steps={steps} leaves nothing to judge after "
+                  f"warmup={warmup}")
+    return limit, steps, warmup
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Bad marker values are usage errors before any test runs."""
+    if not _active(config):
+        return
+    for item in items:
+        marker = item.get_closest_marker("leakwatch")
+        if marker is not None:
+            _marker_options(item, marker)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem):
     shim = _active(pyfuncitem.config)
     marker = pyfuncitem.get_closest_marker("leakwatch")
     if not shim or marker is None:
         return None
-    opts = dict(marker.kwargs)
-    try:
-        limit = parse_size(opts.get("max_growth", 0))
-    except ValueError as e:
-        raise pytest.UsageError(f"{pyfuncitem.nodeid}: leakwatch marker: {e}")
-    steps = int(opts.get("steps", pyfuncitem.config.getoption("leakwatch_steps")))
-    warmup = opts.get("warmup")
-    warmup = max(1, steps // 10) if warmup is None else int(warmup)
-    if steps < warmup + 2:
-        raise pytest.UsageError(f"{pyfuncitem.nodeid}: leakwatch marker: "
-                                f"steps={steps} leaves nothing to judge after "
-                                f"warmup={warmup}")
+    limit, steps, warmup = _marker_options(pyfuncitem, marker)
     func = pyfuncitem.obj
     args = {name: pyfuncitem.funcargs[name]
             for name in pyfuncitem._fixtureinfo.argnames}
@@ -266,8 +302,11 @@ def pytest_pyfunc_call(pyfuncitem):
             pytest.skip("leakwatch is not tracking (its trace could not "
                         "be written)")
         series.append(live[0])
-    per_step = judge(series, warmup)
-    if per_step > limit:
+    # The report ignores the first tenth of a series: the default warm-up.
+    judged = series[warmup - max(1, steps // 10):] \
+        if warmup > max(1, steps // 10) else series
+    verdict, per_step = shim.judge(judged)
+    if verdict == "growing" and per_step > limit:
         pyfuncitem.add_report_section(
             "call", "leakwatch",
             _section(pyfuncitem, shim, series, per_step, limit, steps, warmup))

@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from lwtest import CLI, LIB, Run, check, check_eq, main, prog, report
@@ -233,7 +234,8 @@ def pytest_plugin():
     check_eq(run.returncode, 1, f"one test fails: {out}\n{run.stderr}")
     check("FAILED" in out and "test_keeps_a_tensor_per_run" in out, out)
     for name in ("test_frees_everything", "test_cache_made_once",
-                 "test_fixture_set_up_once", "test_unmarked"):
+                 "test_cache_fills_then_stops", "test_fixture_set_up_once",
+                 "test_unmarked"):
         check(re.search(rf"^PASSED \S*::{name}$", out, re.M),
               f"{name} passes: {out}")
     check(re.search(r"leakwatch: GPU memory grows by \+4\.0 KiB per run "
@@ -243,6 +245,29 @@ def pytest_plugin():
           f"the section names the line that keeps memory ({kept_line}): {out}")
     check("leakwatch: trace " in out, "the summary names the trace")
     check_eq(len(run.traces()), 1, "pytest's trace")
+    # One verdict per site: the session's report judges each test's steps
+    # as the plugin did (issue 23): the kept tensor grows, +4.0 KiB per
+    # step, a leak; the cache that filled and stopped is a plateau.
+    filled_line = next(i for i, line in enumerate(open(tests), 1)
+                       if "# @filled" in line)
+    rep = report(run.traces()[0])
+
+    def at_line(line):
+        return [s for s in rep["sites"] if any(
+            f.get("line") == line and (f.get("file") or "").endswith(
+                "test_gpu_loops.py") for f in s["frames"])]
+    kept = at_line(kept_line)
+    check(kept and kept[0]["verdict"] == "growing" and
+          abs(kept[0]["growth_bytes_per_step"] - 4096) < 1,
+          "the kept tensor's site: "
+          f"{[(s['verdict'], s['growth_bytes_per_step']) for s in kept]}")
+    leaks = [f for f in rep["findings"] if f["leak"] and
+             f["site"] in [s["id"] for s in kept]]
+    check(leaks, "the kept tensor is a leak: "
+          f"{[(f['category'], f['site']) for f in rep['findings']]}")
+    filled = at_line(filled_line)
+    check(filled and filled[0]["verdict"] == "plateau",
+          f"the filled cache's site: {[s['verdict'] for s in filled]}")
     # Without --leakwatch the marker does nothing: every test runs once.
     run = Run(base, env=env, preload=False)
     check_eq(run.returncode, 0, f"all pass without --leakwatch: {run.stdout}")
@@ -258,7 +283,37 @@ def pytest_plugin():
     check("cannot be preloaded" in run.stdout + run.stderr, run.stderr)
 
 
+def pytest_bad_marker():
+    """A bad leakwatch marker value is a one-line usage error (exit 4)
+    before any test runs, not a traceback through the plugin."""
+    py = pytest_python()
+    if not py:
+        print("no python with pytest: skipped")
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="lw-pytest-")
+    env = {"PYTHONPATH": os.environ["LW_SCRIPTS"], "LD_PRELOAD": LIB}
+    for marker, said in (('max_growth="lots"', "not a size: 'lots'"),
+                         ('steps="many"', "steps='many' is not a whole number"),
+                         ("steps=3", "steps=3: growth is judged on at least 5"),
+                         ("steps=8, warmup=7", "steps=8 leaves nothing")):
+        path = os.path.join(tmp, "test_marked.py")
+        with open(path, "w") as f:
+            f.write("import pytest\n\n\n"
+                    f"@pytest.mark.leakwatch({marker})\n"
+                    "def test_loop():\n    pass\n")
+        run = Run([py, "-m", "pytest", "-p", "pytest_leakwatch", "-p",
+                   "no:cacheprovider", "-q", path, "--leakwatch"],
+                  env=env, preload=False)
+        out = run.stdout + run.stderr
+        check_eq(run.returncode, 4, f"{marker}: usage error: {out}")
+        check(f"ERROR: {path}::test_loop: leakwatch marker: {said}" in out
+              or f"test_marked.py::test_loop: leakwatch marker: {said}" in out,
+              f"{marker}: names the test and the value: {out}")
+        check("Traceback" not in out and "raise " not in out,
+              f"{marker}: no traceback: {out}")
+
+
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         rank_names, two_ranks, dataloader_workers, live_every, signal_flush,
-        signal_respected, pytest_plugin]}))
+        signal_respected, pytest_plugin, pytest_bad_marker]}))

@@ -652,6 +652,292 @@ def run_max_growth():
     check_eq(p.returncode, 2, "a bad size is a usage error")
 
 
+def manifest():
+    """LEAKWATCH_MANIFEST names a file that does not exist yet: it is
+    created; one that cannot be opened is a warning."""
+    probe = Run([prog("no_cuda")])
+    listed = os.path.join(probe.dir, "sub-manifest")
+    run = Run([prog("leaky_loop"), "5", "100"],
+              env={"LEAKWATCH_MANIFEST": listed}).expect_ok()
+    with open(listed) as f:
+        check_eq(f.read(), run.trace() + "\n", "the trace is listed")
+    run = Run([prog("leaky_loop"), "5", "100"],
+              env={"LEAKWATCH_MANIFEST": "/nonexistent-dir/manifest"})
+    run.expect_ok()
+    check("warning: LEAKWATCH_MANIFEST=/nonexistent-dir/manifest cannot be "
+          "opened" in run.stderr, f"warned: {run.stderr}")
+
+
+def clean_env():
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("LEAKWATCH_")}
+
+
+def failed_allocations():
+    """A program that never looks at cudaMalloc's result, every call of
+    which fails: the failures are recorded and shown, and no gate passes a
+    run it could not judge."""
+    loop = [prog("unchecked_loop"), "50", "1024"]
+    failing = {"FAKECUDA_CAPACITY": "0"}
+    run = Run(loop, env={**failing, "LEAKWATCH_MAX_GROWTH": "100"})
+    check_eq(run.returncode, 24, f"bare gate, nothing judged: {run.stderr}")
+    check("growth cannot be judged: every CUDA allocation failed (100 calls"
+          in run.stderr, run.stderr)
+    check("100 CUDA allocations failed (the first: cudaMalloc returned "
+          "error 2)" in run.stderr, f"exit summary: {run.stderr}")
+    rep = report(run.trace())
+    check_eq(rep["failed_allocations"], 100, "failed allocations in JSON")
+    check_eq(rep["failed_allocation_errors"],
+             [{"api": "cudaMalloc", "error": 2,
+               "name": "cudaErrorMemoryAllocation", "count": 100}],
+             "failed allocations by error")
+    check(rep["info"].get("cudart", "").endswith("libcudart.so.13"),
+          f"the runtime's path: {rep['info']}")
+    text = report(run.trace(), fmt="text")
+    check("FAILED allocations: 100 (none succeeded" in text, text)
+    check("Growth: not judged" in text and "Growth: stable" not in text,
+          text)
+    p = subprocess.run([CLI, "check", "--max-growth", "100", run.trace()],
+                       capture_output=True, text=True, timeout=60)
+    check_eq(p.returncode, 3, f"check cannot judge: {p.stdout}{p.stderr}")
+    check("cannot judge growth: every CUDA allocation failed" in p.stdout,
+          p.stdout)
+    for mark in ("1", "0"):
+        p = subprocess.run([CLI, "run", "--max-growth", "100", "--", *loop,
+                            mark], cwd=run.dir,
+                           env={**clean_env(), **failing},
+                           capture_output=True, text=True, timeout=120)
+        check_eq(p.returncode, 24, f"run --max-growth, steps marked "
+                 f"{mark}: {p.stderr}")
+        check("no trace was written" not in p.stderr, p.stderr)
+    p = subprocess.run([CLI, "run", "--", *loop], cwd=run.dir,
+                       env={**clean_env(), **failing}, capture_output=True,
+                       text=True, timeout=120)
+    check_eq(p.returncode, 0, "without a gate, the program's status")
+    check("FAILED allocations: 100" in p.stderr, p.stderr)
+    # The driver API's failures, named in the driver's words.
+    run = Run([prog("driver_api"), "direct"], env=failing)
+    check_eq(run.returncode, 1, f"driver_api stops at its failure: "
+             f"{run.stderr}")
+    check_eq(report(run.trace())["failed_allocation_errors"],
+             [{"api": "cuMemAlloc", "error": 2,
+               "name": "CUDA_ERROR_OUT_OF_MEMORY", "count": 1}],
+             "a failed cuMemAlloc")
+
+
+def run_unwritable():
+    """`leakwatch run` with a trace path that cannot be written says so,
+    and its gate does not pass."""
+    probe = Run([prog("no_cuda")])
+    cmd = [prog("leaky_loop"), "10", "1024"]
+    for gate, status in (([], 0), (["--max-growth", "100"], 24)):
+        p = subprocess.run([CLI, "run", "--trace", "/nonexistent-dir/x-%p.trace",
+                            *gate, "--", *cmd], cwd=probe.dir,
+                           env=clean_env(), capture_output=True, text=True,
+                           timeout=120)
+        check_eq(p.returncode, status, f"run {gate}: {p.stderr}")
+        check("could not be written" in p.stderr and
+              "no trace was written" not in p.stderr
+              and "made no CUDA allocation" not in p.stderr,
+              f"says why there is no report: {p.stderr}")
+
+
+def suppressions():
+    """A suppressed site is left out of every command and view: check's
+    and run --max-growth's verdicts, the text and JSON reports, diff."""
+    leaky = Run([prog("leaky_loop"), "30", "4096"]).expect_ok()
+    clean = Run([prog("clean_loop"), "30"]).expect_ok()
+    supp = os.path.join(leaky.dir, "ours.supp")
+    with open(supp, "w") as f:
+        f.write("leak:leak_one_buffer\n")
+
+    def cli(*argv, env=None):
+        return subprocess.run([CLI, *argv], capture_output=True, text=True,
+                              env={**clean_env(), **(env or {})},
+                              timeout=60)
+
+    gate = ["check", "--max-growth", "100", leaky.trace()]
+    check_eq(cli(*gate).returncode, 1, "unsuppressed, the leak fails check")
+    p = cli("check", "--suppressions", supp, *gate[1:])
+    check_eq(p.returncode, 0, f"check --suppressions: {p.stdout}{p.stderr}")
+    p = cli(*gate, env={"LEAKWATCH_SUPPRESSIONS": supp})
+    check_eq(p.returncode, 0, f"LEAKWATCH_SUPPRESSIONS: {p.stdout}")
+
+    text = report(leaky.trace(), fmt="text", extra=["--suppressions", supp])
+    check("leak_one_buffer" not in text.split("Findings")[0] and
+          "Growth: growing" not in text,
+          f"suppressed site in Growth or Live at exit: {text}")
+    check("leak_one_buffer" in report(leaky.trace(), fmt="text"),
+          "without the suppression the site shows")
+    rep = report(leaky.trace(), extra=["--suppressions", supp])
+    check("leak_one_buffer" not in
+          [fn for site in rep["sites"] for fn in functions(site)[:1]],
+          f"suppressed site in the JSON sites: {rep['sites']}")
+
+    pair = ["diff", clean.trace(), leaky.trace()]
+    check_eq(cli(*pair).returncode, 1, "unsuppressed, diff sees a new leak")
+    p = cli(*pair, env={"LEAKWATCH_SUPPRESSIONS": supp})
+    check_eq(p.returncode, 0, f"diff with suppressions: {p.stdout}")
+
+    # A phase's survivors: the example's "load" phase keeps its weights.
+    example = os.path.join(os.path.dirname(os.path.dirname(CLI)),
+                           "examples", "train_leak")
+    loaded = Run([example, "20"]).expect_ok()
+    with open(supp, "w") as f:
+        f.write("leak:load_model\n")
+    for extra, shown in (([], True), (["--suppressions", supp], False)):
+        text = report(loaded.trace(), fmt="text", extra=extra)
+        phase = text.split('Phase "load"')[1].split("\n\n")[0]
+        check_eq("load_model" in phase, shown, f"phase survivors {extra}")
+        rep = report(loaded.trace(), extra=extra)
+        sites = [s for ph in rep["phases"] for s in ph["sites"]]
+        check_eq(any(s["location"]["function"] == "load_model"
+                     for s in sites), shown, f"JSON phase sites {extra}")
+    with open(supp, "w") as f:
+        f.write("leak:leak_one_buffer\n")
+
+    loop = [prog("leaky_loop"), "30", "4096"]
+    for env, status in (({}, 23), ({"LEAKWATCH_SUPPRESSIONS": supp}, 0)):
+        p = subprocess.run([CLI, "run", "--max-growth", "100", "--", *loop],
+                           cwd=leaky.dir, env={**clean_env(), **env},
+                           capture_output=True, text=True, timeout=120)
+        check_eq(p.returncode, status, f"run --max-growth {env}: {p.stderr}")
+
+
+def bare_gate_suggestion():
+    """What the bare gate suggests reproduces its verdict, and a program
+    that marks no steps is told how to judge it."""
+    run = Run([prog("leaky_loop"), "5", "1000"],
+              env={"LEAKWATCH_MAX_GROWTH": "100", "LEAKWATCH_MIN_STEPS": "3"})
+    check_eq(run.returncode, 23, f"bare gate: {run.stderr}")
+    m = re.search(r"`(leakwatch check [^`]*)`", run.stderr)
+    check(m, f"a command is suggested: {run.stderr}")
+    argv = m.group(1).split()
+    p = subprocess.run([CLI, *argv[1:]], capture_output=True, text=True,
+                       timeout=60)
+    check_eq(p.returncode, 1, f"the suggested command agrees: {p.stdout}")
+    # No steps marked: the bare gate does not judge, and says what does.
+    loop = [prog("unchecked_loop"), "60", "1024", "0"]
+    run = Run(loop, env={"LEAKWATCH_MAX_GROWTH": "100"})
+    check_eq(run.returncode, 0, f"no steps: {run.stderr}")
+    check("marked no steps" in run.stderr, run.stderr)
+    m = re.search(r"`(leakwatch check [^`]*)`", run.stderr)
+    check(m, f"a command is suggested: {run.stderr}")
+    p = subprocess.run([CLI, *m.group(1).split()[1:]], capture_output=True,
+                       text=True, timeout=60)
+    q = subprocess.run([CLI, "run", "--max-growth", "100", "--", *loop],
+                       cwd=run.dir, env=clean_env(), capture_output=True,
+                       text=True, timeout=120)
+    check_eq((p.returncode, q.returncode), (1, 23),
+             f"check and run agree: {p.stdout} / {q.stderr}")
+
+
+def exec_format_hint():
+    """A script that cannot be run as it is (no #! line, or not
+    executable): the error says how to run it."""
+    probe = Run([prog("no_cuda")])
+    script = os.path.join(probe.dir, "train.py")
+    with open(script, "w") as f:
+        f.write("print('hi')\n")
+    for mode, what in ((0o755, "no #! line"), (0o644, "not executable")):
+        os.chmod(script, mode)
+        p = subprocess.run([CLI, "run", "--", script], cwd=probe.dir,
+                           env=clean_env(), capture_output=True, text=True,
+                           timeout=60)
+        check_eq(p.returncode, 126, f"{what}: {p.stderr}")
+        check(f"leakwatch run -- python3 {script}" in p.stderr,
+              f"{what}: hint to name the interpreter: {p.stderr}")
+
+
+def diff_cannot_judge():
+    """diff of a judged run against one too short to judge says "cannot
+    judge", never "fixed" nor "no regression", and exits 3."""
+    before = Run([prog("leaky_loop"), "30", "1024"]).expect_ok()
+    after = Run([prog("leaky_loop"), "5", "4096"]).expect_ok()
+    p = subprocess.run([CLI, "diff", before.trace(), after.trace()],
+                       capture_output=True, text=True, env=clean_env(),
+                       timeout=60)
+    check_eq(p.returncode, 3, f"diff exit status: {p.stdout}{p.stderr}")
+    site = [line for line in p.stdout.splitlines() if "growth" in line
+            and "/step" in line]
+    check(site and site[0].strip().startswith("cannot judge"),
+          f"the leaking site: {p.stdout}")
+    check("fixed" not in p.stdout and "no regression:" not in p.stdout,
+          p.stdout)
+    check(f"{after.trace()} has 5 steps" in p.stdout, p.stdout)
+    # Long enough on both sides, the same comparison is judged.
+    after = Run([prog("leaky_loop"), "30", "4096"]).expect_ok()
+    p = subprocess.run([CLI, "diff", before.trace(), after.trace()],
+                       capture_output=True, text=True, env=clean_env(),
+                       timeout=60)
+    check_eq(p.returncode, 1, f"4x faster is WORSE: {p.stdout}")
+
+
+def report_directory():
+    """A directory given for a trace: one line that says to pass the trace
+    files in it, exit status 2, from every command that reads traces."""
+    run = Run([prog("leaky_loop"), "12", "1024"]).expect_ok()
+    for argv in (["report"], ["check", "--max-growth", "0"],
+                 ["diff", run.trace()]):
+        p = subprocess.run([CLI, *argv, run.dir], capture_output=True,
+                           text=True, env=clean_env(), timeout=60)
+        check_eq(p.returncode, 2, f"{argv}: {p.stderr}")
+        check_eq(p.stderr.strip(),
+                 f"leakwatch: {run.dir}: Is a directory; pass the trace "
+                 f"files in it ({run.dir}/*.trace)", f"{argv}")
+
+
+def demo():
+    """scripts/demo.sh keeps its trace and prints its path and the next
+    commands to try, which work on it. Runs only where the demo's build
+    tree is the one under test (it builds that tree)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    if os.path.realpath(CLI) != os.path.realpath(
+            os.path.join(root, "build", "report", "leakwatch")):
+        print("the demo's build tree is not the one under test: skipped")
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="lw-demo-")
+    p = subprocess.run(["bash", os.path.join(root, "scripts", "demo.sh"),
+                        "20"], env={**clean_env(), "TMPDIR": tmp},
+                       capture_output=True, text=True, timeout=300)
+    check_eq(p.returncode, 0, f"demo: {p.stdout}{p.stderr}")
+    m = re.search(r"^demo: the trace is kept: (\S+)$", p.stdout, re.M)
+    check(m and os.path.exists(m.group(1)),
+          f"the trace is kept and named: {p.stdout}")
+    commands = re.findall(rf"^  ({re.escape(CLI)} .*)$", p.stdout, re.M)
+    check(len(commands) >= 3, f"next commands: {p.stdout}")
+    for command in commands:
+        q = subprocess.run(command.split(), capture_output=True, text=True,
+                           env=clean_env(), timeout=60)
+        # check fails the planted leak (1); the others succeed.
+        check_eq(q.returncode, 1 if " check " in command else 0,
+                 f"{command}: {q.stderr}")
+
+
+def teardown_not_lingering():
+    """Buffers kept one per step and freed after the loop: teardown, not
+    memory lingering at step peaks, and the finding says they were released
+    after the last step, as its evidence shows."""
+    run = Run([prog("keep_then_free"), "100", "4096"]).expect_ok()
+    rep = report(run.trace())
+    check_eq(rep["peak_attribution"]["lingering_steps"], 0,
+             f"lingering: {rep['peak_attribution']}")
+    check(all(p["lingering_bytes"] == 0 for p in rep["step_series"]),
+          "no step point has lingering bytes")
+    finding = [f for f in rep["findings"]
+               if f["location"]["function"] == "keep_one_buffer"]
+    check(finding, f"the kept buffers are a finding: {rep['findings']}")
+    check_eq(finding[0]["evidence"]["frees"], 100, "freed at teardown")
+    check("never released" not in finding[0]["reason"] and
+          "after the last step" in finding[0]["reason"],
+          f"the wording matches the evidence: {finding[0]['reason']}")
+    text = report(run.trace(), fmt="text")
+    check("Peak attribution" not in text and "lingering" not in text, text)
+    # (Memory a step leaves to the next, freed during it, still lingers:
+    # the diagnose suite's lingering scenarios.)
+
+
 def hazards(*args, **kw):
     return Run([prog("hazards"), *args], **kw)
 
@@ -977,4 +1263,9 @@ if __name__ == "__main__":
         run_max_growth, exec_chain, exec_flush, exec_failed,
         secure_exec, spawned_children, vfork_exec, daemon_child,
         crash_flush, signals, exit_handlers, double_free, reopen_runtime,
-        deepbind, file_size_limit, disk_full, two_runtimes, threads_million]}))
+        deepbind, file_size_limit, disk_full, two_runtimes, threads_million,
+        manifest,
+        failed_allocations,
+        run_unwritable, suppressions,
+        bare_gate_suggestion, diff_cannot_judge,
+        exec_format_hint, report_directory, demo, teardown_not_lingering]}))

@@ -7,6 +7,7 @@ import tinytensor as tt
 
 KEPT = []
 CACHE = []
+FILLED = []
 
 
 @pytest.mark.leakwatch(max_growth="1KiB", steps=30)
@@ -25,6 +26,12 @@ def test_frees_everything():
 def test_cache_made_once():
     if not CACHE:                   # the first run is the warm-up
         CACHE.append(tt.ones([4096]))
+
+
+@pytest.mark.leakwatch(max_growth=0, steps=30)
+def test_cache_fills_then_stops():
+    if len(FILLED) < 12:            # grows for 12 runs, then a plateau
+        FILLED.append(tt.ones([1024]))  # @filled
 
 
 @pytest.fixture

@@ -27,7 +27,9 @@ REPORT_KEYS = [
     "step_series", "step_series_stride", "growth_bytes_per_step", "verdict",
     "min_steps", "step_source", "peak_attribution", "gc_passes", "findings",
     "suppressed_findings", "torch_allocator",
-    # Issue 19: the version of docs/report.schema.json.
+    # Failed allocation calls.
+    "failed_allocations", "failed_allocation_errors",
+    # The version of docs/report.schema.json.
     "schema_version",
 ]
 VERDICTS = ("growing", "plateau", "sawtooth-flat", "stable", "not-enough-steps")

@@ -262,3 +262,48 @@ void scenario_step_long(struct out *o)
 {
 	step_loop(o, TINY, 20000);
 }
+
+/*
+ * Phases of steps, as a pytest session's tests are: in "test_a" (seen
+ * once) 40 steps keep 4 KiB each; 160 steps of "test_b" keep nothing. Over
+ * the run the kept memory is a plateau; within test_a it grows.
+ * epochs: the same 40 steps of growth, in a phase "epoch" seen 5 times,
+ * each releasing what it kept: a sawtooth, growing in no single epoch's
+ * judgement since a repeated phase is not judged on its own.
+ */
+static void phase_loop(struct out *o, bool epochs)
+{
+	struct sim s;
+
+	sim_start(&s, o);
+	rec_string(o, 8, epochs ? "epoch" : "test_a");
+	rec_string(o, 9, "test_b");
+	for (unsigned i = 0; i < STEPS; i++) {
+		if (i % 40 == 0 && (epochs || i == 0))
+			rec_phase_begin(o, 8);
+		if (i == 40 && !epochs)
+			rec_phase_begin(o, 9);
+		sim_temporaries(&s);
+		if (epochs || i < 40)
+			sim_keep(&s, 4 * KiB, 3);
+		sim_step_end(&s);
+		if (i % 40 == 39 && (epochs || i == 39)) {
+			if (epochs)
+				sim_release(&s, 0);
+			rec_simple(o, LW_REC_PHASE_END);
+		}
+	}
+	if (!epochs)
+		rec_simple(o, LW_REC_PHASE_END);
+	sim_finish(&s);
+}
+
+void scenario_step_phase_leak(struct out *o)
+{
+	phase_loop(o, false);
+}
+
+void scenario_step_phase_epochs(struct out *o)
+{
+	phase_loop(o, true);
+}

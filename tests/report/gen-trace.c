@@ -733,6 +733,8 @@ static const struct {
 	{ "step-cache-fill", scenario_step_cache_fill },
 	{ "step-few", scenario_step_few },
 	{ "step-long", scenario_step_long },
+	{ "step-phase-leak", scenario_step_phase_leak },
+	{ "step-phase-epochs", scenario_step_phase_epochs },
 };
 
 static int write_file(const char *path, const struct out *o)

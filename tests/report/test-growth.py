@@ -22,6 +22,8 @@ LEAKS = {
     "step-sawtooth-rising": ("growing", 3, 1),
     "step-warmup": ("growing", 3, 1),
     "step-long": ("growing", 3, 1),
+    # Grows within a phase seen once (a test), a plateau over the run.
+    "step-phase-leak": ("growing", 3, 1),
 }
 CONTROLS = {
     "step-sawtooth-flat": ("sawtooth-flat", None, 0),
@@ -30,6 +32,8 @@ CONTROLS = {
     "step-grad-accum": ("sawtooth-flat", None, 0),
     "step-eval": ("stable", None, 0),
     "step-cache-fill": (None, None, 0),  # stable or plateau
+    # The same growth in a phase seen 5 times, released at each end.
+    "step-phase-epochs": ("sawtooth-flat", None, 0),
     "step-few": ("not-enough-steps", None, 0),
     "leak-loop": ("growing", 3, 1),  # an older scenario: 4 KiB per step
     "no-leak": ("not-enough-steps", None, 0),  # 4 steps
@@ -117,6 +121,12 @@ def check_scenario(lw, tmp, name, expected, leak):
     if "not-enough-steps" == verdict and d["steps"]:
         if b"not enough steps to judge" not in r.stdout:
             fail(f"{name}: check does not say it cannot judge: {r.stdout!r}")
+    # Only growth that goes on is extrapolated (a plateau stopped).
+    r = run([lw, "report", trace], tmp)
+    growth = [line for line in r.stdout.decode().splitlines()
+              if line.startswith("Growth:")]
+    if growth and ("per 10,000 steps" in growth[0]) != (d["verdict"] == "growing"):
+        fail(f"{name}: {d['verdict']} run's growth line: {growth[0]!r}")
     # A generous limit lets every leak pass but... the 1 MiB/step ones.
     r = run([lw, "check", "--max-growth", "2MiB", trace], tmp)
     if r.returncode != 0:
