@@ -74,8 +74,11 @@ def check_library(tool, path, errors):
         if name not in exported:
             errors.append('%s: does not export %s' % (path, name))
     for name, (version, _, default) in sorted(exported.items()):
-        if not name.startswith('cuda'):
-            errors.append('%s: exports %s: only cuda* names should be exported' % (path, name))
+        # The real runtime also exports the __cuda* functions that nvcc's
+        # generated code calls to register and launch kernels.
+        if not name.startswith(('cuda', '__cuda')):
+            errors.append('%s: exports %s: only cuda* and __cuda* names should be exported'
+                          % (path, name))
         elif version != VERSION or not default:
             errors.append('%s: %s is versioned %s, expected %s@@%s'
                           % (path, name, version, name, VERSION))

@@ -9,7 +9,9 @@
 #include "fake-table.h"
 
 #define ALIGNMENT 256
-#define DEFAULT_CAPACITY ((size_t)16 << 30)
+/* An H100-sized device; pinned host memory as much as a test machine gives. */
+#define DEFAULT_DEVICE_CAPACITY ((size_t)80 << 30)
+#define DEFAULT_HOST_CAPACITY ((size_t)16 << 30)
 #define DEFAULT_DEVICES 1
 
 /* What a stream or pool handle points at; only its address matters. */
@@ -103,8 +105,8 @@ static void unlock_after_fork(void)
 
 static void init(void)
 {
-	device_capacity = parse_bytes("FAKECUDA_CAPACITY", DEFAULT_CAPACITY);
-	host_capacity = parse_bytes("FAKECUDA_HOST_CAPACITY", DEFAULT_CAPACITY);
+	device_capacity = parse_bytes("FAKECUDA_CAPACITY", DEFAULT_DEVICE_CAPACITY);
+	host_capacity = parse_bytes("FAKECUDA_HOST_CAPACITY", DEFAULT_HOST_CAPACITY);
 	device_count = parse_device_count();
 	pthread_atfork(lock_before_fork, unlock_after_fork, unlock_after_fork);
 }
@@ -313,8 +315,91 @@ static int contains_start(const struct fake_entry *entry, void *context)
 {
 	const struct range *range = context;
 
-	return (entry->kind == FAKE_DEVICE || entry->kind == FAKE_MANAGED) &&
+	return (entry->kind == FAKE_DEVICE || entry->kind == FAKE_MANAGED ||
+		entry->kind == FAKE_RESERVED) &&
 	       entry->key <= range->start && range->start < entry->key + entry->size;
+}
+
+void fake_mem_set_pool(void *ptr, cudaMemPool_t pool)
+{
+	struct fake_entry *entry;
+
+	lock();
+	entry = fake_table_find(&allocations, (uintptr_t)ptr);
+	if (entry)
+		entry->pool = (uintptr_t)pool;
+	unlock();
+}
+
+static int in_pool(const struct fake_entry *entry, void *context)
+{
+	struct { uintptr_t pool; size_t used; } *sum = context;
+
+	if (entry->pool == sum->pool)
+		sum->used += entry->size;
+	return 0;
+}
+
+size_t fake_mem_pool_used(cudaMemPool_t pool)
+{
+	struct { uintptr_t pool; size_t used; } sum = { (uintptr_t)pool, 0 };
+
+	/* Linear, as the stats query it answers is rare. */
+	lock();
+	fake_table_scan(&allocations, in_pool, &sum);
+	unlock();
+	return sum.used;
+}
+
+cudaError_t fake_mem_reserve(void *ptr, size_t size, int device)
+{
+	struct fake_entry entry = { .key = (uintptr_t)ptr, .size = size,
+				    .kind = FAKE_RESERVED, .device = device };
+	cudaError_t err = cudaSuccess;
+
+	if (!ptr || !size)
+		return cudaErrorInvalidValue;
+	lock();
+	if (fake_table_insert(&allocations, &entry))
+		err = cudaErrorMemoryAllocation;
+	unlock();
+	return err;
+}
+
+cudaError_t fake_mem_unreserve(void *ptr)
+{
+	struct fake_entry *entry;
+
+	lock();
+	entry = fake_table_find(&allocations, (uintptr_t)ptr);
+	if (!entry || entry->kind != FAKE_RESERVED) {
+		unlock();
+		return cudaErrorInvalidValue;
+	}
+	fake_table_remove(&allocations, entry);
+	unlock();
+	return cudaSuccess;
+}
+
+cudaError_t fake_mem_range(const void *ptr, void **base, size_t *size)
+{
+	struct range range = { (uintptr_t)ptr, (uintptr_t)ptr + 1 };
+	const struct fake_entry *entry;
+	cudaError_t err = cudaErrorInvalidValue;
+
+	lock();
+	entry = fake_table_find(&allocations, range.start);
+	if (!entry || !contains_start(entry, &range))
+		entry = fake_table_scan(&allocations, contains_start, &range);
+	if (entry) {
+		if (base)
+			*base = (void *)entry->key;
+		if (size)
+			*size = entry->size;
+		err = cudaSuccess;
+	}
+	unlock();
+	return err;
 }
 
 enum fake_place fake_classify(const void *ptr, size_t count)
@@ -428,6 +513,9 @@ static int on_device(const struct fake_entry *entry, void *context)
 
 static void release_allocation(const struct fake_entry *entry, void *context)
 {
+	/* A reserved range is the program's to free (cuMemAddressFree). */
+	if (entry->kind == FAKE_RESERVED)
+		return;
 	uncharge(entry);
 	free((void *)entry->key);
 }

@@ -58,6 +58,7 @@ enum fake_kind {
 	FAKE_STREAM = 5,
 	FAKE_POOL = 6,
 	FAKE_PHYSICAL = 7,   /* cuMemCreate: device memory reached by mapping */
+	FAKE_RESERVED = 8,   /* cuMemAddressReserve: a range mappings go into */
 };
 
 #define FAKE_KIND_BIT(kind) (1u << (kind))
@@ -99,6 +100,27 @@ cudaError_t fake_mem_alloc(int kind, int device, size_t size, void **out);
 
 /* The kind of the live allocation that starts at ptr, or 0. */
 int fake_mem_kind(const void *ptr);
+
+/*
+ * Marks the live allocation at ptr as taken from pool (stream-ordered), and
+ * returns the bytes live in pool's allocations.
+ */
+void fake_mem_set_pool(void *ptr, cudaMemPool_t pool);
+size_t fake_mem_pool_used(cudaMemPool_t pool);
+
+/*
+ * Records [ptr, ptr + size) as a reserved address range of device (the
+ * caller made the range; nothing is charged), or forgets it. Memory inside
+ * a reserved range counts as device memory.
+ */
+cudaError_t fake_mem_reserve(void *ptr, size_t size, int device);
+cudaError_t fake_mem_unreserve(void *ptr);
+
+/*
+ * The device, managed or reserved allocation that holds ptr: stores its
+ * start and size and returns cudaSuccess, or cudaErrorInvalidValue.
+ */
+cudaError_t fake_mem_range(const void *ptr, void **base, size_t *size);
 
 /*
  * Frees ptr if it is the start of a live allocation whose kind is in

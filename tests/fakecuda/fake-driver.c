@@ -135,6 +135,17 @@ FAKECUDA_EXPORT CUresult cuMemFreeHost(void *p)
 	return free_kinds(p, FAKE_KIND_BIT(FAKE_PINNED));
 }
 
+/* A stream-ordered allocation, counted in its pool's used bytes. */
+static CUresult pooled_alloc(int device, size_t bytesize, cudaMemPool_t pool,
+			     CUdeviceptr *dptr)
+{
+	CUresult result = device_alloc(FAKE_DEVICE, device, bytesize, (void **)dptr);
+
+	if (result == CUDA_SUCCESS)
+		fake_mem_set_pool((void *)(uintptr_t)*dptr, pool);
+	return result;
+}
+
 static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 {
 	int device;
@@ -142,7 +153,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream stream)
 
 	if (err)
 		return to_cu(err);
-	return device_alloc(FAKE_DEVICE, device, bytesize, (void **)dptr);
+	return pooled_alloc(device, bytesize, fake_default_pool(device), dptr);
 }
 
 FAKECUDA_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
@@ -166,7 +177,7 @@ static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool
 		err = fake_stream_device((cudaStream_t)stream, &stream_device);
 	if (err)
 		return to_cu(err);
-	return device_alloc(FAKE_DEVICE, device, bytesize, (void **)dptr);
+	return pooled_alloc(device, bytesize, (cudaMemPool_t)pool, dptr);
 }
 
 FAKECUDA_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
@@ -229,14 +240,32 @@ FAKECUDA_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (range == MAP_FAILED)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* Copies and memsets into what is mapped there reach the range itself. */
+	if (fake_mem_reserve(range, size, fake_current_device()) != cudaSuccess) {
+		munmap(range, size);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	*ptr = (CUdeviceptr)(uintptr_t)range;
 	return CUDA_SUCCESS;
 }
 
 FAKECUDA_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
-	if (!ptr || !size || munmap((void *)(uintptr_t)ptr, size) != 0)
+	if (!ptr || !size || fake_mem_unreserve((void *)(uintptr_t)ptr) != cudaSuccess)
 		return CUDA_ERROR_INVALID_VALUE;
+	munmap((void *)(uintptr_t)ptr, size);
+	return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize,
+					      CUdeviceptr dptr)
+{
+	void *base;
+
+	if (fake_mem_range((const void *)(uintptr_t)dptr, &base, psize) != cudaSuccess)
+		return CUDA_ERROR_NOT_FOUND;
+	if (pbase)
+		*pbase = (CUdeviceptr)(uintptr_t)base;
 	return CUDA_SUCCESS;
 }
 
@@ -261,6 +290,36 @@ FAKECUDA_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_
 	if (result == CUDA_SUCCESS)
 		*handle = (CUmemGenericAllocationHandle)(uintptr_t)mem;
 	return result;
+}
+
+FAKECUDA_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(
+	CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle)
+{
+	if (!prop)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fake_mem_kind((const void *)(uintptr_t)handle) != FAKE_PHYSICAL)
+		return CUDA_ERROR_INVALID_HANDLE;
+	memset(prop, 0, sizeof(*prop));
+	prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop->location.id = fake_current_device();
+	return CUDA_SUCCESS;
+}
+
+/*
+ * The handle of the physical allocation mapped at addr. Mappings are not
+ * recorded, so only a handle's own address answers; anything else is
+ * reported as not mapped.
+ */
+FAKECUDA_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
+						     void *addr)
+{
+	if (!handle || !addr)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fake_mem_kind(addr) != FAKE_PHYSICAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	*handle = (CUmemGenericAllocationHandle)(uintptr_t)addr;
+	return CUDA_SUCCESS;
 }
 
 FAKECUDA_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
@@ -309,6 +368,8 @@ static const struct fake_core_ops core_ops = {
 	.pool_device = fake_pool_device,
 	.default_pool = fake_default_pool,
 	.reset_device = fake_reset_device,
+	.mem_kind = fake_mem_kind,
+	.mem_pool_used = fake_mem_pool_used,
 };
 
 FAKECUDA_EXPORT CUresult cuGetExportTable(const void **ppExportTable,
@@ -369,6 +430,35 @@ static const struct proc procs[] = {
 	PROC("cuMemMap", 10020, cuMemMap),
 	PROC("cuMemUnmap", 10020, cuMemUnmap),
 	PROC("cuMemSetAccess", 10020, cuMemSetAccess),
+	PROC("cuMemGetAddressRange", 3020, cuMemGetAddressRange),
+	PROC("cuMemGetAllocationPropertiesFromHandle", 10020,
+	     cuMemGetAllocationPropertiesFromHandle),
+	PROC("cuMemRetainAllocationHandle", 11000, cuMemRetainAllocationHandle),
+	/* fake-context.c */
+	PROC("cuDeviceGet", 2000, cuDeviceGet),
+	PROC("cuDeviceGetAttribute", 2000, cuDeviceGetAttribute),
+	PROC("cuDevicePrimaryCtxRetain", 7000, cuDevicePrimaryCtxRetain),
+	PROC("cuDevicePrimaryCtxGetState", 7000, cuDevicePrimaryCtxGetState),
+	PROC("cuCtxGetCurrent", 4000, cuCtxGetCurrent),
+	PROC("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
+	PROC("cuGetErrorString", 6000, cuGetErrorString),
+	PROC("cuModuleLoad", 2000, cuModuleLoad),
+	PROC("cuModuleLoadData", 2000, cuModuleLoadData),
+	PROC("cuModuleLoadDataEx", 2010, cuModuleLoadDataEx),
+	PROC("cuModuleUnload", 2000, cuModuleUnload),
+	PROC("cuModuleGetFunction", 2000, cuModuleGetFunction),
+	PROC("cuLaunchKernel", 4000, cuLaunchKernel),
+	PROC("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel),
+	PROC("cuFuncGetAttribute", 2020, cuFuncGetAttribute),
+	PROC("cuFuncSetAttribute", 9000, cuFuncSetAttribute),
+	PROC("cuFuncSetCacheConfig", 3000, cuFuncSetCacheConfig),
+	PROC("cuOccupancyMaxActiveBlocksPerMultiprocessor", 6050,
+	     cuOccupancyMaxActiveBlocksPerMultiprocessor),
+	PROC("cuMemGetAllocationGranularity", 10020, cuMemGetAllocationGranularity),
+	PROC("cuMemExportToShareableHandle", 10020, cuMemExportToShareableHandle),
+	PROC("cuMemImportFromShareableHandle", 10020, cuMemImportFromShareableHandle),
+	PROC("cuMemsetD32Async", 3020, cuMemsetD32Async),
+	PROC("cuStreamWriteValue32", 11070, cuStreamWriteValue32),
 };
 
 static CUresult get_proc_address_v2(const char *symbol, void **pfn, int cudaVersion,

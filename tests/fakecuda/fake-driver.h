@@ -38,6 +38,8 @@ struct fake_core_ops {
 	cudaError_t (*pool_device)(cudaMemPool_t pool, int *device);
 	cudaMemPool_t (*default_pool)(int device);
 	void (*reset_device)(int device);
+	int (*mem_kind)(const void *ptr);
+	size_t (*mem_pool_used)(cudaMemPool_t pool);
 };
 
 /* The driver's per-thread-default-stream variants (cuda.h declares them
@@ -70,6 +72,7 @@ struct fake_driver_api {
 						   CUmemoryPool pool, CUstream stream);
 	CUresult (*mem_free_async)(CUdeviceptr dptr, CUstream stream);
 	CUresult (*mem_free_async_ptsz)(CUdeviceptr dptr, CUstream stream);
+	CUresult (*device_get_attribute)(int *pi, CUdevice_attribute attrib, CUdevice dev);
 	const struct fake_core_ops *core;
 };
 

@@ -73,6 +73,7 @@ static void load(void)
 	resolve("cuMemFreeAsync", CU_GET_PROC_ADDRESS_LEGACY_STREAM, &api.mem_free_async);
 	resolve("cuMemFreeAsync", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
 		&api.mem_free_async_ptsz);
+	resolve("cuDeviceGetAttribute", 0, &api.device_get_attribute);
 	resolve("cuGetExportTable", 0, &get_export_table);
 	if (get_export_table(&table, &id) != CUDA_SUCCESS || !table ||
 	    ((const struct fake_core_ops *)table)->size < sizeof(struct fake_core_ops))
@@ -162,6 +163,16 @@ cudaError_t fake_mem_register(void *ptr, size_t size)
 cudaError_t fake_mem_unregister(void *ptr)
 {
 	return core()->mem_unregister(ptr);
+}
+
+int fake_mem_kind(const void *ptr)
+{
+	return core()->mem_kind(ptr);
+}
+
+size_t fake_mem_pool_used(cudaMemPool_t pool)
+{
+	return core()->mem_pool_used(pool);
 }
 
 enum fake_place fake_classify(const void *ptr, size_t count)

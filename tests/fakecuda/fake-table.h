@@ -16,6 +16,7 @@ struct fake_entry {
 	size_t size;    /* bytes asked for; 0 for handles */
 	int kind;       /* enum fake_kind */
 	int device;     /* device ordinal, -1 for host memory */
+	uintptr_t pool; /* the memory pool of a stream-ordered allocation, or 0 */
 };
 
 struct fake_table {

@@ -6,7 +6,7 @@
  *   fakecuda-selftest            every behaviour, with the configuration set
  *                                here: 1 MiB per device, 2 devices, 512 KiB
  *                                of pinned host memory
- *   fakecuda-selftest defaults   no FAKECUDA_* variables: 16 GiB, 1 device
+ *   fakecuda-selftest defaults   no FAKECUDA_* variables: 80 GiB, 1 device
  *   fakecuda-selftest bad-env    unparsable variables fall back to defaults
  *   fakecuda-selftest no-device  FAKECUDA_DEVICES=0
  *
@@ -636,7 +636,7 @@ static void run_main_mode(void)
 	selftest_fork();
 }
 
-/* Expects the defaults: one device of 16 GiB, 16 GiB of pinned memory. */
+/* Expects the defaults: one device of 80 GiB, 16 GiB of pinned memory. */
 static void check_defaults(void)
 {
 	size_t free_bytes = 0, total_bytes = 0;
@@ -646,8 +646,8 @@ static void check_defaults(void)
 	CHECK_ERR(cudaGetDeviceCount(&count), cudaSuccess);
 	CHECK(count == 1);
 	CHECK_ERR(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
-	CHECK(free_bytes == 16 * GIB && total_bytes == 16 * GIB);
-	CHECK_ERR(cudaMalloc(&ptr, 16 * GIB + 1), cudaErrorMemoryAllocation);
+	CHECK(free_bytes == 80 * GIB && total_bytes == 80 * GIB);
+	CHECK_ERR(cudaMalloc(&ptr, 80 * GIB + 1), cudaErrorMemoryAllocation);
 	CHECK_ERR(cudaMallocHost(&ptr, 16 * GIB + 1), cudaErrorMemoryAllocation);
 	CHECK(ptr == SENTINEL);
 	CHECK_ERR(cudaSetDevice(1), cudaErrorInvalidDevice);
