@@ -265,6 +265,41 @@
  *                       under the native caching allocator (only its
  *                       segments are seen), "expandable_segments": the
  *                       native allocator with expandable_segments:True}.
+ *                       Added at its end: "blocks", "segments" (blocks the
+ *                       native allocator reported through its profiler
+ *                       hook, c10::reportMemoryUsageToProfiler, and
+ *                       segments it reserved from CUDA),
+ *                       "allocated_bytes_at_end", "reserved_bytes_at_end",
+ *                       "peak_allocated_bytes", "peak_reserved_bytes": the
+ *                       two levels of torch.cuda.memory_allocated() and
+ *                       memory_reserved() as the trace shows them, at its
+ *                       end and at their peaks; all 0 where the hook
+ *                       reported nothing (the cudaMallocAsync backend, or
+ *                       PYTORCH_NO_CUDA_MEMORY_CACHING: every tensor is its
+ *                       own CUDA allocation, in "live_bytes").
+ *                       "tensors_visible" is also true when the hook
+ *                       reported blocks.
+ *   Each point of "step_series" has, after "lingering_bytes":
+ *       "allocated_bytes", "reserved_bytes"  the native allocator's two
+ *                       levels at the point (as torch.cuda.memory_allocated()
+ *                       and memory_reserved() after that step; 0 when its
+ *                       hook reported nothing);
+ *       "peak_reserved_bytes"  the most reserved since the previous point.
+ *   "oom"               null unless PyTorch's allocator reported running
+ *                       out of memory (c10::reportOutOfMemoryToProfiler);
+ *                       else the first such report: {"count" (reports in
+ *                       the trace), "size" (bytes requested), "allocated",
+ *                       "reserved" (PyTorch's own counters then), "device",
+ *                       "step" (STEP records before it), "live_bytes",
+ *                       "live_count" (device memory live then, as the
+ *                       trace shows it), "tracked_allocated",
+ *                       "tracked_reserved" (the two levels as the trace
+ *                       shows them), "sites": [{"id", "kind", "bytes",
+ *                       "count", "location"}] what each site held then,
+ *                       largest first, at most 20, "more_sites", "grew":
+ *                       {"sites", "more_sites"} the same for what each
+ *                       site gained since the first step point (all it
+ *                       held when no step had ended)}.
  *
  * Numbers are unsigned integers (they may exceed 2^53), except the growth
  * rates and "mean_lifetime_steps". Strings from the trace are escaped (control characters as
@@ -319,9 +354,17 @@ static void put_torch(FILE *out, const struct lw_model *m)
 	put_bytes_or_null(out, t.conf);
 	fputs(", \"source\": ", out);
 	put_bytes_or_null(out, t.source);
-	fprintf(out, ", \"tensors_visible\": %s, \"expandable_segments\": %s}",
+	fprintf(out, ", \"tensors_visible\": %s, \"expandable_segments\": %s",
 		t.tensors_visible ? "true" : "false",
 		t.expandable_segments ? "true" : "false");
+	fprintf(out, ", \"blocks\": %" PRIu64 ", \"segments\": %" PRIu64
+		     ", \"allocated_bytes_at_end\": %" PRIu64
+		     ", \"reserved_bytes_at_end\": %" PRIu64
+		     ", \"peak_allocated_bytes\": %" PRIu64
+		     ", \"peak_reserved_bytes\": %" PRIu64 "}",
+		m->torch.blocks, m->torch.segments, m->torch.allocated_bytes,
+		m->torch.reserved_bytes, m->torch.peak_allocated_bytes,
+		m->torch.peak_reserved_bytes);
 }
 
 static void put_command(FILE *out, const struct lw_model *m)
@@ -666,6 +709,37 @@ static int put_lingering(FILE *out, const struct lw_report *r,
 	return rc;
 }
 
+static int put_oom(FILE *out, const struct lw_report *r, unsigned indent)
+{
+	const struct lw_oom *o = &r->model->oom;
+	int rc;
+
+	if (!o->seen) {
+		fputs("null", out);
+		return 0;
+	}
+	fprintf(out, "{\"count\": %" PRIu64 ", \"size\": %" PRIu64
+		     ", \"allocated\": %" PRIu64 ", \"reserved\": %" PRIu64
+		     ", \"device\": %" PRId64 ", \"step\": %" PRIu64
+		     ", \"live_bytes\": %" PRIu64 ", \"live_count\": %" PRIu64
+		     ", \"tracked_allocated\": %" PRIu64
+		     ", \"tracked_reserved\": %" PRIu64 ",",
+		o->count, o->size, o->allocated, o->reserved, o->device,
+		o->steps, o->live_device_bytes, o->live_device_count,
+		o->tracked_allocated, o->tracked_reserved);
+	put_key(out, indent + 2, "sites");
+	if ((rc = put_shares(out, r, &o->live, true, indent + 2)) < 0)
+		return rc;
+	putc(',', out);
+	put_key(out, indent + 2, "grew");
+	fputs("{\"sites\": ", out);
+	rc = put_shares(out, r, &o->grew, true, indent + 2);
+	putc('}', out);
+	newline(out, indent);
+	putc('}', out);
+	return rc;
+}
+
 static int put_peak_attribution(FILE *out, const struct lw_report *r,
 				unsigned indent)
 {
@@ -852,9 +926,13 @@ static void put_step_series(FILE *out, const struct lw_model *m,
 		newline(out, indent + 2);
 		fprintf(out, "{\"step\": %" PRIu64 ", \"live_bytes\": %" PRIu64
 			     ", \"live_count\": %" PRIu64 ", \"peak_bytes\": %" PRIu64
-			     ", \"lingering_bytes\": %" PRIu64 "}",
+			     ", \"lingering_bytes\": %" PRIu64
+			     ", \"allocated_bytes\": %" PRIu64
+			     ", \"reserved_bytes\": %" PRIu64
+			     ", \"peak_reserved_bytes\": %" PRIu64 "}",
 			p->step, p->live_bytes, p->live_count, p->peak_bytes,
-			p->lingering_bytes);
+			p->lingering_bytes, p->allocated_bytes,
+			p->reserved_bytes, p->peak_reserved_bytes);
 	}
 	if (m->step_point_count)
 		newline(out, indent);
@@ -1013,6 +1091,10 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	lw_diagnosis_fini(&d);
 	put_key(out, k, "torch_allocator");
 	put_torch(out, m);
+	putc(',', out);
+	put_key(out, k, "oom");
+	if ((rc = put_oom(out, r, k)) < 0)
+		return rc;
 	newline(out, in);
 	putc('}', out);
 	if (!nested)

@@ -39,17 +39,30 @@ static void put_torch(FILE *out, const struct lw_model *m)
 	    memcmp(t.source->data, "leakwatch", 9) == 0)
 		fputs(" (chosen by leakwatch; LEAKWATCH_TORCH_ALLOCATOR=keep "
 		      "keeps PyTorch's default)", out);
+	if (t.blocks_reported) {
+		char a[LW_SIZE_BUF], r[LW_SIZE_BUF], pa[LW_SIZE_BUF],
+			pr[LW_SIZE_BUF];
+
+		fprintf(out, ": tensors tracked one by one through its "
+			     "profiler hook\n"
+			     "  allocated (tensors): %s at the end, %s at the "
+			     "peak; reserved (segments): %s at the end, %s at "
+			     "the peak\n",
+			lw_format_size(a, m->torch.allocated_bytes),
+			lw_format_size(pa, m->torch.peak_allocated_bytes),
+			lw_format_size(r, m->torch.reserved_bytes),
+			lw_format_size(pr, m->torch.peak_reserved_bytes));
+		return;
+	}
 	if (t.tensors_visible) {
 		fputs(": tensors tracked one by one\n", out);
 		return;
 	}
-	fputs(": the native caching allocator: only its segments are "
-	      "visible, not tensors", out);
+	fputs(": the native caching allocator, whose profiler hook "
+	      "reported no tensor: only its segments are visible", out);
 	if (t.expandable_segments)
 		fputs(" (expandable segments, as their cuMemCreate pages)", out);
-	fputs("; to see tensors, run with "
-	      "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, or without "
-	      "PYTORCH_CUDA_ALLOC_CONF and LEAKWATCH_TORCH_ALLOCATOR\n", out);
+	fputs("; to see tensors, run with --torch-allocator async\n", out);
 }
 
 static bool needs_quotes(const uint8_t *s, size_t len)

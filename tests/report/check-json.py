@@ -27,10 +27,20 @@ REPORT_KEYS = [
     "step_series", "step_series_stride", "growth_bytes_per_step", "verdict",
     "min_steps", "step_source", "peak_attribution", "gc_passes", "findings",
     "suppressed_findings", "torch_allocator",
+    # PyTorch's native allocator through its hooks (issue 16).
+    "oom",
 ]
 VERDICTS = ("growing", "plateau", "sawtooth-flat", "stable", "not-enough-steps")
 POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes",
-              "lingering_bytes"]
+              "lingering_bytes", "allocated_bytes", "reserved_bytes",
+              "peak_reserved_bytes"]
+TORCH_KEYS = ["conf", "source", "tensors_visible", "expandable_segments",
+              "blocks", "segments", "allocated_bytes_at_end",
+              "reserved_bytes_at_end", "peak_allocated_bytes",
+              "peak_reserved_bytes"]
+OOM_KEYS = ["count", "size", "allocated", "reserved", "device", "step",
+            "live_bytes", "live_count", "tracked_allocated",
+            "tracked_reserved", "sites", "more_sites", "grew"]
 PHASE_KEYS = ["name", "begins", "ends", "surviving_bytes", "surviving_count",
               "sites", "more_sites"]
 SHARE_KEYS = ["id", "kind", "bytes", "count", "location"]
@@ -162,10 +172,19 @@ def check_report(r, where):
     check(r["verdict"] in VERDICTS, f"{where}: verdict")
     check(is_uint(r["min_steps"]), f"{where}: min_steps")
     torch = r["torch_allocator"]
-    check(torch is None or (isinstance(torch, dict) and list(torch) ==
-                            ["conf", "source", "tensors_visible",
-                             "expandable_segments"]),
+    check(torch is None or (isinstance(torch, dict) and
+                            list(torch) == TORCH_KEYS and
+                            all(is_uint(torch[k]) for k in TORCH_KEYS[4:]) and
+                            torch["allocated_bytes_at_end"] <=
+                            torch["peak_allocated_bytes"] and
+                            torch["reserved_bytes_at_end"] <=
+                            torch["peak_reserved_bytes"]),
           f"{where}: torch_allocator {torch!r}")
+    oom = r["oom"]
+    check(oom is None or (isinstance(oom, dict) and list(oom) == OOM_KEYS and
+                          oom["count"] >= 1 and
+                          list(oom["grew"]) == ["sites", "more_sites"]),
+          f"{where}: oom {oom!r}")
     check(r["python"] == r["info"].get("python"), f"{where}: python = INFO python")
     marked = r["report_point"] == "program_end"
     if marked:
