@@ -229,8 +229,13 @@
  *       "category"      "retained-loss", "metric-copy", "retained-graph",
  *                       "lingering-previous-step", "unreleased-module",
  *                       "cycle-delayed-frees", "growth" (none of the
- *                       others fits) or "not-a-leak".
- *       "leak"          false for "not-a-leak".
+ *                       others fits), "not-a-leak" or (added)
+ *                       "cache-growth": PyTorch's reserved memory grows
+ *                       while the run's tensors do not (fragmentation or
+ *                       cache growth, not a leak; its lead site is the
+ *                       PyTorch block site that allocated most, its
+ *                       "bytes_per_step" the reserved memory's growth).
+ *       "leak"          false for "not-a-leak" and "cache-growth".
  *       "confidence"    "low", "medium" or "high".
  *       "suppressed"    true when a frame of the lead site matched a
  *                       suppression (`--suppressions`); still listed.
@@ -240,7 +245,7 @@
  *       "location"      the lead site's location (as a site's).
  *       "reason"        what the evidence shows, in words.
  *       "fix"           the fix (the rules file's "fix" lines), or null
- *                       for "not-a-leak".
+ *                       for "not-a-leak" (never for "cache-growth").
  *       "phase"         the phase whose survivors it is, or null.
  *       "evidence"      {"bytes_per_step", "count_per_step" (growth, summed
  *                       over a group's sites), "live_bytes", "live_count"
@@ -568,7 +573,7 @@ static int put_site(FILE *out, const struct lw_report *r,
 	else
 		fprintf(out, "\"%s\",", lw_category_name(sd->category));
 	put_key(out, indent + 2, "fix");
-	if (finding && finding->leak)
+	if (finding && lw_finding_has_fix(finding))
 		put_str(out, finding->fix);
 	else
 		fputs("null", out);
@@ -848,7 +853,7 @@ static int put_findings(FILE *out, const struct lw_report *r,
 		fputs(", \"reason\": ", out);
 		put_str(out, f->reason);
 		fputs(", \"fix\": ", out);
-		if (f->leak)
+		if (lw_finding_has_fix(f))
 			put_str(out, f->fix);
 		else
 			fputs("null", out);

@@ -85,6 +85,13 @@ int lw_find_location(const struct lw_report *report,
 int lw_put_site_location(FILE *out, const struct lw_report *report,
 			 uint32_t site);
 
+/* The summary's PyTorch allocator line(s), when PyTorch was loaded. */
+void lw_put_torch_text(FILE *out, const struct lw_model *model);
+
+/* The "at the out-of-memory error" section, when PyTorch's allocator ran
+ * out; up to top sites per list (0: all). Returns 0 or -ENOMEM. */
+int lw_put_oom_text(FILE *out, const struct lw_report *report, size_t top);
+
 /* "0 B", "512 B", "400.0 KiB", "1.4 MiB"... */
 #define LW_SIZE_BUF 32
 const char *lw_format_size(char buf[LW_SIZE_BUF], uint64_t bytes);

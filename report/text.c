@@ -14,57 +14,8 @@
 #include "diagnose.h"
 #include "growth.h"
 #include "render.h"
-#include "torch.h"
 
 /* Whether a shell would need an argument quoted. */
-/* What PyTorch's allocator lets the trace see, when PyTorch was loaded. */
-static void put_torch(FILE *out, const struct lw_model *m)
-{
-	struct lw_torch_view t;
-
-	lw_torch_view(m, &t);
-	if (!t.present)
-		return;
-	fputs("  pytorch allocator: ", out);
-	if (t.conf && t.conf->len)
-		lw_put_text(out, t.conf->data, t.conf->len);
-	else if (t.source && t.source->len == 10 &&
-		 memcmp(t.source->data, "no_caching", 10) == 0)
-		fputs("PYTORCH_NO_CUDA_MEMORY_CACHING", out);
-	else if (t.source)
-		fputs("native caching allocator", out);
-	else
-		fputs("configuration not recorded", out);
-	if (t.source && t.source->len == 9 &&
-	    memcmp(t.source->data, "leakwatch", 9) == 0)
-		fputs(" (chosen by leakwatch; LEAKWATCH_TORCH_ALLOCATOR=keep "
-		      "keeps PyTorch's default)", out);
-	if (t.blocks_reported) {
-		char a[LW_SIZE_BUF], r[LW_SIZE_BUF], pa[LW_SIZE_BUF],
-			pr[LW_SIZE_BUF];
-
-		fprintf(out, ": tensors tracked one by one through its "
-			     "profiler hook\n"
-			     "  allocated (tensors): %s at the end, %s at the "
-			     "peak; reserved (segments): %s at the end, %s at "
-			     "the peak\n",
-			lw_format_size(a, m->torch.allocated_bytes),
-			lw_format_size(pa, m->torch.peak_allocated_bytes),
-			lw_format_size(r, m->torch.reserved_bytes),
-			lw_format_size(pr, m->torch.peak_reserved_bytes));
-		return;
-	}
-	if (t.tensors_visible) {
-		fputs(": tensors tracked one by one\n", out);
-		return;
-	}
-	fputs(": the native caching allocator, whose profiler hook "
-	      "reported no tensor: only its segments are visible", out);
-	if (t.expandable_segments)
-		fputs(" (expandable segments, as their cuMemCreate pages)", out);
-	fputs("; to see tensors, run with --torch-allocator async\n", out);
-}
-
 static bool needs_quotes(const uint8_t *s, size_t len)
 {
 	if (len == 0)
@@ -183,7 +134,7 @@ static void put_summary(FILE *out, const struct lw_report *r,
 		lw_put_text(out, python->data, python->len);
 		fputs(" (each call went to its caller's own)\n", out);
 	}
-	put_torch(out, m);
+	lw_put_torch_text(out, m);
 	if (res->truncated)
 		fprintf(out, "  trace: TRUNCATED: the trace ends early (process killed or still running); showing %" PRIu64 " events up to the last flush\n",
 			m->events);
@@ -581,7 +532,12 @@ static void put_evidence(FILE *out, const struct lw_model *m,
 	const char *sep = "";
 
 	fputs("      evidence: ", out);
-	if (ev->bytes_per_step > 0 && f->leak) {
+	if (f->category == LW_CATEGORY_CACHE_GROWTH) {
+		fprintf(out, "reserved memory grows by %s per step; "
+			     "allocated memory does not",
+			lw_format_rate(a, ev->bytes_per_step));
+		sep = "; ";
+	} else if (ev->bytes_per_step > 0 && f->leak) {
 		fprintf(out, "%s per step (%s per 10,000 steps), %+.3g allocation%s per step",
 			lw_format_rate(a, ev->bytes_per_step),
 			lw_format_rate(b, ev->bytes_per_step * 10000),
@@ -678,7 +634,7 @@ static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 		if ((rc = lw_put_site_location(out, r, f->site)) < 0)
 			break;
 		put_evidence(out, m, f);
-		if (f->leak)
+		if (lw_finding_has_fix(f))
 			fprintf(out, "      fix: %s\n", f->fix);
 	}
 out:
@@ -703,7 +659,8 @@ int lw_render_text(FILE *out, const struct lw_report *r,
 	if ((rc = put_diagnosis(out, r, options->top)) < 0 ||
 	    (rc = put_growth(out, r, options->top)) < 0 ||
 	    (rc = put_phase_survivors(out, r, options->top)) < 0 ||
-	    (rc = put_peak_attribution(out, r, options->top)) < 0)
+	    (rc = put_peak_attribution(out, r, options->top)) < 0 ||
+	    (rc = lw_put_oom_text(out, r, options->top)) < 0)
 		return rc;
 	rc = lw_model_live_sites(m, &sites, &site_count);
 	if (rc < 0)

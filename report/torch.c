@@ -189,6 +189,26 @@ int lw_torch_oom(void *ctx, uint64_t size, uint64_t allocated,
 	return oom_sites(m, o);
 }
 
+int lw_torch_reserved_growth(const struct lw_model *m, uint64_t min_steps,
+			     struct lw_growth *out)
+{
+	size_t n = m->step_point_count;
+	double *reserved;
+
+	out->verdict = LW_VERDICT_NOT_ENOUGH_STEPS;
+	out->per_step = 0;
+	if (!m->torch.segments || !n || m->steps < min_steps)
+		return 0;
+	reserved = malloc(n * sizeof(*reserved));
+	if (!reserved)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		reserved[i] = (double)m->step_points[i].reserved_bytes;
+	*out = lw_judge_series(reserved, n, m->step_stride);
+	free(reserved);
+	return 0;
+}
+
 void lw_torch_fini(struct lw_model *m)
 {
 	free(m->torch.segment_keys);

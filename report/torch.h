@@ -10,6 +10,7 @@
 #ifndef LW_TORCH_H
 #define LW_TORCH_H
 
+#include "lw-growth.h"
 #include "model.h"
 
 struct lw_torch_view {
@@ -41,6 +42,15 @@ int lw_torch_oom(void *ctx, uint64_t size, uint64_t allocated,
 /* A block of the caching allocator born (its free goes through the
  * model's forget()). */
 void lw_torch_block_born(struct lw_torch_memory *torch, uint64_t size);
+
+/*
+ * How the native allocator's reserved memory (its segments) grew over the
+ * step points, judged as growth.h judges live memory: "not-enough-steps"
+ * when fewer than min_steps steps, or no segment was seen. Returns 0, or
+ * -ENOMEM.
+ */
+int lw_torch_reserved_growth(const struct lw_model *model, uint64_t min_steps,
+			     struct lw_growth *out);
 
 /* Frees what the callbacks above allocated. */
 void lw_torch_fini(struct lw_model *model);
