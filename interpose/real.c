@@ -196,6 +196,15 @@ lw_fnptr lw_real_c10_symbol(const char *name)
 	return fn;
 }
 
+lw_fnptr lw_real_torch_symbol(const char *name)
+{
+	static void *torch_cpu_handle;
+	void *handle = loaded_library("libtorch_cpu.so", &torch_cpu_handle,
+				      NULL);
+
+	return handle ? symbol(handle, name) : NULL;
+}
+
 void *lw_real_driver_handle(void)
 {
 	return loaded_library("libcuda.so", &driver_handle, NULL);

@@ -93,6 +93,13 @@ int lw_real_caller_is_torch(const void *caller);
  */
 lw_fnptr lw_real_c10_symbol(const char *name);
 
+/*
+ * A function of PyTorch's libtorch_cpu.so (loaded RTLD_LOCAL, as a
+ * dependency of torch._C) by its mangled name; NULL when the library is
+ * not loaded or has no such symbol. Slow: callers keep the answer.
+ */
+lw_fnptr lw_real_torch_symbol(const char *name);
+
 /* Bumped by the exported dlopen (resolve.c): an object unloaded since may
  * have been replaced at the same addresses. */
 extern unsigned lw_load_generation;

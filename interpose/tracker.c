@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "backward.h"
 #include "config.h"
 #include "gate.h"
 #include "live.h"
@@ -570,8 +571,11 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 		return;
 	/* The expensive part, done before taking any lock. */
 	depth = lw_unwind(frames, config.max_frames, &native_hash);
-	if (python_frames)
+	if (python_frames) {
 		py_depth = capture_python(frames + depth);
+		py_depth = lw_backward_attribute(api, frames, depth,
+						 frames + depth, py_depth);
+	}
 
 	pthread_mutex_lock(&lock);
 	if (!ensure_trace_locked())
@@ -930,6 +934,7 @@ static void after_fork_in_child(void)
 	memset(live_bytes, 0, sizeof(live_bytes));
 	memset(live_count, 0, sizeof(live_count));
 	lw_segments_reset();
+	lw_backward_reset();
 	/* Stack, code and string ids start again at 1 in the child's trace. */
 	lw_stacks_reset();
 	have_program_end_summary = 0;

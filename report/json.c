@@ -85,7 +85,13 @@
  *                       frames with the same address, innermost first.
  *     Added after "frames":
  *       "location"      the frame to lead with, where the user would look
- *                       first: an object with the keys of a frame. It is
+ *                       first: an object with the keys of a frame, then
+ *                       (added) "in_backward": true for a block made in
+ *                       backward on PyTorch's autograd engine thread,
+ *                       whose Python frames are then those of the call to
+ *                       backward() (or torch.autograd.grad), and
+ *                       "autograd_node": the innermost autograd node of
+ *                       its native stack ("MmBackward0"), or null. It is
  *                       the innermost Python frame of the program's own
  *                       code; else (all in the standard library or
  *                       installed packages) the innermost Python frame;
@@ -398,8 +404,9 @@ static void put_totals(FILE *out, const struct lw_totals *t)
 		t->bytes_allocated);
 }
 
-static void put_frame(FILE *out, const struct lw_symbol *sym,
-		      const struct lw_sym_frame *f)
+/* A frame object; tail (keys of a location) goes before its '}'. */
+static void put_frame_with(FILE *out, const struct lw_symbol *sym,
+			   const struct lw_sym_frame *f, const char *tail)
 {
 	fputs("{\"function\": ", out);
 	if (f->function)
@@ -423,13 +430,20 @@ static void put_frame(FILE *out, const struct lw_symbol *sym,
 	fprintf(out, ", \"address\": \"0x%" PRIx64 "\", \"module_offset\": ",
 		sym->address);
 	if (sym->module)
-		fprintf(out, "\"0x%" PRIx64 "\"}", sym->offset);
+		fprintf(out, "\"0x%" PRIx64 "\"", sym->offset);
 	else
-		fputs("null}", out);
+		fputs("null", out);
+	fprintf(out, "%s}", tail);
 }
 
-static void put_pyframe(FILE *out, const struct lw_model *m,
-			const struct lw_trace_pyframe *f)
+static void put_frame(FILE *out, const struct lw_symbol *sym,
+		      const struct lw_sym_frame *f)
+{
+	put_frame_with(out, sym, f, "");
+}
+
+static void put_pyframe_with(FILE *out, const struct lw_model *m,
+			     const struct lw_trace_pyframe *f, const char *tail)
 {
 	struct lw_bytes function, file;
 
@@ -442,8 +456,37 @@ static void put_pyframe(FILE *out, const struct lw_model *m,
 		fprintf(out, ", \"line\": %" PRId64, f->line);
 	else
 		fputs(", \"line\": null", out);
-	fputs(", \"python\": true, \"module\": null, \"address\": null, \"module_offset\": null}",
-	      out);
+	fprintf(out, ", \"python\": true, \"module\": null, \"address\": null, \"module_offset\": null%s}",
+		tail);
+}
+
+static void put_pyframe(FILE *out, const struct lw_model *m,
+			const struct lw_trace_pyframe *f)
+{
+	put_pyframe_with(out, m, f, "");
+}
+
+/* A location: a frame object, with "in_backward" and "autograd_node"
+ * after its keys. */
+static void put_location(FILE *out, const struct lw_model *m,
+			 const struct lw_location *loc)
+{
+	char tail[128];
+
+	/* A node name is made of identifier characters (location.c). */
+	if (loc->autograd_node[0])
+		snprintf(tail, sizeof(tail),
+			 ", \"in_backward\": %s, \"autograd_node\": \"%s\"",
+			 loc->in_backward ? "true" : "false",
+			 loc->autograd_node);
+	else
+		snprintf(tail, sizeof(tail),
+			 ", \"in_backward\": %s, \"autograd_node\": null",
+			 loc->in_backward ? "true" : "false");
+	if (loc->frame->python)
+		put_pyframe_with(out, m, loc->frame->py, tail);
+	else
+		put_frame_with(out, loc->symbol, &loc->symbol->frames[0], tail);
 }
 
 static void put_count_or_null(FILE *out, bool known, uint64_t n)
@@ -544,10 +587,8 @@ static int put_site(FILE *out, const struct lw_report *r,
 	put_key(out, indent + 2, "location");
 	if (!loc.frame)
 		fputs("null", out);
-	else if (loc.frame->python)
-		put_pyframe(out, m, loc.frame->py);
 	else
-		put_frame(out, loc.symbol, &loc.symbol->frames[0]);
+		put_location(out, m, &loc);
 	putc(',', out);
 	put_key(out, indent + 2, "native_thread");
 	fputs(lw_model_site_native_thread(m, site) ? "true," : "false,", out);
@@ -601,10 +642,8 @@ static int put_site_location(FILE *out, const struct lw_report *r,
 	if (rc == 0) {
 		if (!loc.frame)
 			fputs("null", out);
-		else if (loc.frame->python)
-			put_pyframe(out, m, loc.frame->py);
 		else
-			put_frame(out, loc.symbol, &loc.symbol->frames[0]);
+			put_location(out, m, &loc);
 	}
 	free(frames);
 	return rc;

@@ -70,6 +70,10 @@ struct lw_location {
 	const struct lw_frame *frame;	/* in frames; NULL: there are none */
 	const struct lw_symbol *symbol;	/* a native frame's, from the
 					 * report's symbolizer; else NULL */
+	/* Made on PyTorch's autograd engine thread, whose Python frames are
+	 * those of the call to backward() (the shim's backward.c): */
+	bool in_backward;
+	char autograd_node[64];		/* "MmBackward0"; "" if not shown */
 };
 
 /* Returns 0 or -ENOMEM (from the symbolizer). */

@@ -279,6 +279,25 @@ static void put_pyframe(FILE *out, const struct lw_model *m, const char *lead,
 /* Out to the left of the frames, so that the eye finds it first. */
 #define LOCATION_LEAD "    at "
 
+/* A site's location line, without its newline: "    at FRAME", or for a
+ * block made in backward on autograd's thread "    in backward()
+ * (MmBackward0) called from FRAME". */
+static void put_location(FILE *out, const struct lw_model *m,
+			 const struct lw_location *loc)
+{
+	if (loc->frame->python && loc->in_backward) {
+		fputs("    in backward() ", out);
+		if (loc->autograd_node[0])
+			fprintf(out, "(%s) ", loc->autograd_node);
+		put_pyframe(out, m, "called from ", loc->frame->py);
+	} else if (loc->frame->python) {
+		put_pyframe(out, m, LOCATION_LEAD, loc->frame->py);
+	} else {
+		put_frame(out, m, LOCATION_LEAD, loc->symbol,
+			  &loc->symbol->frames[0]);
+	}
+}
+
 /* The first line of a site: what it holds at the report point. */
 static void put_site_header(FILE *out, const struct lw_report *r, size_t rank,
 			    uint32_t site)
@@ -329,11 +348,7 @@ static int put_site(FILE *out, const struct lw_report *r, size_t rank,
 	}
 	if ((rc = lw_find_location(r, frames, count, &loc)) < 0)
 		goto out;
-	if (loc.frame->python)
-		put_pyframe(out, m, LOCATION_LEAD, loc.frame->py);
-	else
-		put_frame(out, m, LOCATION_LEAD, loc.symbol,
-			  &loc.symbol->frames[0]);
+	put_location(out, m, &loc);
 	if (lw_model_site_native_thread(m, site))
 		fputs("  (native thread: no Python frames)", out);
 	putc('\n', out);
@@ -378,11 +393,7 @@ int lw_put_site_location(FILE *out, const struct lw_report *r, uint32_t site)
 		return 0;
 	}
 	if ((rc = lw_find_location(r, frames, count, &loc)) == 0) {
-		if (loc.frame->python)
-			put_pyframe(out, m, LOCATION_LEAD, loc.frame->py);
-		else
-			put_frame(out, m, LOCATION_LEAD, loc.symbol,
-				  &loc.symbol->frames[0]);
+		put_location(out, m, &loc);
 		putc('\n', out);
 	}
 	free(frames);

@@ -7,7 +7,7 @@ out-of-memory section. Skipped (77) unless a Python with PyTorch is named,
 by LEAKWATCH_TORCH_PYTHON or meson's torch_python option
 (scripts/torch-env.sh prints one).
 
-    test_torch_hooks.py levels|oom
+    test_torch_hooks.py levels|oom|backward
 """
 import json
 import os
@@ -80,6 +80,34 @@ def oom():
     return 0
 
 
+def backward():
+    """Gradients made on autograd's device thread and kept every step are
+    reported at the line that called torch.autograd.grad(), in backward,
+    with the autograd node that made them."""
+    script = os.path.join(HERE, "backward.py")
+    line = next(i for i, text in enumerate(open(script), 1)
+                if "# GRAD" in text)
+    with tempfile.TemporaryDirectory(prefix="lw-torch-") as tmp:
+        report, _ = run(tmp, "backward.py", {}, "json")
+        rep = json.load(open(report))
+        if "reports" in rep:
+            rep = max(rep["reports"], key=lambda x: x["steps"])
+    weight_grad = 128 * 128 * 4  # backward.py's Linear(128, 128) weight
+    sites = [s for s in rep["sites"] if s["location"]
+             and s["location"]["in_backward"]
+             and (s["location"]["file"] or "").endswith("backward.py")
+             and s["location"]["line"] == line]
+    grown = [s for s in sites if s["verdict"] == "growing"
+             and s["growth_bytes_per_step"] == weight_grad]
+    print(f"sites at backward.py:{line} in backward: "
+          f"{[(s['location']['autograd_node'], s['growth_bytes_per_step']) for s in sites]}")
+    if not grown or grown[0]["location"]["autograd_node"] != "AddmmBackward0":
+        print("the kept gradient is not reported in backward at the grad() "
+              "line")
+        return 1
+    return 0
+
+
 def main():
     python = os.environ.get("LEAKWATCH_TORCH_PYTHON") or \
         os.environ.get("LW_TORCH_PYTHON_OPTION")
@@ -89,7 +117,8 @@ def main():
               "tail -1))")
         return 77
     os.environ["LW_TORCH_PYTHON"] = python
-    return {"levels": levels, "oom": oom}[sys.argv[1]]()
+    return {"levels": levels, "oom": oom,
+            "backward": backward}[sys.argv[1]]()
 
 
 if __name__ == "__main__":
