@@ -97,7 +97,9 @@ static void note_python(const uintptr_t *py, unsigned py_depth)
 		pthread_mutex_unlock(&caller_lock);
 		return;
 	}
-	if (!__atomic_load_n(&have_caller, __ATOMIC_ACQUIRE))
+	/* caller_thread is written before have_caller is set. */
+	if (!__atomic_load_n(&have_caller, __ATOMIC_ACQUIRE) ||
+	    !pthread_equal(caller_thread, pthread_self()))
 		return;
 	pthread_mutex_lock(&caller_lock);
 	/* The caller allocates again: its backward() returned, and the code
@@ -107,9 +109,8 @@ static void note_python(const uintptr_t *py, unsigned py_depth)
 	pthread_mutex_unlock(&caller_lock);
 }
 
-unsigned lw_backward_attribute(enum lw_api api, const uintptr_t *native,
-			       unsigned depth, uintptr_t *py,
-			       unsigned py_depth)
+unsigned lw_backward_attribute(const uintptr_t *native, unsigned depth,
+			       uintptr_t *py, unsigned py_depth)
 {
 	unsigned n = 0;
 
@@ -118,8 +119,7 @@ unsigned lw_backward_attribute(enum lw_api api, const uintptr_t *native,
 			note_python(py, py_depth);
 		return py_depth;
 	}
-	if (api != LW_API_TORCH_BLOCK ||
-	    !__atomic_load_n(&have_caller, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&have_caller, __ATOMIC_ACQUIRE))
 		return 0;
 	if (!on_autograd_thread(native, depth))
 		return 0;

@@ -573,7 +573,7 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 	depth = lw_unwind(frames, config.max_frames, &native_hash);
 	if (python_frames) {
 		py_depth = capture_python(frames + depth);
-		py_depth = lw_backward_attribute(api, frames, depth,
+		py_depth = lw_backward_attribute(frames, depth,
 						 frames + depth, py_depth);
 	}
 

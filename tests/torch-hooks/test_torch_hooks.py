@@ -87,25 +87,28 @@ def backward():
     script = os.path.join(HERE, "backward.py")
     line = next(i for i, text in enumerate(open(script), 1)
                 if "# GRAD" in text)
-    with tempfile.TemporaryDirectory(prefix="lw-torch-") as tmp:
-        report, _ = run(tmp, "backward.py", {}, "json")
-        rep = json.load(open(report))
-        if "reports" in rep:
-            rep = max(rep["reports"], key=lambda x: x["steps"])
     weight_grad = 128 * 128 * 4  # backward.py's Linear(128, 128) weight
-    sites = [s for s in rep["sites"] if s["location"]
-             and s["location"]["in_backward"]
-             and (s["location"]["file"] or "").endswith("backward.py")
-             and s["location"]["line"] == line]
-    grown = [s for s in sites if s["verdict"] == "growing"
-             and s["growth_bytes_per_step"] == weight_grad]
-    print(f"sites at backward.py:{line} in backward: "
-          f"{[(s['location']['autograd_node'], s['growth_bytes_per_step']) for s in sites]}")
-    if not grown or grown[0]["location"]["autograd_node"] != "AddmmBackward0":
-        print("the kept gradient is not reported in backward at the grad() "
-              "line")
-        return 1
-    return 0
+    bad = 0
+    for name, env in CONFIGS.items():
+        with tempfile.TemporaryDirectory(prefix="lw-torch-") as tmp:
+            report, _ = run(tmp, "backward.py", env, "json")
+            rep = json.load(open(report))
+            if "reports" in rep:
+                rep = max(rep["reports"], key=lambda x: x["steps"])
+        sites = [s for s in rep["sites"] if s["location"]
+                 and s["location"]["in_backward"]
+                 and (s["location"]["file"] or "").endswith("backward.py")
+                 and s["location"]["line"] == line]
+        grown = [s for s in sites if s["verdict"] == "growing"
+                 and s["growth_bytes_per_step"] == weight_grad]
+        print(f"{name}: sites at backward.py:{line} in backward: "
+              f"{[(s['location']['autograd_node'], s['growth_bytes_per_step']) for s in sites]}")
+        if not grown or \
+                grown[0]["location"]["autograd_node"] != "AddmmBackward0":
+            print(f"{name}: the kept gradient is not reported in backward "
+                  "at the grad() line")
+            bad += 1
+    return 1 if bad else 0
 
 
 def main():
