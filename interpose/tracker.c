@@ -595,6 +595,10 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 			stack ? stack->id : 0);
 out:
 	pthread_mutex_unlock(&lock);
+	/* A new stack had its code objects' names read: the first
+	 * backward()'s _make_grads may have just become known. */
+	if (new_stack && py_depth)
+		lw_backward_attribute(frames, depth, frames + depth, py_depth);
 	/* New code is running: torch may have been imported since the last
 	 * try to register PyTorch's optimizer hook. */
 	if (new_stack && python_process)

@@ -6,8 +6,11 @@ objects as PyTorch's does. torch_steps prints the allocator's own counters
 (what torch.cuda.memory_allocated()/memory_reserved() would say) and what
 the stand-in libc10's hook received, so every figure below is held
 against the program's own."""
+import os
 import re
+import shutil
 import sys
+import tempfile
 
 from lwtest import Run, check, check_eq, main, prog, report
 
@@ -142,6 +145,86 @@ def out_of_memory():
     return 0
 
 
+# A stand-in of torch.autograd, installed as a package: backward() makes
+# the initial gradient in _make_grads() on the calling thread, then runs
+# the graph on the stand-in engine's device thread (tests/programs/
+# torch_cpu.c), which allocates a 4 KiB gradient that it keeps.
+AUTOGRAD = """
+import ctypes, os
+c10_cuda = ctypes.CDLL(os.environ["LW_C10_CUDA"])
+c10_cuda.c10_cuda_alloc.restype = ctypes.c_void_p
+c10_cuda.c10_cuda_alloc.argtypes = [ctypes.c_size_t]
+c10_cuda.c10_cuda_free.argtypes = [ctypes.c_void_p]
+torch_cpu = ctypes.CDLL(os.environ["LW_TORCH_CPU"])
+torch_cpu.torch_cpu_run_backward.argtypes = [ctypes.c_size_t, ctypes.c_int]
+
+def _make_grads():
+    return c10_cuda.c10_cuda_alloc(512)
+
+def backward():
+    # A gradient given: nothing made on the calling thread.
+    ones = None if os.environ.get("GRADIENT_GIVEN") else _make_grads()
+    rc = torch_cpu.torch_cpu_run_backward(4096, 1)
+    if ones:
+        c10_cuda.c10_cuda_free(ones)
+    if rc:
+        raise RuntimeError("backward failed")
+"""
+TRAIN = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import leakwatch
+import torch.autograd
+for step in range(20):
+    torch.autograd.backward()  # BACKWARD
+    leakwatch.step()
+"""
+
+
+def backward_attribution():
+    """Blocks allocated on the autograd engine's device thread (no Python
+    frames) are attributed to the line that called backward(), and shown
+    in backward; without _make_grads first, they keep their native stack."""
+    tmp = tempfile.mkdtemp(prefix="lw-backward-")
+    site = os.path.join(tmp, "lib", "python3", "site-packages")
+    os.makedirs(os.path.join(site, "torch", "autograd"))
+    open(os.path.join(site, "torch", "__init__.py"), "w").close()
+    with open(os.path.join(site, "torch", "autograd", "__init__.py"),
+              "w") as f:
+        f.write(AUTOGRAD)
+    train = os.path.join(tmp, "train.py")
+    with open(train, "w") as f:
+        f.write(TRAIN)
+    line = next(i for i, text in enumerate(TRAIN.splitlines(), 1)
+                if "# BACKWARD" in text)
+    scripts = os.environ["LW_SCRIPTS"]
+    env = {**CLEAN, "PYTHONPATH": site}
+    run = Run([sys.executable, train, scripts], env=env).expect_ok()
+    rep = report(run.trace())
+    grads = [s for s in rep["sites"] if s["live_count"] == 20]
+    check_eq(len(grads), 1, f"the kept gradients' site: {rep['sites']}")
+    loc = grads[0]["location"]
+    check_eq((loc["file"], loc["line"], loc["in_backward"]),
+             (train, line, True), "attributed to the backward() line")
+    check_eq(grads[0]["native_thread"], False, "not a native thread's")
+    check_eq(grads[0]["verdict"], "growing", "verdict")
+    text = report(run.trace(), fmt="text")
+    check(f"in backward() called from <module>  {train}:{line}" in text,
+          f"text: {text}")
+    # No _make_grads: the engine's native stack, a native thread's.
+    run = Run([sys.executable, train, scripts],
+              env={**env, "GRADIENT_GIVEN": "1"}).expect_ok()
+    grads = [s for s in report(run.trace())["sites"]
+             if s["live_count"] == 20]
+    check_eq((len(grads), grads[0]["native_thread"],
+              grads[0]["location"]["python"],
+              grads[0]["location"]["in_backward"]), (1, True, False, False),
+             "a gradient given: not attributed")
+    shutil.rmtree(tmp)
+    return 0
+
+
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
-        hook_levels, clean_steps, cache_growth, out_of_memory]}))
+        hook_levels, clean_steps, cache_growth, out_of_memory,
+        backward_attribution]}))
