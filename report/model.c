@@ -421,8 +421,10 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 		return rc;
 
 	s = &m->sites[site];
-	if (m->torch.api == LW_API_TORCH_BLOCK)
-		s->torch_block = true;
+	/* A site is PyTorch's blocks or not from its first allocation on,
+	 * so that its frees take back what its births added. */
+	if (s->totals.allocations == 0)
+		s->torch_block = m->torch.api == LW_API_TORCH_BLOCK;
 	if (s->torch_block)
 		lw_torch_block_born(&m->torch, size);
 	if (s->totals.allocations == 0)
