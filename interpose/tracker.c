@@ -90,9 +90,11 @@ static unsigned step_source_in_trace; /* enum lw_step_source, 0: none */
  * once: if the program marks its steps itself, its first explicit step
  * comes after the first optimizer step of that iteration, and must replace
  * it rather than count a step twice. The step keeps its place among the
- * allocations either way.
+ * allocations either way. Steps are counted, not flagged: under a caching
+ * allocator whole steps go by without a CUDA call, and each one is a step.
  */
-static int explicit_steps, optimizer_step_pending;
+static int explicit_steps;
+static unsigned optimizer_steps_pending;
 
 static char warnings[LW_WARN_COUNT][256];
 static unsigned warned_mask, warnings_in_trace_mask;
@@ -312,10 +314,14 @@ static void note_thread_and_time_locked(void)
 
 	/* A load first: the exchange, a locked instruction, only when a step
 	 * is actually pending (once per optimizer step, not per event). */
-	if (__atomic_load_n(&optimizer_step_pending, __ATOMIC_RELAXED) &&
-	    __atomic_exchange_n(&optimizer_step_pending, 0, __ATOMIC_ACQ_REL) &&
-	    !__atomic_load_n(&explicit_steps, __ATOMIC_ACQUIRE))
-		write_step_locked(LW_STEP_OPTIMIZER);
+	if (__atomic_load_n(&optimizer_steps_pending, __ATOMIC_RELAXED)) {
+		unsigned n = __atomic_exchange_n(&optimizer_steps_pending, 0,
+						 __ATOMIC_ACQ_REL);
+
+		while (n-- && !__atomic_load_n(&explicit_steps,
+					       __ATOMIC_ACQUIRE))
+			write_step_locked(LW_STEP_OPTIMIZER);
+	}
 	if (tid != last_tid) {
 		lw_writer_tag_u64(&writer, LW_REC_THREAD, (uint64_t)tid);
 		last_tid = tid;
@@ -758,8 +764,8 @@ void lw_record_step(enum lw_step_source source)
 {
 	if (source == LW_STEP_OPTIMIZER) {
 		if (!__atomic_load_n(&explicit_steps, __ATOMIC_ACQUIRE))
-			__atomic_store_n(&optimizer_step_pending, 1,
-					 __ATOMIC_RELEASE);
+			__atomic_add_fetch(&optimizer_steps_pending, 1,
+					   __ATOMIC_ACQ_REL);
 		return;
 	}
 	__atomic_store_n(&explicit_steps, 1, __ATOMIC_RELEASE);

@@ -4,8 +4,9 @@
  * of frames, never about a framework's names (those are in the rules file):
  *
  * - growing, with a deep copy (or metric code) in the stack: metric copy;
- * - frees mostly inside cycle-collector passes: metric copy with a copy in
- *   the stack, else cycle-delayed frees;
+ * - frees mostly inside cycle-collector passes, of blocks that outlive
+ *   their step: metric copy with a copy in the stack, else cycle-delayed
+ *   frees;
  * - several sites growing together at the same count per step, one of them
  *   under a module's forward: a retained graph (one finding, led by the
  *   forward site that grows most);
@@ -205,7 +206,13 @@ static void classify_site(const struct lw_report *r,
 	struct lw_evidence *ev = &f->evidence;
 	bool growing = sg->verdict == LW_VERDICT_GROWING;
 	bool copy = tags & (LW_TAG_COPY | LW_TAG_METRIC);
-	bool gc = mostly(s->gc_frees, s->frees);
+	/*
+	 * Frees that wait for the collector matter when what they free
+	 * outlives its step: alive at a later step's peak, or growing. A
+	 * program that collects at every step's end frees in time.
+	 */
+	bool gc = mostly(s->gc_frees, s->frees) &&
+		  (growing || s->lingering_steps || s->lifetime_max > 1);
 	/* Frees after the last step are teardown, not the loop's doing. */
 	bool teardown = m->steps && s->tail_step == m->steps;
 	uint64_t loop_frees = s->frees - (teardown ? s->tail_frees : 0);
@@ -292,6 +299,18 @@ static uint32_t count_at_rate(const struct lw_model *m,
 }
 
 /*
+ * Whether a growing site belongs to the graph: with a forward-pass site
+ * growing, every site that grows at least about once a step (a kept graph
+ * holds all that each step's forward made: inputs, activations, the loss,
+ * at as many blocks per line as the line makes); without one, the sites at
+ * the one rate.
+ */
+static bool in_graph(double count_per_step, double rate, bool forward)
+{
+	return forward ? count_per_step >= 0.75 : same_rate(count_per_step, rate);
+}
+
+/*
  * Settles the growing sites no single rule explained (LW_CATEGORY_GROWTH):
  * those growing together with a forward-pass site (or, without one, at
  * least GRAPH_MIN_SITES at one rate) are one retained graph; the rest are
@@ -318,13 +337,16 @@ static void classify_groups(const struct lw_report *r,
 		    count_at_rate(m, g, fs, g->sites[i].count_per_step) >=
 			    GRAPH_MIN_SITES)
 			rate = g->sites[i].count_per_step;
-	members = rate > 0 ? count_at_rate(m, g, fs, rate) : 0;
+	members = 0;
+	for (uint32_t i = 0; i < m->site_count && rate > 0; i++)
+		members += fs[i].category == LW_CATEGORY_GROWTH &&
+			   in_graph(g->sites[i].count_per_step, rate, forward);
 	if (members >= GRAPH_MIN_SITES || (forward && members >= 2)) {
 		for (uint32_t i = 0; i < m->site_count; i++) {
 			double key;
 
 			if (fs[i].category != LW_CATEGORY_GROWTH ||
-			    !same_rate(g->sites[i].count_per_step, rate))
+			    !in_graph(g->sites[i].count_per_step, rate, forward))
 				continue;
 			/* The lead: a forward site first, then the fastest. */
 			key = g->sites[i].bytes_per_step +
@@ -341,7 +363,7 @@ static void classify_groups(const struct lw_report *r,
 		if (f->category != LW_CATEGORY_GROWTH)
 			continue;
 		if (lead != LW_NO_SITE &&
-		    same_rate(g->sites[i].count_per_step, rate)) {
+		    in_graph(g->sites[i].count_per_step, rate, forward)) {
 			f->category = LW_CATEGORY_RETAINED_GRAPH;
 			f->confidence = forward ? LW_CONFIDENCE_HIGH
 						: LW_CONFIDENCE_MEDIUM;

@@ -49,6 +49,13 @@ int lw_render_text(FILE *out, const struct lw_report *report,
 		   const struct lw_report_options *options);
 
 /*
+ * The JSON report's "schema_version": docs/report.schema.json describes it.
+ * Fields are only added within a version; removing or renaming one, or
+ * giving it another meaning, makes a new version.
+ */
+#define LW_JSON_SCHEMA_VERSION 1
+
+/*
  * JSON report. A single trace is one object (nested false). Several are
  * wrapped: lw_json_begin_list(), lw_render_json(..., nested true, first)
  * for each, lw_json_end_list(). Returns 0 or a negative errno.

@@ -313,9 +313,16 @@ const char *lw_rules_default_path(void)
 		exe[n] = 0;
 		if ((slash = strrchr(exe, '/'))) {
 			*slash = 0;
+			/* Beside the command in the build tree; then the
+			 * installation, relative to the command. */
 			snprintf(path, sizeof(path), "%.*s/rules.conf",
 				 (int)(sizeof(path) - 12), exe);
 			if (access(path, R_OK) == 0)
+				return path;
+			if (LW_RULES_FROM_BINDIR[0] &&
+			    snprintf(path, sizeof(path), "%s/%s/rules.conf", exe,
+				     LW_RULES_FROM_BINDIR) < (int)sizeof(path) &&
+			    access(path, R_OK) == 0)
 				return path;
 		}
 	}

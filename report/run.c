@@ -26,17 +26,6 @@
 
 #define LIBRARY_NAME "libleakwatch.so"
 
-#if defined(__x86_64__)
-#define MULTIARCH "x86_64-linux-gnu"
-#elif defined(__aarch64__)
-#define MULTIARCH "aarch64-linux-gnu"
-#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define MULTIARCH "powerpc64le-linux-gnu"
-#elif defined(__i386__)
-#define MULTIARCH "i386-linux-gnu"
-#else
-#define MULTIARCH NULL
-#endif
 
 extern char **environ;
 
@@ -60,7 +49,7 @@ void lw_run_usage(FILE *out)
 	      "  --format FORMAT     report format: text (default), json, html, perfetto,\n"
 	      "                      folded, github (see `leakwatch help report`)\n"
 	      "  -o, --output FILE   write the report to FILE\n"
-	      "  --top N, --frames N as for `leakwatch report`\n"
+	      "  --top N, --frames N  as for `leakwatch report`\n"
 	      "  --no-report         only list the traces written\n"
 	      "  --max-growth SIZE   also judge growth as `leakwatch check` does; when\n"
 	      "                      CMD succeeded but grew faster, exit with 23\n"
@@ -133,18 +122,14 @@ static int find_library(char *out)
 		if (try_library(exe_dir, "../interpose/" LIBRARY_NAME, out,
 				looked, sizeof(looked)))
 			return 0;
-	}
-	if (try_library(LW_LIBDIR, LIBRARY_NAME, out, looked, sizeof(looked)))
-		return 0;
-	if (n > 0) {
-		if (try_library(exe_dir, "../lib/" LIBRARY_NAME, out, looked,
-				sizeof(looked)))
-			return 0;
-		if (MULTIARCH &&
-		    try_library(exe_dir, "../lib/" MULTIARCH "/" LIBRARY_NAME,
+		/* The installation, wherever it was moved or unpacked. */
+		if (LW_SHIM_FROM_BINDIR[0] &&
+		    try_library(exe_dir, LW_SHIM_FROM_BINDIR "/" LIBRARY_NAME,
 				out, looked, sizeof(looked)))
 			return 0;
 	}
+	if (try_library(LW_LIBDIR, LIBRARY_NAME, out, looked, sizeof(looked)))
+		return 0;
 	lw_error("cannot find " LIBRARY_NAME " (looked for %s; set LEAKWATCH_LIB to its path)",
 		 looked);
 	return -ENOENT;

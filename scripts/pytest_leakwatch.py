@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """pytest plugin: fail tests whose loop grows GPU memory.
 
-    PYTHONPATH=/path/to/leakwatch/scripts pytest -p pytest_leakwatch --leakwatch
+    pytest --leakwatch
 
     @pytest.mark.leakwatch(max_growth="1MiB", steps=20)
     def test_training_step(model, batch):
@@ -19,8 +19,12 @@ Every test is a phase of the trace, named by its node id.
 The shim must be loaded in the pytest process: run `leakwatch run --
 pytest --leakwatch`, or preload it yourself, or let the plugin start pytest
 again with LD_PRELOAD set to the library of --leakwatch-lib (default:
-$LEAKWATCH_LIB, else build/interpose/libleakwatch.so beside this script's
-directory). Without --leakwatch the marker does nothing and tests run once.
+$LEAKWATCH_LIB, else the installed shim, else the source tree's build).
+Without --leakwatch the marker does nothing and tests run once.
+
+pip installs the plugin with an entry point, so pytest loads it by itself;
+from a source checkout, put scripts/ on PYTHONPATH and pass -p
+pytest_leakwatch.
 """
 import ctypes
 import json
@@ -30,6 +34,8 @@ import subprocess
 import sys
 
 import pytest
+
+from leakwatch import _paths
 
 _REEXEC = "LEAKWATCH_PYTEST_REEXEC"
 _UNITS = {"": 1, "b": 1, "k": 1024, "kib": 1024, "m": 1024 ** 2,
@@ -99,14 +105,6 @@ class _Shim:
         return b.value, c.value
 
 
-def _default_lib():
-    if os.environ.get("LEAKWATCH_LIB"):
-        return os.environ["LEAKWATCH_LIB"]
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(os.path.dirname(here), "build", "interpose",
-                        "libleakwatch.so")
-
-
 def _trace_path():
     """The trace of this process, from LEAKWATCH_OUT as the shim expands
     it (%p pid, %r rank, %h host, %% percent)."""
@@ -131,13 +129,15 @@ def pytest_addoption(parser):
                          "those whose GPU memory grows")
     group.addoption("--leakwatch-lib", default=None, metavar="PATH",
                     help="the shim to preload when it is not loaded yet "
-                         "(default: $LEAKWATCH_LIB, else the build tree's)")
+                         "(default: $LEAKWATCH_LIB, else the installed one)")
     group.addoption("--leakwatch-steps", type=int, default=20, metavar="N",
                     help="runs of a marked test without steps= (default 20)")
 
 
 def _reexec(config):
-    lib = os.path.abspath(config.getoption("leakwatch_lib") or _default_lib())
+    lib = config.getoption("leakwatch_lib") or _paths.library() or \
+        "libleakwatch.so (not found)"
+    lib = os.path.abspath(lib)
     if os.environ.get(_REEXEC) or not os.path.exists(lib):
         raise pytest.UsageError(
             f"--leakwatch: the leakwatch shim is not loaded and {lib} "
@@ -227,12 +227,7 @@ def _section(item, shim, series, per_step, limit, steps, warmup):
         f"(allowed: {format_size(limit)})",
     ]
     trace = _trace_path()
-    cli = os.environ.get("LEAKWATCH_CLI")
-    if not cli:
-        lib = os.environ.get("LD_PRELOAD", "").split(":")[0]
-        cand = os.path.join(os.path.dirname(os.path.dirname(lib)), "report",
-                            "leakwatch")
-        cli = cand if os.path.exists(cand) else None
+    cli = _paths.command()
     if cli and os.path.exists(trace):
         lines += ["", f"growing sites of the trace so far ({trace}):"]
         lines += _growing_sites(cli, trace)

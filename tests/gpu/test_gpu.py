@@ -192,74 +192,7 @@ def jax_cuda_async():
     expect_tensors(rep, "jax", None)
 
 
-DIAGNOSE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                        "diagnose_programs.py")
-DIAGNOSE_STEPS = 60
-
-
-def lead_line(case):
-    """The line marked @lead in diagnose_programs.py's function case (for a
-    variant such as composer_no_gc, in the function it calls)."""
-    case = case.replace("_no_gc", "")
-    func = None
-    with open(DIAGNOSE) as f:
-        for n, line in enumerate(f, 1):
-            if line.startswith("def "):
-                func = line.split()[1].split("(")[0]
-            if "# @lead" in line and func == case:
-                return n
-    raise Failure(f"no @lead line in {case}")
-
-
-def diagnose(case, category):
-    """A seed case on real PyTorch: exactly one leak finding, of category,
-    led by the case's marked line; a control (category None): none."""
-    cli = os.environ["LW_CLI"]
-    env = clean_environment()
-    env["LEAKWATCH_LIB"] = os.environ["LW_LIB"]
-    with tempfile.TemporaryDirectory(prefix="lw-gpu-") as tmp:
-        out = os.path.join(tmp, "report.json")
-        r = subprocess.run([cli, "run", "--format", "json", "-o", out,
-                            "--trace", os.path.join(tmp, "t-%p.trace"), "--",
-                            sys.executable, DIAGNOSE, case,
-                            str(DIAGNOSE_STEPS), os.environ["LW_SCRIPTS"]],
-                           env=env, capture_output=True, text=True,
-                           timeout=900)
-        check(r.returncode == 0, f"{case} exited {r.returncode}:\n"
-              f"{r.stdout}\n{r.stderr}")
-        with open(out) as f:
-            doc = json.load(f)
-    reps = doc.get("reports", [doc])
-    rep = max(reps, key=lambda x: x["allocations"])
-    leaks = [f for f in rep["findings"] if f["leak"] and not f["suppressed"]]
-    print(json.dumps(leaks, indent=1)[:4000])
-    if category is None:
-        check(leaks == [], f"{case}: a control has leak findings")
-        return
-    check(len(leaks) == 1, f"{case}: {len(leaks)} leak findings")
-    f = leaks[0]
-    check(f["category"] == category,
-          f"{case}: category {f['category']}, expected {category}")
-    loc = f.get("location") or {}
-    check(str(loc.get("file", "")).endswith("diagnose_programs.py") and
-          loc.get("line") == lead_line(case),
-          f"{case}: led by {loc}, expected line {lead_line(case)}")
-    check(f["fix"], f"{case}: no fix")
-
-
-def diagnosis(case, category):
-    return ("torch", lambda: diagnose(case, category))
-
-
 SCENARIOS = {
-    "diagnose_torchtitan": diagnosis("torchtitan", "retained-loss"),
-    "diagnose_composer": diagnosis("composer", "cycle-delayed-frees"),
-    "diagnose_composer_no_gc": diagnosis("composer_no_gc", "metric-copy"),
-    "diagnose_espnet": diagnosis("espnet", "lingering-previous-step"),
-    "diagnose_simpletuner": diagnosis("simpletuner", "unreleased-module"),
-    "diagnose_eval_grad": diagnosis("eval_grad", "retained-graph"),
-    "diagnose_control_adam": diagnosis("control_adam", None),
-    "diagnose_control_eval": diagnosis("control_eval", None),
     "torch_default": ("torch", torch_default),
     "torch_async": ("torch", torch_async),
     "torch_no_caching": ("torch", torch_no_caching),

@@ -27,6 +27,8 @@ REPORT_KEYS = [
     "step_series", "step_series_stride", "growth_bytes_per_step", "verdict",
     "min_steps", "step_source", "peak_attribution", "gc_passes", "findings",
     "suppressed_findings", "torch_allocator",
+    # Issue 19: the version of docs/report.schema.json.
+    "schema_version",
     # PyTorch's native allocator through its hooks (issue 16).
     "oom",
 ]
@@ -104,7 +106,7 @@ def check_frame(f, where):
 
 def check_report(r, where):
     check(list(r) == REPORT_KEYS, f"{where}: keys {list(r)}")
-    check(r["leakwatch_report"] == 1, f"{where}: version")
+    check(r["leakwatch_report"] == 1 and r["schema_version"] == 1, f"{where}: version")
     check(isinstance(r["trace"], str), f"{where}: trace")
     check(is_uint(r["pid"]), f"{where}: pid")
     check(isinstance(r["command"], list) and
@@ -398,7 +400,8 @@ def main():
 
         # Several traces: one wrapper object, reports in order.
         r = run(args, tmp, "leak-loop.trace", "kinds.trace")
-        check(list(r) == ["leakwatch_report", "reports"] and r["leakwatch_report"] == 1,
+        check(list(r) == ["leakwatch_report", "reports", "schema_version"] and
+              r["leakwatch_report"] == 1 and r["schema_version"] == 1,
               "wrapper keys")
         check([x["trace"] for x in r["reports"]] == ["leak-loop.trace", "kinds.trace"],
               "wrapper order")

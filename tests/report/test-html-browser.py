@@ -9,7 +9,8 @@ then checks, in the DOM after the page's script ran: the script finished
 the growth lines and the icicle are there, no name from the trace became
 markup (no <img>, the title is untouched), and the browser logged no
 uncaught error. Takes a screenshot (kept in the build directory as
-html-report.png). Exits 77 (skipped) when chromium is not installed.
+html-report.png), and one of a plain growing run for the README
+(--readme-screenshot; docs/html-report.png is a copy). Exits 77 (skipped) when chromium is not installed.
 """
 import argparse
 import os
@@ -38,6 +39,7 @@ def main():
     ap.add_argument("--leakwatch", required=True)
     ap.add_argument("--gen", required=True)
     ap.add_argument("--screenshot", default="html-report.png")
+    ap.add_argument("--readme-screenshot")
     args = ap.parse_args()
     args.leakwatch = os.path.abspath(args.leakwatch)
     args.gen = os.path.abspath(args.gen)
@@ -100,6 +102,20 @@ def main():
             failures.append("no screenshot was taken")
         else:
             print("screenshot:", shot)
+        if args.readme_screenshot:
+            trace = os.path.join(tmp, "step-linear.trace")
+            subprocess.run([args.gen, "step-linear", trace], check=True)
+            plain = os.path.join(tmp, "plain.html")
+            subprocess.run([args.leakwatch, "report", "--format", "html",
+                            "-o", plain, "step-linear.trace"], cwd=tmp,
+                           check=True)
+            shot = os.path.abspath(args.readme_screenshot)
+            p = subprocess.run([chrome, *common, "--screenshot=" + shot,
+                                "--window-size=1280,1000", "file://" + plain],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=120)
+            if p.returncode != 0 or not os.path.exists(shot):
+                failures.append("no README screenshot was taken")
     for f in failures:
         print("FAIL:", f)
     if failures:

@@ -157,7 +157,8 @@ def main():
         check(json.loads(r.err).get("trace", "").endswith(".trace"), "one JSON report")
         r = t.run("--format", "json", "-o", out, "--", "true", LW_FAKE_SHIM_MODE="none")
         with open(out) as f:
-            check(json.load(f) == {"leakwatch_report": 1, "reports": []}, "no JSON report")
+            check(json.load(f) == {"leakwatch_report": 1, "reports": [],
+                                   "schema_version": 1}, "no JSON report")
 
         # --no-report lists the traces.
         r = t.run("--no-report", "--", "true")

@@ -1,0 +1,392 @@
+# SPDX-License-Identifier: MIT
+"""The seed leak stories and leak-free controls, written as ordinary PyTorch
+training code: an nn.Module, a real optimizer, loss.backward(), a
+DataLoader. The torch suite runs them on the stand-in GPU in every test run
+(test_torch.py); the gpu suite runs the same file on a real GPU.
+
+Each function is one scenario. The line a test expects to lead the finding
+is marked `# @lead`. Each scenario records torch.cuda.memory_allocated()
+after every step and the number of optimizer steps it made, and writes them
+as JSON to OUT, so that a test can compare what leakwatch measured with
+PyTorch's own counter on the same run.
+
+Usage: scenarios.py CASE STEPS OUT [SCRIPTS_DIR]
+(SCRIPTS_DIR: where the leakwatch helper module is, for phase marks.)
+"""
+import copy
+import gc
+import json
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+DEVICE = "cuda"
+BATCH = 64
+
+
+class MLP(nn.Module):
+    def __init__(self, width=512):
+        super().__init__()
+        self.fc1 = nn.Linear(256, width)
+        self.fc2 = nn.Linear(width, 10)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x)))  # @lead (eval_grad's graph)
+
+
+def batches(steps, batch=BATCH):
+    """steps batches from a DataLoader over a small data set, on the device."""
+    data = TensorDataset(torch.randn(batch * 8, 256),
+                         torch.randint(0, 10, (batch * 8,)))
+    loader = DataLoader(data, batch_size=batch, shuffle=True)
+    done = 0
+    while True:
+        for x, y in loader:
+            if done == steps:
+                return
+            yield done, x.to(DEVICE), y.to(DEVICE)
+            done += 1
+
+
+def caching():
+    """Whether PyTorch's caching allocator is on (it keeps the counters)."""
+    return os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING", "0") in ("", "0")
+
+
+def helper():
+    """leakwatch's Python helper (step and phase marks), from SCRIPTS_DIR."""
+    sys.path.insert(0, sys.argv[4])
+    import leakwatch
+    return leakwatch
+
+
+class Record(object):
+    """What the program itself saw: memory_allocated() after each step (the
+    device's used bytes when the cache is off), how
+    many times an optimizer stepped, and, for a leak that does not grow, the
+    bytes it holds that it should not (held)."""
+
+    def __init__(self):
+        self.allocated = []
+        self.optimizer_steps = 0
+        self.iterations = 0
+        self.held = None
+
+    def step(self):
+        torch.cuda.synchronize()
+        if caching():
+            self.allocated.append(torch.cuda.memory_allocated())
+        else:
+            # Without the cache, memory_allocated() counts nothing; every
+            # tensor is its own cudaMalloc, seen in the device's free bytes.
+            free, total = torch.cuda.mem_get_info()
+            self.allocated.append(total - free)
+        self.iterations += 1
+
+    def count(self, optimizer):
+        def hook(opt, args, kwargs):
+            self.optimizer_steps += 1
+        optimizer.register_step_post_hook(hook)
+        return optimizer
+
+    def write(self, path):
+        with open(path, "w") as f:
+            json.dump({"allocated": self.allocated, "iterations": self.iterations,
+                       "optimizer_steps": self.optimizer_steps,
+                       "held": self.held}, f)
+
+
+# ---- the seed stories ----
+
+def torchtitan(steps, rec):
+    """The loss of every step kept for a log that never comes (logging off)."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.AdamW(model.parameters(), lr=1e-3))
+    log_freq = 0
+    losses_since_last_log = []
+    for step, x, y in batches(steps):
+        loss = F.cross_entropy(model(x), y)  # @lead
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses_since_last_log.append(loss)
+        if log_freq and step % log_freq == 0:
+            losses_since_last_log.clear()
+        rec.step()
+    return losses_since_last_log
+
+
+class Accuracy(nn.Module):
+    """A metric that refers to itself, as Composer's torchmetrics objects
+    do: a copy of it is freed only by the cycle collector."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("correct", torch.zeros(1024, device=DEVICE))
+        self.me = self
+
+    def update(self, out):
+        self.correct += out.sum()
+
+
+class Trainer(object):
+    def __init__(self):
+        self.model = MLP().to(DEVICE)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01)
+        self.metrics = Accuracy()
+        self.batch_metrics = []
+
+
+def composer(steps, rec, collect=True):
+    """A deep copy of the metrics every batch."""
+    if not collect:
+        gc.disable()
+    trainer = Trainer()
+    rec.count(trainer.opt)
+    for _, x, y in batches(steps):
+        out = trainer.model(x)
+        loss = F.cross_entropy(out, y)
+        trainer.opt.zero_grad()
+        loss.backward()
+        trainer.opt.step()
+        metrics = copy.deepcopy(trainer.metrics)  # @lead
+        metrics.update(out.detach())
+        del metrics
+        rec.step()
+
+
+def composer_no_gc(steps, rec):
+    composer(steps, rec, collect=False)
+
+
+class GradBufferLoss(torch.autograd.Function):
+    """A loss that computes its gradient in the forward pass and keeps it on
+    ctx, as warp-ctc's CTC loss does: an attribute of ctx, not a saved
+    tensor, so backward() does not release it; it dies with the graph, when
+    nothing refers to the loss any more."""
+
+    @staticmethod
+    def forward(ctx, logits):
+        ctx.grad = torch.softmax(logits, dim=1) * 2  # @lead
+        return logits.square().mean()
+
+    @staticmethod
+    def backward(ctx, g):
+        return ctx.grad * g
+
+
+def frontend(x, frames=64):
+    """Feature extraction on the device, as ESPnet's frontends do: a
+    spectrogram-sized transient, pooled to the features."""
+    with torch.no_grad():
+        spec = x.repeat(1, frames)
+        return spec.view(len(x), frames, -1).mean(1)
+
+
+def espnet(steps, rec):
+    """The previous step's retval alive while the next step's frontend and
+    forward run: its gradient buffer adds to the step's peak."""
+    # An encoder and an output layer over a large vocabulary: the loss's
+    # gradient buffer (frames x vocabulary) is large, as in speech
+    # recognition.
+    model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 4096)).to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    retval = None
+    for _, x, _y in batches(steps, batch=2048):
+        retval = {"loss": GradBufferLoss.apply(model(frontend(x)))}
+        opt.zero_grad()
+        retval["loss"].backward()
+        opt.step()
+        rec.step()
+    # What the previous step's retval keeps: its gradient buffer.
+    rec.held = retval["loss"].grad_fn.grad.untyped_storage().nbytes()
+    return retval
+
+
+class PromptHandler(object):
+    def __init__(self, encoder):
+        self.encoder = encoder
+
+
+def simpletuner(steps, rec):
+    """Text encoders loaded in a phase and "unloaded", while a prompt
+    handler and an embedding cache still hold them."""
+    leakwatch = helper()
+    _embedding_cache = {}
+    with leakwatch.phase("text_encoder"):
+        encoders = [nn.Linear(1024, 1024).to(DEVICE)  # @lead
+                    for _ in range(3)]
+        prompt = torch.randn(8, 1024, device=DEVICE)
+        with torch.no_grad():
+            embeds = encoders[2](encoders[1](encoders[0](prompt)))
+        _embedding_cache["tok"] = encoders[0].weight
+        handler = PromptHandler(encoders[1])
+        del encoders
+    # What the "unloaded" encoders still hold: one weight, and a whole module.
+    kept = [_embedding_cache["tok"], *handler.encoder.parameters()]
+    rec.held = sum(t.untyped_storage().nbytes() for t in kept)
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    for _, x, y in batches(steps):
+        loss = F.cross_entropy(model(x), y) + embeds.mean() * 0
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        rec.step()
+    return _embedding_cache, handler
+
+
+def eval_grad(steps, rec):
+    """Evaluation without no_grad(), summing losses: every forward's graph
+    is kept by the running total."""
+    leakwatch = helper()
+    model = MLP().to(DEVICE)
+    model.eval()
+    val_total = 0
+    for _, x, y in batches(steps):
+        out = model(x)
+        val_total = val_total + F.cross_entropy(out, y)
+        rec.step()
+        leakwatch.step()  # no optimizer: each batch is a marked step
+    return val_total
+
+
+# ---- leak-free controls ----
+
+def control_adam(steps, rec):
+    """Adam's state, made lazily at the first step."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.Adam(model.parameters()))
+    for _, x, y in batches(steps):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        rec.step()
+
+
+def control_accumulation(steps, rec, accumulate=4):
+    """Gradient accumulation: four micro-batches per optimizer step."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9))
+    for i, x, y in batches(steps * accumulate):
+        loss = F.cross_entropy(model(x), y) / accumulate
+        loss.backward()
+        if i % accumulate == accumulate - 1:
+            opt.step()
+            opt.zero_grad()
+            rec.step()
+
+
+def control_eval(steps, rec):
+    """Periodic evaluation under no_grad(), losses kept as floats."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    losses = []
+    for step, x, y in batches(steps):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        if step % 5 == 4:
+            model.eval()
+            with torch.no_grad():
+                losses.append(F.cross_entropy(model(x), y).item())
+            model.train()
+        rec.step()
+
+
+def control_cache(steps, rec):
+    """A cache of per-shape masks that fills in its first steps, then only
+    hits."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    masks = {}
+    for step, x, y in batches(steps):
+        key = step % 6
+        if key not in masks:
+            masks[key] = torch.ones(BATCH, 512 + 64 * key, device=DEVICE)
+        loss = F.cross_entropy(model(x), y) + masks[key].mean() * 0
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        rec.step()
+
+
+class Node(object):
+    """A step's scratch state in a reference cycle: freed by the cycle
+    collector, not when the step ends."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+        self.me = self
+
+
+def control_gc(steps, rec):
+    """Frees that wait for the collector, which the loop runs every step:
+    nothing piles up."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    for _, x, y in batches(steps):
+        out = model(x)
+        scratch = Node(out.detach() * 2)
+        loss = F.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        del scratch
+        gc.collect()
+        rec.step()
+
+
+# ---- step detection ----
+
+def steps_two_optimizers(steps, rec):
+    """A generator and a discriminator, each with its own optimizer: one
+    iteration is one step."""
+    gen, disc = MLP().to(DEVICE), MLP().to(DEVICE)
+    opt_g = rec.count(torch.optim.Adam(gen.parameters()))
+    opt_d = torch.optim.Adam(disc.parameters())
+    for _, x, y in batches(steps):
+        opt_d.zero_grad()
+        F.cross_entropy(disc(x), y).backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        F.cross_entropy(gen(x), y).backward()
+        opt_g.step()
+        rec.step()
+
+
+def steps_grad_scaler(steps, rec):
+    """Mixed precision with a GradScaler: a step it skips (inf gradients)
+    runs no optimizer step, and counts as none."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    scaler = torch.amp.GradScaler("cuda")
+    for _, x, y in batches(steps):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        rec.step()
+
+
+CASES = {f.__name__: f for f in (
+    torchtitan, composer, composer_no_gc, espnet, simpletuner, eval_grad,
+    control_adam, control_accumulation, control_eval, control_cache, control_gc,
+    steps_two_optimizers, steps_grad_scaler)}
+
+if __name__ == "__main__":
+    record = Record()
+    kept = CASES[sys.argv[1]](int(sys.argv[2]), record)
+    torch.cuda.synchronize()
+    record.write(sys.argv[3])
+    print("ok")

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Real PyTorch under `leakwatch run`: one scenario of scenarios.py under one
+allocator configuration, checked against the JSON report.
+
+    test_torch.py CASE CONFIG
+
+On the stand-in GPU (the torch suite) the program runs through
+scripts/fakegpu.sh; with LW_REAL_GPU=1 (the gpu suite) on the machine's own
+GPU, unchanged, and the test exits 77 (skipped) when there is none.
+
+Environment: LW_CLI (the leakwatch command), LW_LIB (the shim), LW_SCRIPTS
+(scripts/), LW_TORCH_PYTHON (a python3 that imports torch; the torch suite
+fails when it is set and broken, and skips only when it is empty),
+LW_FAKEGPU (scripts/fakegpu.sh) and LEAKWATCH_BUILD (the build directory
+with the stand-in).
+
+For a leak, the report must hold exactly one leak finding: of the case's
+category, led by the line marked `# @lead`, and measuring what the program
+itself measures on the same run within 10%: its torch.cuda.memory_allocated()
+growth per step, or the bytes it holds (for the leaks that do not grow). A
+control must get no leak finding. Wherever the program steps an optimizer,
+the report's step count must equal the program's count of optimizer steps.
+The last line printed is the cell of the allocator matrix: CASE CONFIG
+found|clean|missed|segments (found from the allocator's segments alone,
+where tensors are not visible, without the leak's own size).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+STEPS = 30
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCENARIOS = os.path.join(HERE, "scenarios.py")
+
+# The category each seed story must get; None: a control, no leak finding.
+CASES = {
+    "torchtitan": "retained-loss",
+    "composer": "metric-copy",
+    "composer_no_gc": "metric-copy",
+    "espnet": "lingering-previous-step",
+    "simpletuner": "unreleased-module",
+    "eval_grad": "retained-graph",
+    "control_adam": None,
+    "control_accumulation": None,
+    "control_eval": None,
+    "control_cache": None,
+    "control_gc": None,
+    "steps_two_optimizers": None,
+    "steps_grad_scaler": None,
+}
+
+# The allocator configurations: the environment each adds, and whether
+# leakwatch sees PyTorch's tensors one by one under it. Where it sees only
+# the caching allocator's segments, a leak cannot be found and the report
+# must say so; a control must still get no leak finding.
+CONFIGS = {
+    "default": ({}, True),
+    "native": ({"LEAKWATCH_TORCH_ALLOCATOR": "keep"}, False),
+    "expandable": ({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+                   False),
+    "async": ({"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}, True),
+    "no_caching": ({"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}, True),
+}
+
+# The categories whose leak grows every step; the others hold memory that
+# does not grow (a previous step's buffers, a phase's modules).
+GROWING = {"retained-loss", "cycle-delayed-frees", "metric-copy",
+           "retained-graph"}
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def lead_line(case):
+    """The line marked @lead in the scenario function that case runs
+    (composer_no_gc runs composer's loop; espnet's lead is in its loss, and
+    eval_grad's, the biggest part of the graph it keeps, in the model's
+    forward)."""
+    owner = {"composer_no_gc": "composer", "espnet": "GradBufferLoss",
+             "eval_grad": "MLP"}
+    want = owner.get(case, case)
+    scope = None
+    with open(SCENARIOS) as f:
+        for n, line in enumerate(f, 1):
+            if line.startswith(("def ", "class ")):
+                scope = line.split()[1].split("(")[0].rstrip(":")
+            if "# @lead" in line and scope == want:
+                return n
+    raise Failure(f"no @lead line for {case} in {SCENARIOS}")
+
+
+def environment(config):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LEAKWATCH_", "PYTORCH_"))}
+    env["LEAKWATCH_LIB"] = os.environ["LW_LIB"]
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if "LEAKWATCH_BUILD" in os.environ:
+        env["LEAKWATCH_BUILD"] = os.environ["LEAKWATCH_BUILD"]
+    env.update(CONFIGS[config][0])
+    return env
+
+
+def run(case, config, python, real_gpu):
+    """Runs the case under `leakwatch run --format json`; returns (the
+    program's report, what the program recorded)."""
+    with tempfile.TemporaryDirectory(prefix="lw-torch-") as tmp:
+        out = os.path.join(tmp, "report.json")
+        rec = os.path.join(tmp, "program.json")
+        cmd = [os.environ["LW_CLI"], "run", "--format", "json", "-o", out,
+               "--trace", os.path.join(tmp, "t-%p.trace"), "--",
+               python, SCENARIOS, case, str(STEPS), rec,
+               os.environ["LW_SCRIPTS"]]
+        if not real_gpu:
+            cmd = [os.environ["LW_FAKEGPU"]] + cmd
+        r = subprocess.run(cmd, env=environment(config), capture_output=True,
+                           text=True, timeout=600)
+        check(r.returncode == 0,
+              f"{case}/{config} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
+        with open(out) as f:
+            doc = json.load(f)
+        with open(rec) as f:
+            program = json.load(f)
+    # Data loader workers and compiler children have traces of their own;
+    # the training process is the one with the most allocations.
+    rep = max(doc.get("reports", [doc]), key=lambda x: x["allocations"])
+    return rep, program
+
+
+def program_growth(program):
+    """Bytes per step by the program's own counter, past the first third
+    (Adam's state, the allocator's warm-up)."""
+    a = program["allocated"]
+    first = len(a) // 3
+    return (a[-1] - a[first]) / (len(a) - 1 - first)
+
+
+def program_rise(program):
+    """Bytes per step by the program's own counter while the collector has
+    not run: the typical rise of a step that rises (a sawtooth's slope)."""
+    a = program["allocated"]
+    rises = sorted(b - a for a, b in zip(a, a[1:]) if b > a)
+    check(rises, "the program's memory never rises")
+    return rises[len(rises) // 2]
+
+
+def within(measured, expected, what):
+    check(expected > 0, f"the program measures no {what}")
+    check(abs(measured - expected) <= 0.10 * expected,
+          f"{what}: leakwatch measured {measured}, the program {expected}")
+
+
+def check_leak(case, rep, program, leaks):
+    category = CASES[case]
+    check(len(leaks) == 1, f"{len(leaks)} leak findings, expected 1")
+    f = leaks[0]
+    check(f["category"] == category,
+          f"category {f['category']}, expected {category}")
+    loc = f.get("location") or {}
+    check(str(loc.get("file", "")).endswith("scenarios.py") and
+          loc.get("line") == lead_line(case),
+          f"led by {loc}, expected scenarios.py:{lead_line(case)}")
+    check(f["fix"], "the finding names no fix")
+    ev = f["evidence"]
+    if category in GROWING and ev["gc_frees"]:
+        # Freed by the collector's passes: no growth in the long run, a
+        # rise of blocks made each step until the next pass.
+        made = (ev["frees"] + ev["live_count"]) / rep["steps"]
+        within(ev["mean_size"] * made, program_rise(program),
+               "growth per step between collections")
+    elif category in GROWING:
+        within(ev["bytes_per_step"], program_growth(program),
+               "growth per step")
+    elif category == "lingering-previous-step":
+        within(ev["lingering_bytes"], program["held"], "bytes held")
+    else:
+        within(ev["live_bytes"], program["held"], "bytes held")
+
+
+def check_steps(rep, program):
+    if program["optimizer_steps"] == 0:
+        return
+    check(rep["steps"] == program["optimizer_steps"],
+          f"{rep['steps']} steps ({rep['step_source']}), the program made "
+          f"{program['optimizer_steps']} optimizer steps")
+
+
+def test(case, config, python, real_gpu):
+    rep, program = run(case, config, python, real_gpu)
+    leaks = [f for f in rep["findings"] if f["leak"] and not f["suppressed"]]
+    print(json.dumps({"steps": rep["steps"], "step_source": rep["step_source"],
+                      "verdict": rep["verdict"],
+                      "torch_allocator": rep["torch_allocator"],
+                      "program": program, "leaks": leaks}, indent=1)[:6000])
+    check_steps(rep, program)
+    visible = CONFIGS[config][1]
+    torch = rep["torch_allocator"]
+    check(torch is not None, "PyTorch's allocator not recognized")
+    check(bool(torch["tensors_visible"]) == visible,
+          f"tensors_visible {torch['tensors_visible']}, expected {visible}")
+    if CASES[case] is None:
+        check(leaks == [], "a control has leak findings")
+        return "clean"
+    if not visible:
+        # Segments only: a segment that the leak keeps reserved may show
+        # it, at the right line, with the segment's size; nothing else.
+        for f in leaks:
+            loc = f.get("location") or {}
+            check(f["category"] == CASES[case] and
+                  loc.get("line") == lead_line(case),
+                  f"from segments alone: {f['category']} at {loc}")
+        return "segments" if leaks else "missed"
+    check_leak(case, rep, program, leaks)
+    return "found"
+
+
+def gpu_present():
+    probe = ("import torch, sys\n"
+             "sys.exit(0 if torch.cuda.is_available() else 1)\n")
+    return subprocess.run([os.environ["LW_TORCH_PYTHON"], "-c", probe],
+                          capture_output=True).returncode == 0
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in CASES or \
+       sys.argv[2] not in CONFIGS:
+        print(f"usage: test_torch.py CASE CONFIG; cases {sorted(CASES)}, "
+              f"configurations {sorted(CONFIGS)}", file=sys.stderr)
+        return 2
+    case, config = sys.argv[1:]
+    python = os.environ.get("LW_TORCH_PYTHON", "")
+    real_gpu = os.environ.get("LW_REAL_GPU") == "1"
+    if not python:
+        print("no PyTorch configured (meson -Dtorch_python=PATH, as "
+              "scripts/test.sh does with scripts/torch-env.sh): skipped")
+        return SKIP
+    if real_gpu and not (os.path.exists("/dev/nvidiactl") and gpu_present()):
+        print("no NVIDIA GPU: skipped")
+        return SKIP
+    try:
+        cell = test(case, config, python, real_gpu)
+    except Failure as e:
+        print(f"FAIL {case} {config}: {e}", file=sys.stderr)
+        return 1
+    print(f"{case} {config} {cell}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
