@@ -7,7 +7,7 @@ out-of-memory section. Skipped (77) unless a Python with PyTorch is named,
 by LEAKWATCH_TORCH_PYTHON or meson's torch_python option
 (scripts/torch-env.sh prints one).
 
-    test_torch_hooks.py levels|oom|backward
+    test_torch_hooks.py levels|oom|backward|cache_growth
 """
 import json
 import os
@@ -111,6 +111,32 @@ def backward():
     return 1 if bad else 0
 
 
+def cache_growth():
+    """New shapes every step under the native allocator: reserved memory
+    grows, allocated memory does not. One cache-growth finding, not a
+    leak, led by the line that makes the new shapes; no leak finding."""
+    script = os.path.join(HERE, "fragment.py")
+    line = next(i for i, text in enumerate(open(script), 1)
+                if "# SHAPES" in text)
+    with tempfile.TemporaryDirectory(prefix="lw-torch-") as tmp:
+        report, counters = run(tmp, "fragment.py", {}, "json")
+        torch = json.load(open(counters))
+        rep = json.load(open(report))
+        if "reports" in rep:
+            rep = max(rep["reports"], key=lambda x: x["steps"])
+    reserved = [p["reserved_bytes"] for p in rep["step_series"]]
+    theirs = [c["reserved"] for c in torch["steps"]]
+    found = [f for f in rep["findings"] if f["category"] == "cache-growth"]
+    leaks = [f for f in rep["findings"] if f["leak"]]
+    print(f"reserved per step: leakwatch {reserved}, torch {theirs}; "
+          f"findings {[(f['category'], f['location']['line']) for f in rep['findings']]}")
+    if reserved != theirs or len(found) != 1 or leaks or \
+            found[0]["location"]["line"] != line or \
+            "expandable_segments:True" not in found[0]["fix"]:
+        return 1
+    return 0
+
+
 def main():
     python = os.environ.get("LEAKWATCH_TORCH_PYTHON") or \
         os.environ.get("LW_TORCH_PYTHON_OPTION")
@@ -120,8 +146,8 @@ def main():
               "tail -1))")
         return 77
     os.environ["LW_TORCH_PYTHON"] = python
-    return {"levels": levels, "oom": oom,
-            "backward": backward}[sys.argv[1]]()
+    return {"levels": levels, "oom": oom, "backward": backward,
+            "cache_growth": cache_growth}[sys.argv[1]]()
 
 
 if __name__ == "__main__":
