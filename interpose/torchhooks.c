@@ -12,8 +12,9 @@
  * (CUDA devices only: the CPU allocators call the same function) and then
  * calls libc10's own, so that torch.profiler keeps working.
  *
- * The mangled names: PyTorch 1.10 and later declare four-argument forms,
- * whose totals were int64_t ("lll") before they became size_t ("lmm").
+ * The mangled names: the totals are size_t ("lmm") in PyTorch 2.x (checked
+ * against 2.15.0's headers and nm -D of its libraries) and were int64_t
+ * ("lll") in older releases (not checked against a wheel here).
  * Both have the same calling convention: c10::Device is two one-byte
  * fields (type, index), passed by value in a register.
  */
