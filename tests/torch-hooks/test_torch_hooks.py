@@ -74,7 +74,8 @@ def oom():
         grew = o["grew"]["sites"][0]["location"] or {}
         if not (top.get("file") or "").endswith("oom.py") or \
                 not (grew.get("file") or "").endswith("oom.py") or \
-                o["tracked_allocated"] != o["allocated"]:
+                o["tracked_allocated"] != o["allocated"] or \
+                o["tracked_reserved"] != o["reserved"]:
             print(f"wrong section: {json.dumps(o)[:2000]}")
             return 1
     return 0
