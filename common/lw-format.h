@@ -77,7 +77,11 @@ enum lw_api {
 	/* cuMemCreate: physical memory, keyed by its handle, not an address;
 	 * cuMemRelease frees it. Mappings are not recorded. */
 	LW_API_CU_MEM_CREATE = 17,
-	LW_API_MAX = 17,
+	/* A block (tensor) that PyTorch's native caching allocator handed
+	 * out, seen at its c10::reportMemoryUsageToProfiler call; its memory
+	 * lies inside a SEGMENT. */
+	LW_API_TORCH_BLOCK = 18,
+	LW_API_MAX = 18,
 };
 
 enum lw_record_tag {
@@ -162,6 +166,20 @@ enum lw_record_tag {
 	 * error code (the API's own: cudaError_t for the runtime's functions,
 	 * CUresult for the driver's). Older readers skip it. */
 	LW_REC_ALLOC_FAILED = 0x4b,
+	/* SEGMENT: memory a caching allocator reserved for itself (PyTorch's
+	 * native allocator's cudaMalloc, or cuMemCreate of its expandable
+	 * segments, keyed by the handle): varint address or handle, varint
+	 * size, zvarint device. Not an allocation of the program: the blocks
+	 * handed out of it are the ALLOC records with CONTEXT api
+	 * LW_API_TORCH_BLOCK. Older readers skip it. */
+	LW_REC_SEGMENT = 0x4c,
+	/* SEGMENT_FREE: varint address or handle of a SEGMENT given back. */
+	LW_REC_SEGMENT_FREE = 0x4d,
+	/* OOM: PyTorch's allocator could not satisfy a request (its
+	 * c10::reportOutOfMemoryToProfiler call): varint bytes requested,
+	 * varint bytes allocated, varint bytes reserved (its own counters),
+	 * zvarint device. The writer flushes right after it. */
+	LW_REC_OOM = 0x4e,
 };
 
 enum lw_mark {

@@ -38,7 +38,7 @@ bool lw_module_is_cuda(const char *path)
 {
 	static const char *const prefixes[] = {
 		"libcudart", "libcuda.", "libcuda-", "libleakwatch",
-		"libnvidia",
+		"libnvidia", "libc10",
 	};
 	const char *slash = strrchr(path, '/');
 	const char *name = slash ? slash + 1 : path;

@@ -27,9 +27,10 @@ enum lw_code_origin {
 enum lw_code_origin lw_python_file_origin(const void *file, size_t len);
 
 /*
- * Whether a native module (its path) is part of CUDA or leakwatch itself,
- * whose frames never make a good headline for a site: libcudart*,
- * libcuda.* and libcuda-*, libnvidia*, libleakwatch*.
+ * Whether a native module (its path) is part of CUDA, of PyTorch's
+ * allocator or of leakwatch itself, whose frames never make a good
+ * headline for a site: libcudart*, libcuda.* and libcuda-*, libnvidia*,
+ * libc10* (libc10.so, libc10_cuda.so), libleakwatch*.
  */
 bool lw_module_is_cuda(const char *path);
 

@@ -24,6 +24,7 @@
 
 #include "export.h"
 #include "real.h"
+#include "torchconf.h"
 #include "tracker.h"
 
 /* cuda.h maps the first cuGetProcAddress to the second; both are exported. */
@@ -276,7 +277,12 @@ LW_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle,
 	if (!lw_enter())
 		return real(handle, size, prop, flags);
 	CUresult res = real(handle, size, prop, flags);
-	if (res == CUDA_SUCCESS && handle && prop)
+	if (res == CUDA_SUCCESS && handle && prop &&
+	    prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+	    lw_torch_is_segment(LW_CALLER()))
+		lw_record_segment((const void *)(uintptr_t)*handle, size,
+				  prop->location.id);
+	else if (res == CUDA_SUCCESS && handle && prop)
 		lw_record_alloc(LW_API_CU_MEM_CREATE,
 				prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE
 					? LW_MEM_DEVICE : LW_MEM_PINNED_HOST,

@@ -14,6 +14,7 @@
 
 #include "export.h"
 #include "real.h"
+#include "torchconf.h"
 #include "tracker.h"
 
 /* The per-thread-default-stream variants; cuda_runtime_api.h declares them
@@ -62,13 +63,16 @@ static inline uint64_t product(uint64_t a, uint64_t b)
 
 LW_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
 {
-	alloc_fn real = REAL(alloc_fn, LW_FN_CUDA_MALLOC);
+	const void *caller = LW_CALLER();
+	alloc_fn real = (alloc_fn)lw_real_for_caller(LW_FN_CUDA_MALLOC, caller);
 	if (!real)
 		return NO_RUNTIME;
 	if (!lw_enter())
 		return real(ptr, size);
 	cudaError_t err = real(ptr, size);
-	if (err == cudaSuccess && ptr)
+	if (err == cudaSuccess && ptr && lw_torch_is_segment(caller))
+		lw_record_segment(*ptr, size, -1);
+	else if (err == cudaSuccess && ptr)
 		lw_record_alloc(LW_API_CUDA_MALLOC, LW_MEM_DEVICE, *ptr, size, 0);
 	else if (err != cudaSuccess)
 		lw_record_alloc_failed(LW_API_CUDA_MALLOC, LW_MEM_DEVICE, size,

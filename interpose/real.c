@@ -198,6 +198,27 @@ static void *loaded_library(const char *prefix, void **cache, int is_runtime)
 	return handle;
 }
 
+lw_fnptr lw_real_c10_symbol(const char *name)
+{
+	static void *c10_handle;
+	lw_fnptr fn = symbol(RTLD_NEXT, name);
+
+	if (!fn) {
+		void *handle = loaded_library("libc10.so", &c10_handle, 0);
+		fn = handle ? symbol(handle, name) : NULL;
+	}
+	return fn;
+}
+
+lw_fnptr lw_real_torch_symbol(const char *name)
+{
+	static void *torch_cpu_handle;
+	void *handle = loaded_library("libtorch_cpu.so", &torch_cpu_handle,
+				      0);
+
+	return handle ? symbol(handle, name) : NULL;
+}
+
 void *lw_real_driver_handle(void)
 {
 	return loaded_library("libcuda.so", &driver_handle, 0);
@@ -281,11 +302,13 @@ unsigned lw_load_generation;
 /*
  * The cache: one word per entry, so that threads share it without a lock
  * and never see half an entry: the return address (user space addresses
- * fit in 47 bits) above 13 bits of the load generation and 3 of the
- * runtime's index. A torn or stale entry reads as a miss.
+ * fit in 47 bits) above 12 bits of the load generation, a bit that says
+ * the caller lies in PyTorch's libc10_cuda, and 3 of the runtime's index.
+ * A torn or stale entry reads as a miss.
  */
 #define CALLER_CACHE_BITS 10
-#define GENERATION_BITS 13
+#define GENERATION_BITS 12
+#define TORCH_CALLER_BIT 8u
 
 static uint64_t caller_cache[1u << CALLER_CACHE_BITS];
 
@@ -381,8 +404,17 @@ out:
 	return found;
 }
 
-/* The runtime the object that holds caller is linked against. */
-static unsigned runtime_of(const void *caller)
+static int is_c10_cuda(const char *path)
+{
+	const char *base = path ? strrchr(path, '/') : NULL;
+
+	base = base ? base + 1 : path;
+	return base && strncmp(base, "libc10_cuda.", 12) == 0;
+}
+
+/* What the cache knows of caller: the runtime's index, and
+ * TORCH_CALLER_BIT for a caller in libc10_cuda. */
+static unsigned caller_entry(const void *caller)
 {
 	uint64_t key = (uint64_t)(uintptr_t)caller;
 	uint64_t gen = __atomic_load_n(&lw_load_generation, __ATOMIC_ACQUIRE) &
@@ -398,15 +430,29 @@ static unsigned runtime_of(const void *caller)
 	unsigned idx = 0;
 
 	if (entry && (entry >> 16) == key &&
-	    ((entry >> 3) & ((1u << GENERATION_BITS) - 1)) == gen)
-		return (unsigned)(entry & 7);
-	if (dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) && map &&
-	    (soname = runtime_needed(map)))
-		idx = runtime_index(soname);
+	    ((entry >> 4) & ((1u << GENERATION_BITS) - 1)) == gen)
+		return (unsigned)(entry & 15);
+	if (dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) && map) {
+		if ((soname = runtime_needed(map)))
+			idx = runtime_index(soname);
+		if (is_c10_cuda(map->l_name))
+			idx |= TORCH_CALLER_BIT;
+	}
 	if (key >> 47 == 0)
 		__atomic_store_n(&caller_cache[slot],
-				 key << 16 | gen << 3 | idx, __ATOMIC_RELEASE);
+				 key << 16 | gen << 4 | idx, __ATOMIC_RELEASE);
 	return idx;
+}
+
+/* The runtime the object that holds caller is linked against. */
+static unsigned runtime_of(const void *caller)
+{
+	return caller_entry(caller) & 7;
+}
+
+int lw_real_caller_is_torch(const void *caller)
+{
+	return !!(caller_entry(caller) & TORCH_CALLER_BIT);
 }
 
 lw_fnptr lw_real_for_caller(enum lw_fn fn, const void *caller)

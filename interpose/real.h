@@ -78,6 +78,28 @@ static inline lw_fnptr lw_real(enum lw_fn fn)
  */
 lw_fnptr lw_real_for_caller(enum lw_fn fn, const void *caller);
 
+/*
+ * Whether caller (a hook's return address) lies in PyTorch's CUDA library,
+ * libc10_cuda, whose caching allocator calls the runtime and the driver
+ * for its segments. From the same cache as lw_real_for_caller().
+ */
+int lw_real_caller_is_torch(const void *caller);
+
+/*
+ * libc10's function called name (one of PyTorch's profiler hooks that the
+ * shim defines too): the next definition after the shim's, else the one in
+ * the loaded libc10.so (RTLD_LOCAL loads are invisible to RTLD_NEXT). NULL
+ * when there is none. Slow: callers keep the answer.
+ */
+lw_fnptr lw_real_c10_symbol(const char *name);
+
+/*
+ * A function of PyTorch's libtorch_cpu.so (loaded RTLD_LOCAL, as a
+ * dependency of torch._C) by its mangled name; NULL when the library is
+ * not loaded or has no such symbol. Slow: callers keep the answer.
+ */
+lw_fnptr lw_real_torch_symbol(const char *name);
+
 /* Bumped by the exported dlopen (resolve.c): an object unloaded since may
  * have been replaced at the same addresses. */
 extern unsigned lw_load_generation;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backward.h"
 #include "lw-format.h"
 #include "lw-origin.h"
 #include "pyframes.h"
@@ -152,6 +153,7 @@ static uint64_t intern_code(struct lw_writer *w, uint32_t gen,
 	if (lw_py_code_info(code, file, sizeof(file), name, sizeof(name),
 			    &first_line) < 0)
 		return 0;
+	lw_backward_note_code(code, file, name);
 	uint64_t file_id = lw_strings_intern(w, gen, file);
 	uint64_t name_id = lw_strings_intern(w, gen, name);
 

@@ -8,6 +8,7 @@
 #include <sys/auxv.h>
 
 #include "config.h"
+#include "real.h"
 #include "tracker.h"
 #include "writer.h"
 
@@ -24,22 +25,23 @@ void lw_torch_choose(void)
 	const char *disable = getenv("LEAKWATCH_DISABLE");
 	const char *cuda_conf = getenv("PYTORCH_CUDA_ALLOC_CONF");
 	const char *any_conf = getenv("PYTORCH_ALLOC_CONF");
-	int keep = 0;
+	int async = 0;
 
 	if (getauxval(AT_SECURE) || (disable && lw_parse_bool(disable) == 1))
 		return;
-	if (mode && strcasecmp(mode, "keep") == 0) {
-		keep = 1;
-	} else if (mode && mode[0] && strcasecmp(mode, "async") != 0) {
+	if (mode && strcasecmp(mode, "async") == 0) {
+		async = 1;
+	} else if (mode && mode[0] && strcasecmp(mode, "keep") != 0) {
 		lw_warn_once(LW_WARN_BAD_ENV,
 			     "LEAKWATCH_TORCH_ALLOCATOR='%.64s' is neither "
-			     "'async' nor 'keep'; using async", mode);
+			     "'async' nor 'keep'; keeping PyTorch's allocator",
+			     mode);
 	}
 	if (cuda_conf && strcmp(cuda_conf, LW_TORCH_ASYNC_CONF) == 0 &&
 	    getenv(SET_BY_LEAKWATCH) && !any_conf) {
 		/* Inherited from a parent process's shim: still leakwatch's
-		 * choice, which "keep" undoes. */
-		if (keep) {
+		 * choice, which a child without "async" undoes. */
+		if (!async) {
 			unsetenv("PYTORCH_CUDA_ALLOC_CONF");
 			unsetenv(SET_BY_LEAKWATCH);
 			source = "kept";
@@ -54,7 +56,9 @@ void lw_torch_choose(void)
 	} else if (getenv("PYTORCH_NO_CUDA_MEMORY_CACHING")) {
 		/* One cudaMalloc per tensor already. */
 		source = "no_caching";
-	} else if (keep) {
+	} else if (!async) {
+		/* PyTorch's native allocator: its blocks are seen through
+		 * c10::reportMemoryUsageToProfiler (torchhooks.c). */
 		source = "kept";
 	} else if (setenv("PYTORCH_CUDA_ALLOC_CONF", LW_TORCH_ASYNC_CONF, 0) == 0) {
 		setenv(SET_BY_LEAKWATCH, "1", 1);
@@ -70,4 +74,30 @@ void lw_torch_write_info(struct lw_writer *writer)
 	lw_writer_info(writer, "torch_alloc_conf", conf, strlen(conf));
 	lw_writer_info(writer, "torch_alloc_conf_source", source,
 		       strlen(source));
+}
+
+/*
+ * PYTORCH_NO_CUDA_MEMORY_CACHING (or its HIP twin) set to 1 makes PyTorch
+ * cudaMalloc each tensor and call no report hook (c10::utils::check_env:
+ * "1" is true, "0" false, anything else ignored with a warning). Read at
+ * the first allocation from libc10_cuda, after PyTorch read it.
+ */
+static int uncached(void)
+{
+	static int answer = -1;
+	int a = __atomic_load_n(&answer, __ATOMIC_RELAXED);
+
+	if (a < 0) {
+		const char *cuda = getenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
+		const char *hip = getenv("PYTORCH_NO_HIP_MEMORY_CACHING");
+		a = (cuda && strcmp(cuda, "1") == 0) ||
+		    (hip && strcmp(hip, "1") == 0);
+		__atomic_store_n(&answer, a, __ATOMIC_RELAXED);
+	}
+	return a;
+}
+
+int lw_torch_is_segment(const void *caller)
+{
+	return lw_real_caller_is_torch(caller) && !uncached();
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "backward.h"
 #include "config.h"
 #include "gate.h"
 #include "live.h"
@@ -23,6 +24,7 @@
 #include "pyframes.h"
 #include "pyhooks.h"
 #include "real.h"
+#include "segments.h"
 #include "stacks.h"
 #include "summary.h"
 #include "torchconf.h"
@@ -572,20 +574,33 @@ static int64_t current_device(void)
 void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
 		     uint64_t size, uint64_t stream)
 {
-	uintptr_t frames[LW_MAX_FRAMES + 2 * LW_MAX_PY_FRAMES];
-	unsigned depth, py_depth = 0;
-	uint64_t native_hash;
 	int64_t device = -1;
-	int new_stack = 0;
 
 	if (!ptr)
 		return;
 	if (kind == LW_MEM_DEVICE || kind == LW_MEM_MANAGED)
 		device = current_device();
+	lw_record_alloc_on(api, kind, ptr, size, stream, device);
+}
+
+void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
+			const void *ptr, uint64_t size, uint64_t stream,
+			int64_t device)
+{
+	uintptr_t frames[LW_MAX_FRAMES + 2 * LW_MAX_PY_FRAMES];
+	unsigned depth, py_depth = 0;
+	uint64_t native_hash;
+	int new_stack = 0;
+
+	if (!ptr)
+		return;
 	/* The expensive part, done before taking any lock. */
 	depth = lw_unwind(frames, config.max_frames, &native_hash);
-	if (python_frames)
+	if (python_frames) {
 		py_depth = capture_python(frames + depth);
+		py_depth = lw_backward_attribute(frames, depth,
+						 frames + depth, py_depth);
+	}
 
 	pthread_mutex_lock(&lock);
 	if (!ensure_trace_locked())
@@ -609,6 +624,10 @@ void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
 			 __ATOMIC_RELAXED);
 out:
 	pthread_mutex_unlock(&lock);
+	/* A new stack had its code objects' names read: the first
+	 * backward()'s _make_grads may have just become known. */
+	if (new_stack && py_depth)
+		lw_backward_attribute(frames, depth, frames + depth, py_depth);
 	/* New code is running: torch may have been imported since the last
 	 * try to register PyTorch's optimizer hook. */
 	if (new_stack && python_process)
@@ -648,15 +667,77 @@ void lw_allocation_counts(uint64_t *recorded, uint64_t *failed)
 	*failed = __atomic_load_n(&failed_allocations, __ATOMIC_RELAXED);
 }
 
-void lw_free_begin(const void *ptr, struct lw_pending_free *pending)
+/* A SEGMENT (with size and device) or SEGMENT_FREE record. */
+static void write_segment_locked(enum lw_record_tag tag, uintptr_t key,
+				 uint64_t size, int64_t device)
+{
+	uint8_t payload[3 * LW_VARINT_MAX];
+	size_t n = lw_varint_put(payload, key);
+
+	if (tag == LW_REC_SEGMENT) {
+		n += lw_varint_put(payload + n, size);
+		n += lw_varint_put(payload + n, lw_zigzag_encode(device));
+	}
+	lw_writer_ext(&writer, tag, payload, n);
+}
+
+void lw_record_segment(const void *key, uint64_t size, int64_t device)
+{
+	if (!key)
+		return;
+	pthread_mutex_lock(&lock);
+	if (ensure_trace_locked()) {
+		if (lw_segments_add((uintptr_t)key, size) < 0)
+			lw_warn_once(LW_WARN_OUT_OF_MEMORY,
+				     "leakwatch's own memory is exhausted; "
+				     "reserved memory may be misreported");
+		note_thread_and_time_locked();
+		write_segment_locked(LW_REC_SEGMENT, (uintptr_t)key, size,
+				     device);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void lw_record_oom(uint64_t size, uint64_t allocated, uint64_t reserved,
+		   int64_t device)
+{
+	uint8_t payload[4 * LW_VARINT_MAX];
+	size_t n = lw_varint_put(payload, size);
+
+	n += lw_varint_put(payload + n, allocated);
+	n += lw_varint_put(payload + n, reserved);
+	n += lw_varint_put(payload + n, lw_zigzag_encode(device));
+	pthread_mutex_lock(&lock);
+	if (ensure_trace_locked()) {
+		note_thread_and_time_locked();
+		lw_writer_ext(&writer, LW_REC_OOM, payload, n);
+		/* The process may die of it right away. */
+		flush_locked();
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* segments: ptr may be a segment of PyTorch's allocator (a free from
+ * CUDA, not from the allocator's report of a block, which may start at
+ * the same address). */
+static void free_begin(const void *ptr, struct lw_pending_free *pending,
+		       int segments)
 {
 	uintptr_t addr = (uintptr_t)ptr;
 	struct lw_live *e;
 
 	pending->addr = addr;
 	pending->known = 0;
+	pending->segment = 0;
 	pthread_mutex_lock(&lock);
-	if (trace_state == TRACE_OPEN) {
+	if (trace_state == TRACE_OPEN && segments &&
+	    lw_segments_remove(addr, &pending->size)) {
+		/* A segment of PyTorch's caching allocator given back. */
+		pending->known = 1;
+		pending->segment = 1;
+		note_thread_and_time_locked();
+		write_segment_locked(LW_REC_SEGMENT_FREE, addr, 0, 0);
+	} else if (trace_state == TRACE_OPEN) {
 		e = find_live_locked(addr);
 		if (e) {
 			pending->known = 1;
@@ -671,6 +752,19 @@ void lw_free_begin(const void *ptr, struct lw_pending_free *pending)
 	pthread_mutex_unlock(&lock);
 }
 
+void lw_free_begin(const void *ptr, struct lw_pending_free *pending)
+{
+	free_begin(ptr, pending, 1);
+}
+
+void lw_record_block_free(const void *ptr)
+{
+	struct lw_pending_free pending;
+
+	free_begin(ptr, &pending, 0);
+	lw_free_end(&pending, 1);
+}
+
 void lw_free_end(struct lw_pending_free *pending, int succeeded)
 {
 	if (pending->known == !!succeeded)
@@ -680,7 +774,12 @@ void lw_free_end(struct lw_pending_free *pending, int succeeded)
 	if (trace_state != TRACE_OPEN)
 		goto out;
 	note_thread_and_time_locked();
-	if (succeeded) {
+	if (pending->segment) {
+		/* The real free failed: the segment is still reserved. */
+		lw_segments_add(pending->addr, pending->size);
+		write_segment_locked(LW_REC_SEGMENT, pending->addr,
+				     pending->size, -1);
+	} else if (succeeded) {
 		/* Memory leakwatch never saw allocated (before tracing, or on
 		 * a path it does not hook): the report counts it as unknown. */
 		unknown_frees++;
@@ -900,6 +999,8 @@ static void after_fork_in_child(void)
 	live_used = 0;
 	memset(live_bytes, 0, sizeof(live_bytes));
 	memset(live_count, 0, sizeof(live_count));
+	lw_segments_reset();
+	lw_backward_reset();
 	/* Stack, code and string ids start again at 1 in the child's trace. */
 	lw_stacks_reset();
 	have_program_end_summary = 0;

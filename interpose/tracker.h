@@ -68,6 +68,22 @@ static inline void lw_leave(void)
 void lw_record_alloc(enum lw_api api, enum lw_mem_kind kind, const void *ptr,
 		     uint64_t size, uint64_t stream);
 
+/* The same, with the device known (-1: unknown). */
+void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
+			const void *ptr, uint64_t size, uint64_t stream,
+			int64_t device);
+
+/*
+ * Records a segment of PyTorch's caching allocator (key: its address, or
+ * the cuMemCreate handle): reserved memory, not an allocation of the
+ * program. Its free goes through lw_free_begin() like any other.
+ */
+void lw_record_segment(const void *key, uint64_t size, int64_t device);
+
+/* Records PyTorch's out-of-memory report and flushes the trace. */
+void lw_record_oom(uint64_t size, uint64_t allocated, uint64_t reserved,
+		   int64_t device);
+
 /*
  * Records an allocation call that returned error (the API's own code):
  * counted, written to the trace (which it opens, so that a program whose
@@ -92,10 +108,15 @@ struct lw_pending_free {
 	void *stack;
 	uint8_t kind;
 	uint8_t known;
+	uint8_t segment; /* a segment of PyTorch's allocator */
 };
 
 void lw_free_begin(const void *ptr, struct lw_pending_free *pending);
 void lw_free_end(struct lw_pending_free *pending, int succeeded);
+
+/* Records the free of a block that PyTorch's allocator took back, never a
+ * segment (the first block of a segment starts at its address). */
+void lw_record_block_free(const void *ptr);
 
 enum lw_step_source {
 	LW_STEP_API = 1,       /* leakwatch_step(), the Python helper */

@@ -17,7 +17,10 @@
  *   more of the peak: lingering previous step;
  * - born in a transient phase and still live: unreleased module;
  * - plateau, a workspace, optimizer state made at the first step: not a
- *   leak, said so.
+ *   leak, said so;
+ * - PyTorch's reserved memory (its segments) growing while the tensors do
+ *   not: fragmentation or cache growth, not a leak (one finding for the
+ *   run, led by the PyTorch blocks that churn most).
  */
 #include "diagnose.h"
 
@@ -25,6 +28,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "torch.h"
 
 /* Blocks up to this size are a loss or a metric value, not activations. */
 #define SMALL_BLOCK (64 * 1024)
@@ -53,6 +58,7 @@ static const char *const generic_fixes[LW_CATEGORY_COUNT] = {
 	[LW_CATEGORY_CYCLE_DELAYED] = "break the reference cycle (a weak reference), or collect garbage at step ends",
 	[LW_CATEGORY_GROWTH] = "find what keeps these blocks alive from step to step (the line above made them) and drop the reference once used",
 	[LW_CATEGORY_NOT_A_LEAK] = "nothing to fix",
+	[LW_CATEGORY_CACHE_GROWTH] = "not a leak of tensors: to keep the cache from growing, set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, call torch.cuda.empty_cache() where a phase ends, or use fewer distinct tensor shapes (pad or bucket the sizes of inputs)",
 };
 
 const char *lw_confidence_name(enum lw_confidence c)
@@ -429,24 +435,87 @@ static bool has_python_frame(const struct lw_model *m, uint32_t site)
 	return python;
 }
 
-/* Merges the per-site verdicts into findings: one per site, one per group. */
-static int collect(const struct lw_report *r, struct lw_diagnosis *d,
-		   struct lw_finding *fs)
+/*
+ * The run's cache-growth finding, when PyTorch's reserved memory grows and
+ * the run's live memory (its tensors) does not. Its lead is the PyTorch
+ * block site with no finding of its own that allocated most, whose
+ * churn of shapes the cache keeps up with.
+ */
+static int cache_growth(const struct lw_report *r,
+			const struct lw_growth_report *g,
+			const struct lw_finding *fs, struct lw_finding *out)
 {
 	const struct lw_model *m = r->model;
-	size_t n = 0;
+	struct lw_growth reserved;
+	uint32_t lead = LW_NO_SITE;
+	int rc;
 
+	out->category = LW_CATEGORY_NONE;
+	if (g->run.verdict == LW_VERDICT_GROWING ||
+	    g->run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS)
+		return 0;
+	if ((rc = lw_torch_reserved_growth(m, r->min_steps, &reserved)) < 0)
+		return rc;
+	if (reserved.verdict != LW_VERDICT_GROWING)
+		return 0;
+	for (uint32_t i = 0; i < m->site_count; i++)
+		if (m->sites[i].torch_block &&
+		    fs[i].category == LW_CATEGORY_NONE &&
+		    (lead == LW_NO_SITE ||
+		     m->sites[i].totals.bytes_allocated >
+			     m->sites[lead].totals.bytes_allocated))
+			lead = i;
+	if (lead == LW_NO_SITE)
+		return 0;
+	out->category = LW_CATEGORY_CACHE_GROWTH;
+	out->confidence = LW_CONFIDENCE_MEDIUM;
+	out->site = lead;
+	out->evidence = fs[lead].evidence;
+	/* The cache's growth, not the site's. */
+	out->evidence.bytes_per_step = reserved.per_step;
+	out->evidence.count_per_step = 0;
+	out->evidence.sites = 1;
+	out->reason = "PyTorch's reserved memory (the segments its caching allocator holds) grows from step to step while its allocated memory (the tensors) does not: fragmentation, or a cache that keeps up with new shapes";
+	return 0;
+}
+
+/* Merges the per-site verdicts into findings: one per site, one per group,
+ * and the run's cache growth. */
+static int collect(const struct lw_report *r, const struct lw_growth_report *g,
+		   struct lw_diagnosis *d, struct lw_finding *fs)
+{
+	const struct lw_model *m = r->model;
+	struct lw_finding cache;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = cache_growth(r, g, fs, &cache)) < 0)
+		return rc;
+	n = cache.category != LW_CATEGORY_NONE;
 	for (uint32_t i = 0; i < m->site_count; i++)
 		n += fs[i].category != LW_CATEGORY_NONE && fs[i].site == i;
 	d->findings = n ? calloc(n, sizeof(*d->findings)) : NULL;
 	if (n && !d->findings)
 		return -ENOMEM;
+	if (cache.category != LW_CATEGORY_NONE) {
+		cache.leak = false;
+		cache.suppressed = d->sites[cache.site].suppressed;
+		cache.fix = r->rules && r->rules->fixes[cache.category]
+				    ? r->rules->fixes[cache.category]
+				    : generic_fixes[cache.category];
+		cache.weight = cache.evidence.bytes_per_step *
+			       (double)(m->steps ? m->steps : 1);
+		d->findings[d->finding_count++] = cache;
+		d->sites[cache.site].category = cache.category;
+		d->sites[cache.site].confidence = cache.confidence;
+	}
 	for (uint32_t i = 0; i < m->site_count; i++) {
 		struct lw_finding *f = &fs[i];
 
 		if (f->category == LW_CATEGORY_NONE || f->site != i)
 			continue;
-		f->leak = f->category != LW_CATEGORY_NOT_A_LEAK;
+		f->leak = f->category != LW_CATEGORY_NOT_A_LEAK &&
+			  f->category != LW_CATEGORY_CACHE_GROWTH;
 		f->suppressed = d->sites[i].suppressed;
 		f->fix = r->rules && r->rules->fixes[f->category] &&
 				 has_python_frame(m, i)
@@ -534,7 +603,7 @@ int lw_diagnose(const struct lw_report *r, struct lw_diagnosis *d)
 		d->sites[i].category = fs[i].category;
 		d->sites[i].confidence = fs[i].confidence;
 	}
-	rc = collect(r, d, fs);
+	rc = collect(r, &g, d, fs);
 out:
 	free(fs);
 	lw_growth_report_fini(&g);

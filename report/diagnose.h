@@ -65,6 +65,13 @@ struct lw_finding {
 	double weight;		/* bytes at stake, for ordering */
 };
 
+/* Whether a finding's fix is worth showing: leaks, and PyTorch's cache
+ * growth (not a leak, but the fix of a run that runs out of memory). */
+static inline bool lw_finding_has_fix(const struct lw_finding *f)
+{
+	return f->leak || f->category == LW_CATEGORY_CACHE_GROWTH;
+}
+
 struct lw_diagnosis {
 	struct lw_site_diagnosis *sites;	/* indexed by site */
 	uint32_t site_count;

@@ -57,9 +57,17 @@ static void put_torch(FILE *out, const struct lw_model *m)
 	put_bytes_or_null(out, t.conf);
 	fputs(", \"source\": ", out);
 	put_bytes_or_null(out, t.source);
-	fprintf(out, ", \"tensors_visible\": %s, \"expandable_segments\": %s}",
+	fprintf(out, ", \"tensors_visible\": %s, \"expandable_segments\": %s",
 		t.tensors_visible ? "true" : "false",
 		t.expandable_segments ? "true" : "false");
+	fprintf(out, ", \"blocks\": %" PRIu64 ", \"segments\": %" PRIu64
+		     ", \"allocated_bytes_at_end\": %" PRIu64
+		     ", \"reserved_bytes_at_end\": %" PRIu64
+		     ", \"peak_allocated_bytes\": %" PRIu64
+		     ", \"peak_reserved_bytes\": %" PRIu64 "}",
+		m->torch.blocks, m->torch.segments, m->torch.allocated_bytes,
+		m->torch.reserved_bytes, m->torch.peak_allocated_bytes,
+		m->torch.peak_reserved_bytes);
 }
 
 static void put_command(FILE *out, const struct lw_model *m)
@@ -88,8 +96,9 @@ static void put_totals(FILE *out, const struct lw_totals *t)
 		t->bytes_allocated);
 }
 
-static void put_frame(FILE *out, const struct lw_symbol *sym,
-		      const struct lw_sym_frame *f)
+/* A frame object; tail (keys of a location) goes before its '}'. */
+static void put_frame_with(FILE *out, const struct lw_symbol *sym,
+			   const struct lw_sym_frame *f, const char *tail)
 {
 	fputs("{\"function\": ", out);
 	if (f->function)
@@ -113,13 +122,20 @@ static void put_frame(FILE *out, const struct lw_symbol *sym,
 	fprintf(out, ", \"address\": \"0x%" PRIx64 "\", \"module_offset\": ",
 		sym->address);
 	if (sym->module)
-		fprintf(out, "\"0x%" PRIx64 "\"}", sym->offset);
+		fprintf(out, "\"0x%" PRIx64 "\"", sym->offset);
 	else
-		fputs("null}", out);
+		fputs("null", out);
+	fprintf(out, "%s}", tail);
 }
 
-static void put_pyframe(FILE *out, const struct lw_model *m,
-			const struct lw_trace_pyframe *f)
+static void put_frame(FILE *out, const struct lw_symbol *sym,
+		      const struct lw_sym_frame *f)
+{
+	put_frame_with(out, sym, f, "");
+}
+
+static void put_pyframe_with(FILE *out, const struct lw_model *m,
+			     const struct lw_trace_pyframe *f, const char *tail)
 {
 	struct lw_bytes function, file;
 
@@ -132,8 +148,37 @@ static void put_pyframe(FILE *out, const struct lw_model *m,
 		fprintf(out, ", \"line\": %" PRId64, f->line);
 	else
 		fputs(", \"line\": null", out);
-	fputs(", \"python\": true, \"module\": null, \"address\": null, \"module_offset\": null}",
-	      out);
+	fprintf(out, ", \"python\": true, \"module\": null, \"address\": null, \"module_offset\": null%s}",
+		tail);
+}
+
+static void put_pyframe(FILE *out, const struct lw_model *m,
+			const struct lw_trace_pyframe *f)
+{
+	put_pyframe_with(out, m, f, "");
+}
+
+/* A location: a frame object, with "in_backward" and "autograd_node"
+ * after its keys. */
+static void put_location(FILE *out, const struct lw_model *m,
+			 const struct lw_location *loc)
+{
+	char tail[128];
+
+	/* A node name is made of identifier characters (location.c). */
+	if (loc->autograd_node[0])
+		snprintf(tail, sizeof(tail),
+			 ", \"in_backward\": %s, \"autograd_node\": \"%s\"",
+			 loc->in_backward ? "true" : "false",
+			 loc->autograd_node);
+	else
+		snprintf(tail, sizeof(tail),
+			 ", \"in_backward\": %s, \"autograd_node\": null",
+			 loc->in_backward ? "true" : "false");
+	if (loc->frame->python)
+		put_pyframe_with(out, m, loc->frame->py, tail);
+	else
+		put_frame_with(out, loc->symbol, &loc->symbol->frames[0], tail);
 }
 
 static void put_count_or_null(FILE *out, bool known, uint64_t n)
@@ -234,10 +279,8 @@ static int put_site(FILE *out, const struct lw_report *r,
 	put_key(out, indent + 2, "location");
 	if (!loc.frame)
 		fputs("null", out);
-	else if (loc.frame->python)
-		put_pyframe(out, m, loc.frame->py);
 	else
-		put_frame(out, loc.symbol, &loc.symbol->frames[0]);
+		put_location(out, m, &loc);
 	putc(',', out);
 	put_key(out, indent + 2, "native_thread");
 	fputs(lw_model_site_native_thread(m, site) ? "true," : "false,", out);
@@ -263,7 +306,7 @@ static int put_site(FILE *out, const struct lw_report *r,
 	else
 		fprintf(out, "\"%s\",", lw_category_name(sd->category));
 	put_key(out, indent + 2, "fix");
-	if (finding && finding->leak)
+	if (finding && lw_finding_has_fix(finding))
 		put_str(out, finding->fix);
 	else
 		fputs("null", out);
@@ -291,10 +334,8 @@ static int put_site_location(FILE *out, const struct lw_report *r,
 	if (rc == 0) {
 		if (!loc.frame)
 			fputs("null", out);
-		else if (loc.frame->python)
-			put_pyframe(out, m, loc.frame->py);
 		else
-			put_frame(out, loc.symbol, &loc.symbol->frames[0]);
+			put_location(out, m, &loc);
 	}
 	free(frames);
 	return rc;
@@ -408,6 +449,37 @@ static int put_lingering(FILE *out, const struct lw_report *r,
 	return rc;
 }
 
+static int put_oom(FILE *out, const struct lw_report *r, unsigned indent)
+{
+	const struct lw_oom *o = &r->model->oom;
+	int rc;
+
+	if (!o->seen) {
+		fputs("null", out);
+		return 0;
+	}
+	fprintf(out, "{\"count\": %" PRIu64 ", \"size\": %" PRIu64
+		     ", \"allocated\": %" PRIu64 ", \"reserved\": %" PRIu64
+		     ", \"device\": %" PRId64 ", \"step\": %" PRIu64
+		     ", \"live_bytes\": %" PRIu64 ", \"live_count\": %" PRIu64
+		     ", \"tracked_allocated\": %" PRIu64
+		     ", \"tracked_reserved\": %" PRIu64 ",",
+		o->count, o->size, o->allocated, o->reserved, o->device,
+		o->steps, o->live_device_bytes, o->live_device_count,
+		o->tracked_allocated, o->tracked_reserved);
+	put_key(out, indent + 2, "sites");
+	if ((rc = put_shares(out, r, &o->live, true, indent + 2)) < 0)
+		return rc;
+	putc(',', out);
+	put_key(out, indent + 2, "grew");
+	fputs("{\"sites\": ", out);
+	rc = put_shares(out, r, &o->grew, true, indent + 2);
+	putc('}', out);
+	newline(out, indent);
+	putc('}', out);
+	return rc;
+}
+
 static int put_peak_attribution(FILE *out, const struct lw_report *r,
 				unsigned indent)
 {
@@ -516,7 +588,7 @@ static int put_findings(FILE *out, const struct lw_report *r,
 		fputs(", \"reason\": ", out);
 		put_str(out, f->reason);
 		fputs(", \"fix\": ", out);
-		if (f->leak)
+		if (lw_finding_has_fix(f))
 			put_str(out, f->fix);
 		else
 			fputs("null", out);
@@ -612,9 +684,13 @@ static void put_step_series(FILE *out, const struct lw_model *m,
 		newline(out, indent + 2);
 		fprintf(out, "{\"step\": %" PRIu64 ", \"live_bytes\": %" PRIu64
 			     ", \"live_count\": %" PRIu64 ", \"peak_bytes\": %" PRIu64
-			     ", \"lingering_bytes\": %" PRIu64 "}",
+			     ", \"lingering_bytes\": %" PRIu64
+			     ", \"allocated_bytes\": %" PRIu64
+			     ", \"reserved_bytes\": %" PRIu64
+			     ", \"peak_reserved_bytes\": %" PRIu64 "}",
 			p->step, p->live_bytes, p->live_count, p->peak_bytes,
-			p->lingering_bytes);
+			p->lingering_bytes, p->allocated_bytes,
+			p->reserved_bytes, p->peak_reserved_bytes);
 	}
 	if (m->step_point_count)
 		newline(out, indent);
@@ -778,6 +854,10 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	fprintf(out, "%" PRIu64 ",", m->failed_allocations);
 	put_key(out, k, "failed_allocation_errors");
 	put_failed_allocations(out, m);
+	putc(',', out);
+	put_key(out, k, "oom");
+	if ((rc = put_oom(out, r, k)) < 0)
+		return rc;
 	putc(',', out);
 	put_key(out, k, "schema_version");
 	fprintf(out, "%d", LW_JSON_SCHEMA_VERSION);

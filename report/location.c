@@ -3,6 +3,9 @@
  * A site's location: the one frame of its stack a report leads with, the
  * line a user would go and fix.
  */
+#include <ctype.h>
+#include <string.h>
+
 #include "lw-origin.h"
 #include "render.h"
 
@@ -17,28 +20,86 @@ static bool is_user_code(const struct lw_model *m,
 	       lw_python_file_origin(file.data, file.len) == LW_CODE_USER;
 }
 
+#define THREAD_MAIN "torch::autograd::Engine::thread_main("
+
+/* The autograd node whose apply() is function ("...::MmBackward0::apply(
+ * ..."), into node; false if it is none. */
+static bool autograd_node(const char *function, char *node, size_t size)
+{
+	const char *apply = strstr(function, "::apply(");
+	const char *start = apply;
+	size_t n;
+
+	if (!apply)
+		return false;
+	while (start > function && (isalnum((unsigned char)start[-1]) ||
+				    start[-1] == '_'))
+		start--;
+	n = (size_t)(apply - start);
+	if (n < 9 || n >= size || !strstr(start, "Backward"))
+		return false;
+	memcpy(node, start, n);
+	node[n] = '\0';
+	return (size_t)(strstr(start, "Backward") - start) < n;
+}
+
+/* Whether the stack's native frames run on autograd's engine thread, and
+ * the innermost autograd node among them. */
+static int find_autograd(const struct lw_report *r,
+			 const struct lw_frame *frames, size_t count,
+			 struct lw_location *out)
+{
+	char node[sizeof(out->autograd_node)] = "";
+	int rc;
+
+	for (size_t i = 0; i < count; i++) {
+		const struct lw_symbol *sym;
+		const char *fn;
+
+		if (frames[i].python)
+			continue;
+		if ((rc = lw_symbolize(r->symbolizer, frames[i].address,
+				       &sym)) < 0)
+			return rc;
+		fn = sym->frames[sym->frame_count - 1].function;
+		if (!fn)
+			continue;
+		if (!node[0])
+			autograd_node(fn, node, sizeof(node));
+		if (strncmp(fn, THREAD_MAIN, sizeof(THREAD_MAIN) - 1) == 0) {
+			out->in_backward = true;
+			memcpy(out->autograd_node, node, sizeof(node));
+			return 0;
+		}
+	}
+	return 0;
+}
+
 int lw_find_location(const struct lw_report *r, const struct lw_frame *frames,
 		     size_t count, struct lw_location *out)
 {
 	const struct lw_frame *python = NULL;
-	int rc;
 
 	out->frame = NULL;
 	out->symbol = NULL;
+	out->in_backward = false;
+	out->autograd_node[0] = '\0';
 	for (size_t i = 0; i < count; i++) {
 		if (!frames[i].python)
 			continue;
 		if (is_user_code(r->model, frames[i].py)) {
 			out->frame = &frames[i];
-			return 0;
+			return find_autograd(r, frames, count, out);
 		}
 		if (!python)
 			python = &frames[i];
 	}
 	if (python) {
 		out->frame = python;
-		return 0;
+		return find_autograd(r, frames, count, out);
 	}
+	int rc;
+
 	for (size_t i = 0; i < count; i++) {
 		const struct lw_symbol *sym;
 

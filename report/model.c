@@ -17,6 +17,7 @@
  * change times LW_STEP_POINTS_MAX (model.h).
  */
 #include "model.h"
+#include "torch.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -347,6 +348,8 @@ static int linger_free(struct lw_model *m, const struct lw_live *e)
 static int forget(struct lw_model *m, const struct lw_live *e)
 {
 	unaccount(m, e);
+	if (m->sites[e->site].torch_block)
+		m->torch.allocated_bytes -= e->size;
 	if (e->phase) {
 		struct lw_open_phase *op = open_phase(m, e->phase);
 
@@ -412,6 +415,12 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 		return rc;
 
 	s = &m->sites[site];
+	/* A site is PyTorch's blocks or not from its first allocation on,
+	 * so that its frees take back what its births added. */
+	if (s->totals.allocations == 0)
+		s->torch_block = m->torch.api == LW_API_TORCH_BLOCK;
+	if (s->torch_block)
+		lw_torch_block_born(&m->torch, size);
 	if (s->totals.allocations == 0)
 		s->first_birth_step = m->steps;
 	s->last_birth_step = m->steps;
@@ -511,6 +520,8 @@ static void merge_step_points(struct lw_model *m)
 			b.peak_bytes = a->peak_bytes;
 		if (a->lingering_bytes > b.lingering_bytes)
 			b.lingering_bytes = a->lingering_bytes;
+		if (a->peak_reserved_bytes > b.peak_reserved_bytes)
+			b.peak_reserved_bytes = a->peak_reserved_bytes;
 		m->step_points[i] = b;
 	}
 	for (uint32_t j = 0; j < m->series_count; j++) {
@@ -616,6 +627,10 @@ static int add_step_point(struct lw_model *m)
 		p->phase_instance = m->open_phases[m->phase_depth - 1].instance;
 		p->phase = m->open_phases[m->phase_depth - 1].phase;
 	}
+	p->allocated_bytes = m->torch.allocated_bytes;
+	p->reserved_bytes = m->torch.reserved_bytes;
+	p->peak_reserved_bytes = m->torch.step_peak_reserved;
+	m->torch.step_peak_reserved = m->torch.reserved_bytes;
 
 	for (size_t d = 0; d < m->dirty_count; d++) {
 		struct lw_site *s = &m->sites[m->dirty_sites[d]];
@@ -1195,6 +1210,10 @@ const struct lw_trace_ops lw_model_ops = {
 	.pycode = model_pycode,
 	.pystack = model_pystack,
 	.mark = model_mark,
+	.context = lw_torch_context,
+	.segment = lw_torch_segment,
+	.segment_free = lw_torch_segment_free,
+	.oom = lw_torch_oom,
 };
 
 int lw_model_init(struct lw_model *m)
@@ -1224,6 +1243,7 @@ void lw_model_fini(struct lw_model *m)
 	free(m->pyframes);
 	free(m->evals);
 	free(m->program_end_sites);
+	lw_torch_fini(m);
 	free(m->step_points);
 	free(m->growth_memo);
 	for (uint32_t j = 0; j < m->series_count; j++) {

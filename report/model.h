@@ -44,6 +44,7 @@ struct lw_site {
 	uint32_t next_site;	/* same stack, another kind; LW_NO_SITE */
 	uint8_t kind;		/* enum lw_mem_kind */
 	bool dirty;		/* live totals changed since the last point */
+	bool torch_block;	/* blocks of PyTorch's caching allocator */
 	/* Step series (see lw_step_point): the index of its series, or
 	 * LW_NO_SERIES while its live totals were the same at every step
 	 * point so far (step_bytes, step_count), or LW_SERIES_UNTRACKED. */
@@ -114,6 +115,33 @@ struct lw_step_point {
 	 * and its index in lw_model.phases (UINT32_MAX: unnamed or none). */
 	uint32_t phase_instance;
 	uint32_t phase;
+	/* PyTorch's caching allocator (see struct lw_torch_memory): its
+	 * blocks and segments live at the point, the most reserved since
+	 * the previous one. */
+	uint64_t allocated_bytes;
+	uint64_t reserved_bytes;
+	uint64_t peak_reserved_bytes;
+};
+
+/*
+ * PyTorch's native caching allocator, at two levels, as
+ * torch.cuda.memory_allocated() and memory_reserved() count them: the
+ * blocks it handed out (tensors, ALLOC records with CONTEXT api
+ * LW_API_TORCH_BLOCK) and the segments it holds (SEGMENT records).
+ */
+struct lw_torch_memory {
+	uint64_t blocks;		/* block allocations seen */
+	uint64_t segments;		/* segments seen */
+	uint64_t allocated_bytes;	/* live now */
+	uint64_t reserved_bytes;
+	uint64_t peak_allocated_bytes;
+	uint64_t peak_reserved_bytes;
+	uint64_t step_peak_reserved;	/* the most since the last point */
+	/* Live segments: keys and sizes (few: one per cache miss). */
+	uint64_t *segment_keys;
+	uint64_t *segment_sizes;
+	size_t segment_count, segment_capacity;
+	uint64_t api;			/* of the CONTEXT in force */
 };
 
 struct lw_stack {
@@ -167,6 +195,24 @@ struct lw_site_share {
 struct lw_shares {
 	struct lw_site_share *items;
 	size_t count, capacity;
+};
+
+/*
+ * The first out-of-memory report of PyTorch's allocator: the request, its
+ * counters, and what was live then, per site (live), with the sites that
+ * held more then than at the first step point (grew; everything live when
+ * no step had ended).
+ */
+struct lw_oom {
+	bool seen;
+	uint64_t count;			/* OOM records in the trace */
+	uint64_t size, allocated, reserved;
+	int64_t device;
+	uint64_t steps;			/* STEP records before it */
+	uint64_t live_device_bytes, live_device_count;
+	/* leakwatch's own allocated and reserved counts then: */
+	uint64_t tracked_allocated, tracked_reserved;
+	struct lw_shares live, grew;
 };
 
 /*
@@ -367,6 +413,9 @@ struct lw_model {
 	struct lw_lingering worst_lingering;
 	/* The step with the most lingering bytes at its peak: */
 	struct lw_lingering most_lingering;
+
+	struct lw_torch_memory torch;
+	struct lw_oom oom;
 };
 
 /* The callbacks that feed a struct lw_model (the ctx) from lw_trace_read. */

@@ -77,6 +77,10 @@ struct lw_location {
 	const struct lw_frame *frame;	/* in frames; NULL: there are none */
 	const struct lw_symbol *symbol;	/* a native frame's, from the
 					 * report's symbolizer; else NULL */
+	/* Made on PyTorch's autograd engine thread, whose Python frames are
+	 * those of the call to backward() (the shim's backward.c): */
+	bool in_backward;
+	char autograd_node[64];		/* "MmBackward0"; "" if not shown */
 };
 
 /* Returns 0 or -ENOMEM (from the symbolizer). */
@@ -91,6 +95,13 @@ int lw_find_location(const struct lw_report *report,
  */
 int lw_put_site_location(FILE *out, const struct lw_report *report,
 			 uint32_t site);
+
+/* The summary's PyTorch allocator line(s), when PyTorch was loaded. */
+void lw_put_torch_text(FILE *out, const struct lw_model *model);
+
+/* The "at the out-of-memory error" section, when PyTorch's allocator ran
+ * out; up to top sites per list (0: all). Returns 0 or -ENOMEM. */
+int lw_put_oom_text(FILE *out, const struct lw_report *report, size_t top);
 
 /* "0 B", "512 B", "400.0 KiB", "1.4 MiB"... */
 #define LW_SIZE_BUF 32

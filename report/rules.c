@@ -26,6 +26,7 @@ static const char *const category_names[LW_CATEGORY_COUNT] = {
 	[LW_CATEGORY_CYCLE_DELAYED] = "cycle-delayed-frees",
 	[LW_CATEGORY_GROWTH] = "growth",
 	[LW_CATEGORY_NOT_A_LEAK] = "not-a-leak",
+	[LW_CATEGORY_CACHE_GROWTH] = "cache-growth",
 };
 
 static const struct {

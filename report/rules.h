@@ -26,6 +26,8 @@ enum lw_category {
 	LW_CATEGORY_CYCLE_DELAYED,
 	LW_CATEGORY_GROWTH,
 	LW_CATEGORY_NOT_A_LEAK,
+	/* PyTorch's cache (reserved) grows, its tensors do not: not a leak. */
+	LW_CATEGORY_CACHE_GROWTH,
 	LW_CATEGORY_COUNT,
 };
 

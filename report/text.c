@@ -14,44 +14,8 @@
 #include "diagnose.h"
 #include "growth.h"
 #include "render.h"
-#include "torch.h"
 
 /* Whether a shell would need an argument quoted. */
-/* What PyTorch's allocator lets the trace see, when PyTorch was loaded. */
-static void put_torch(FILE *out, const struct lw_model *m)
-{
-	struct lw_torch_view t;
-
-	lw_torch_view(m, &t);
-	if (!t.present)
-		return;
-	fputs("  pytorch allocator: ", out);
-	if (t.conf && t.conf->len)
-		lw_put_text(out, t.conf->data, t.conf->len);
-	else if (t.source && t.source->len == 10 &&
-		 memcmp(t.source->data, "no_caching", 10) == 0)
-		fputs("PYTORCH_NO_CUDA_MEMORY_CACHING", out);
-	else if (t.source)
-		fputs("native caching allocator", out);
-	else
-		fputs("configuration not recorded", out);
-	if (t.source && t.source->len == 9 &&
-	    memcmp(t.source->data, "leakwatch", 9) == 0)
-		fputs(" (chosen by leakwatch; LEAKWATCH_TORCH_ALLOCATOR=keep "
-		      "keeps PyTorch's default)", out);
-	if (t.tensors_visible) {
-		fputs(": tensors tracked one by one\n", out);
-		return;
-	}
-	fputs(": the native caching allocator: only its segments are "
-	      "visible, not tensors", out);
-	if (t.expandable_segments)
-		fputs(" (expandable segments, as their cuMemCreate pages)", out);
-	fputs("; to see tensors, run with "
-	      "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, or without "
-	      "PYTORCH_CUDA_ALLOC_CONF and LEAKWATCH_TORCH_ALLOCATOR\n", out);
-}
-
 static bool needs_quotes(const uint8_t *s, size_t len)
 {
 	if (len == 0)
@@ -195,7 +159,7 @@ static void put_summary(FILE *out, const struct lw_report *r,
 		lw_put_text(out, python->data, python->len);
 		fputs(" (each call went to its caller's own)\n", out);
 	}
-	put_torch(out, m);
+	lw_put_torch_text(out, m);
 	if (res->truncated)
 		fprintf(out, "  trace: TRUNCATED: the trace ends early (process killed or still running); showing %" PRIu64 " events up to the last flush\n",
 			m->events);
@@ -341,6 +305,25 @@ static void put_pyframe(FILE *out, const struct lw_model *m, const char *lead,
 /* Out to the left of the frames, so that the eye finds it first. */
 #define LOCATION_LEAD "    at "
 
+/* A site's location line, without its newline: "    at FRAME", or for a
+ * block made in backward on autograd's thread "    in backward()
+ * (MmBackward0) called from FRAME". */
+static void put_location(FILE *out, const struct lw_model *m,
+			 const struct lw_location *loc)
+{
+	if (loc->frame->python && loc->in_backward) {
+		fputs("    in backward() ", out);
+		if (loc->autograd_node[0])
+			fprintf(out, "(%s) ", loc->autograd_node);
+		put_pyframe(out, m, "called from ", loc->frame->py);
+	} else if (loc->frame->python) {
+		put_pyframe(out, m, LOCATION_LEAD, loc->frame->py);
+	} else {
+		put_frame(out, m, LOCATION_LEAD, loc->symbol,
+			  &loc->symbol->frames[0]);
+	}
+}
+
 /* The first line of a site: what it holds at the report point. */
 static void put_site_header(FILE *out, const struct lw_report *r, size_t rank,
 			    uint32_t site)
@@ -391,11 +374,7 @@ static int put_site(FILE *out, const struct lw_report *r, size_t rank,
 	}
 	if ((rc = lw_find_location(r, frames, count, &loc)) < 0)
 		goto out;
-	if (loc.frame->python)
-		put_pyframe(out, m, LOCATION_LEAD, loc.frame->py);
-	else
-		put_frame(out, m, LOCATION_LEAD, loc.symbol,
-			  &loc.symbol->frames[0]);
+	put_location(out, m, &loc);
 	if (lw_model_site_native_thread(m, site))
 		fputs("  (native thread: no Python frames)", out);
 	putc('\n', out);
@@ -440,11 +419,7 @@ int lw_put_site_location(FILE *out, const struct lw_report *r, uint32_t site)
 		return 0;
 	}
 	if ((rc = lw_find_location(r, frames, count, &loc)) == 0) {
-		if (loc.frame->python)
-			put_pyframe(out, m, LOCATION_LEAD, loc.frame->py);
-		else
-			put_frame(out, m, LOCATION_LEAD, loc.symbol,
-				  &loc.symbol->frames[0]);
+		put_location(out, m, &loc);
 		putc('\n', out);
 	}
 	free(frames);
@@ -610,7 +585,12 @@ static void put_evidence(FILE *out, const struct lw_model *m,
 	const char *sep = "";
 
 	fputs("      evidence: ", out);
-	if (ev->bytes_per_step > 0 && f->leak) {
+	if (f->category == LW_CATEGORY_CACHE_GROWTH) {
+		fprintf(out, "reserved memory grows by %s per step; "
+			     "allocated memory does not",
+			lw_format_rate(a, ev->bytes_per_step));
+		sep = "; ";
+	} else if (ev->bytes_per_step > 0 && f->leak) {
 		fprintf(out, "%s per step (%s per 10,000 steps), %+.3g allocation%s per step",
 			lw_format_rate(a, ev->bytes_per_step),
 			lw_format_rate(b, ev->bytes_per_step * 10000),
@@ -707,7 +687,7 @@ static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 		if ((rc = lw_put_site_location(out, r, f->site)) < 0)
 			break;
 		put_evidence(out, m, f);
-		if (f->leak)
+		if (lw_finding_has_fix(f))
 			fprintf(out, "      fix: %s\n", f->fix);
 	}
 out:
@@ -732,7 +712,8 @@ int lw_render_text(FILE *out, const struct lw_report *r,
 	if ((rc = put_diagnosis(out, r, options->top)) < 0 ||
 	    (rc = put_growth(out, r, options->top)) < 0 ||
 	    (rc = put_phase_survivors(out, r, options->top)) < 0 ||
-	    (rc = put_peak_attribution(out, r, options->top)) < 0)
+	    (rc = put_peak_attribution(out, r, options->top)) < 0 ||
+	    (rc = lw_put_oom_text(out, r, options->top)) < 0)
 		return rc;
 	rc = lw_model_live_sites(m, &sites, &site_count);
 	if (rc < 0)

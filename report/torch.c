@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "torch.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int bytes_have(const struct lw_bytes *b, const char *text)
@@ -38,8 +40,179 @@ void lw_torch_view(const struct lw_model *m, struct lw_torch_view *view)
 	view->conf = lw_model_info(m, "torch_alloc_conf");
 	view->source = lw_model_info(m, "torch_alloc_conf_source");
 	/* PyTorch reads "key:value" pairs separated by commas. */
-	view->tensors_visible = bytes_have(view->conf, "backend:cudaMallocAsync") ||
-				bytes_are(view->source, "no_caching");
-	view->expandable_segments = !view->tensors_visible &&
+	view->async_backend = bytes_have(view->conf, "backend:cudaMallocAsync");
+	view->blocks_reported = m->torch.blocks > 0;
+	view->tensors_visible = view->async_backend ||
+				bytes_are(view->source, "no_caching") ||
+				view->blocks_reported;
+	view->expandable_segments = !view->async_backend &&
 				    bytes_have(view->conf, "expandable_segments:True");
+}
+
+int lw_torch_context(void *ctx, uint64_t api, int64_t device, uint64_t stream)
+{
+	struct lw_model *m = ctx;
+
+	(void)device;
+	(void)stream;
+	m->torch.api = api;
+	return 0;
+}
+
+void lw_torch_block_born(struct lw_torch_memory *t, uint64_t size)
+{
+	t->blocks++;
+	t->allocated_bytes += size;
+	if (t->allocated_bytes > t->peak_allocated_bytes)
+		t->peak_allocated_bytes = t->allocated_bytes;
+}
+
+/* The index of the live segment at key, or segment_count. */
+static size_t segment_at(const struct lw_torch_memory *t, uint64_t key)
+{
+	size_t i;
+
+	for (i = t->segment_count; i > 0; i--)
+		if (t->segment_keys[i - 1] == key)
+			return i - 1;
+	return t->segment_count;
+}
+
+int lw_torch_segment_free(void *ctx, uint64_t key)
+{
+	struct lw_torch_memory *t = &((struct lw_model *)ctx)->torch;
+	size_t i = segment_at(t, key);
+
+	if (i == t->segment_count)
+		return 0;
+	t->reserved_bytes -= t->segment_sizes[i];
+	t->segment_count--;
+	t->segment_keys[i] = t->segment_keys[t->segment_count];
+	t->segment_sizes[i] = t->segment_sizes[t->segment_count];
+	return 0;
+}
+
+int lw_torch_segment(void *ctx, uint64_t key, uint64_t size, int64_t device)
+{
+	struct lw_torch_memory *t = &((struct lw_model *)ctx)->torch;
+
+	(void)device;
+	lw_torch_segment_free(ctx, key); /* a segment missed freed */
+	if (t->segment_count == t->segment_capacity) {
+		size_t n = t->segment_capacity ? 2 * t->segment_capacity : 64;
+		uint64_t *keys = realloc(t->segment_keys, n * sizeof(*keys));
+
+		if (!keys)
+			return -ENOMEM;
+		t->segment_keys = keys;
+		uint64_t *sizes = realloc(t->segment_sizes, n * sizeof(*sizes));
+		if (!sizes)
+			return -ENOMEM;
+		t->segment_sizes = sizes;
+		t->segment_capacity = n;
+	}
+	t->segment_keys[t->segment_count] = key;
+	t->segment_sizes[t->segment_count] = size;
+	t->segment_count++;
+	t->segments++;
+	t->reserved_bytes += size;
+	if (t->reserved_bytes > t->peak_reserved_bytes)
+		t->peak_reserved_bytes = t->reserved_bytes;
+	if (t->reserved_bytes > t->step_peak_reserved)
+		t->step_peak_reserved = t->reserved_bytes;
+	return 0;
+}
+
+/* A site's share, added to sh (sized for every site). */
+static void share_put(struct lw_shares *sh, uint32_t site, uint64_t bytes,
+		      uint64_t count)
+{
+	sh->items[sh->count].site = site;
+	sh->items[sh->count].bytes = bytes;
+	sh->items[sh->count].count = count;
+	sh->count++;
+}
+
+/* What each site held at the out-of-memory report, and what it gained
+ * since the first step point. */
+static int oom_sites(struct lw_model *m, struct lw_oom *o)
+{
+	if (!m->site_count)
+		return 0;
+	o->live.items = calloc(m->site_count, sizeof(*o->live.items));
+	o->grew.items = calloc(m->site_count, sizeof(*o->grew.items));
+	if (!o->live.items || !o->grew.items)
+		return -ENOMEM;
+	o->live.capacity = o->grew.capacity = m->site_count;
+	for (uint32_t i = 0; i < m->site_count; i++) {
+		const struct lw_totals *now = &m->sites[i].totals;
+		struct lw_live_count then = { 0, 0 };
+
+		if (!now->live_bytes && !now->live_count)
+			continue;
+		share_put(&o->live, i, now->live_bytes, now->live_count);
+		if (m->step_point_count &&
+		    !lw_model_site_at_point(m, i, 0, &then))
+			continue; /* no series kept: growth unknown */
+		if (now->live_bytes > then.live_bytes)
+			share_put(&o->grew, i,
+				  now->live_bytes - then.live_bytes,
+				  now->live_count > then.live_count
+					  ? now->live_count - then.live_count
+					  : 0);
+	}
+	lw_shares_sort(&o->live);
+	lw_shares_sort(&o->grew);
+	return 0;
+}
+
+int lw_torch_oom(void *ctx, uint64_t size, uint64_t allocated,
+		 uint64_t reserved, int64_t device)
+{
+	struct lw_model *m = ctx;
+	struct lw_oom *o = &m->oom;
+
+	o->count++;
+	if (o->seen)
+		return 0; /* the first is the one that matters */
+	o->seen = true;
+	o->size = size;
+	o->allocated = allocated;
+	o->reserved = reserved;
+	o->device = device;
+	o->steps = m->steps;
+	o->live_device_bytes = m->live_device_bytes;
+	o->live_device_count = m->kinds[LW_MEM_DEVICE].live_count +
+			       m->kinds[LW_MEM_MANAGED].live_count;
+	o->tracked_allocated = m->torch.allocated_bytes;
+	o->tracked_reserved = m->torch.reserved_bytes;
+	return oom_sites(m, o);
+}
+
+int lw_torch_reserved_growth(const struct lw_model *m, uint64_t min_steps,
+			     struct lw_growth *out)
+{
+	size_t n = m->step_point_count;
+	double *reserved;
+
+	out->verdict = LW_VERDICT_NOT_ENOUGH_STEPS;
+	out->per_step = 0;
+	if (!m->torch.segments || !n || m->steps < min_steps)
+		return 0;
+	reserved = malloc(n * sizeof(*reserved));
+	if (!reserved)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		reserved[i] = (double)m->step_points[i].reserved_bytes;
+	*out = lw_judge_series(reserved, n, m->step_stride);
+	free(reserved);
+	return 0;
+}
+
+void lw_torch_fini(struct lw_model *m)
+{
+	free(m->torch.segment_keys);
+	free(m->torch.segment_sizes);
+	free(m->oom.live.items);
+	free(m->oom.grew.items);
 }

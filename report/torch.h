@@ -3,21 +3,56 @@
  * What a trace says about PyTorch's allocator: whether PyTorch's CUDA
  * library was loaded, the allocator configuration the shim recorded (INFO
  * "torch_alloc_conf", "torch_alloc_conf_source") and so whether the trace
- * shows tensors or only the native caching allocator's segments.
+ * shows tensors or only the native caching allocator's segments; and the
+ * model's two levels of that allocator's memory, allocated (its blocks)
+ * and reserved (its segments), with its out-of-memory report.
  */
 #ifndef LW_TORCH_H
 #define LW_TORCH_H
 
+#include "lw-growth.h"
 #include "model.h"
 
 struct lw_torch_view {
 	int present;             /* libc10_cuda is among the loaded modules */
 	const struct lw_bytes *conf;   /* NULL: not recorded */
 	const struct lw_bytes *source; /* NULL: not recorded */
-	int tensors_visible;     /* the cudaMallocAsync backend, or no caching */
+	/* the cudaMallocAsync backend, no caching, or the native allocator's
+	 * blocks reported through its profiler hook */
+	int tensors_visible;
+	int async_backend;       /* backend:cudaMallocAsync */
+	int blocks_reported;     /* the native allocator's hook was heard */
 	int expandable_segments; /* native allocator with expandable_segments:True */
 };
 
 void lw_torch_view(const struct lw_model *model, struct lw_torch_view *view);
+
+/*
+ * The model's side of PyTorch's records (struct lw_torch_memory, struct
+ * lw_oom): trace callbacks whose ctx is the struct lw_model. They return
+ * 0, or -ENOMEM.
+ */
+int lw_torch_context(void *ctx, uint64_t api, int64_t device,
+		     uint64_t stream);
+int lw_torch_segment(void *ctx, uint64_t key, uint64_t size, int64_t device);
+int lw_torch_segment_free(void *ctx, uint64_t key);
+int lw_torch_oom(void *ctx, uint64_t size, uint64_t allocated,
+		 uint64_t reserved, int64_t device);
+
+/* A block of the caching allocator born (its free goes through the
+ * model's forget()). */
+void lw_torch_block_born(struct lw_torch_memory *torch, uint64_t size);
+
+/*
+ * How the native allocator's reserved memory (its segments) grew over the
+ * step points, judged as growth.h judges live memory: "not-enough-steps"
+ * when fewer than min_steps steps, or no segment was seen. Returns 0, or
+ * -ENOMEM.
+ */
+int lw_torch_reserved_growth(const struct lw_model *model, uint64_t min_steps,
+			     struct lw_growth *out);
+
+/* Frees what the callbacks above allocated. */
+void lw_torch_fini(struct lw_model *model);
 
 #endif

@@ -281,6 +281,37 @@ static int read_module(struct reader *r, size_t rec_off, const uint8_t *p,
 	return r->ops->module ? r->ops->module(r->ctx, &m) : 0;
 }
 
+static int read_segment(struct reader *r, size_t rec_off, const uint8_t *p,
+			const uint8_t *end)
+{
+	uint64_t key, size, device;
+	int rc;
+
+	if ((rc = payload_varint(r, rec_off, &p, end, &key)) < 0 ||
+	    (rc = payload_varint(r, rec_off, &p, end, &size)) < 0 ||
+	    (rc = payload_varint(r, rec_off, &p, end, &device)) < 0)
+		return rc;
+	return r->ops->segment ? r->ops->segment(r->ctx, key, size,
+						 lw_zigzag_decode(device))
+			       : 0;
+}
+
+static int read_oom(struct reader *r, size_t rec_off, const uint8_t *p,
+		    const uint8_t *end)
+{
+	uint64_t size, allocated, reserved, device;
+	int rc;
+
+	if ((rc = payload_varint(r, rec_off, &p, end, &size)) < 0 ||
+	    (rc = payload_varint(r, rec_off, &p, end, &allocated)) < 0 ||
+	    (rc = payload_varint(r, rec_off, &p, end, &reserved)) < 0 ||
+	    (rc = payload_varint(r, rec_off, &p, end, &device)) < 0)
+		return rc;
+	return r->ops->oom ? r->ops->oom(r->ctx, size, allocated, reserved,
+					 lw_zigzag_decode(device))
+			   : 0;
+}
+
 /*
  * One extension record whose payload [p, end) lies within the buffer. Fields
  * a newer writer appends after the known ones are ignored; unknown tags are
@@ -349,6 +380,14 @@ static int read_extension(struct reader *r, uint8_t tag, size_t rec_off,
 			       ? ops->alloc_failed(r->ctx, x, y, size, error)
 			       : 0;
 	}
+	case LW_REC_SEGMENT:
+		return read_segment(r, rec_off, p, end);
+	case LW_REC_SEGMENT_FREE:
+		if ((rc = payload_varint(r, rec_off, &p, end, &x)) < 0)
+			return rc;
+		return ops->segment_free ? ops->segment_free(r->ctx, x) : 0;
+	case LW_REC_OOM:
+		return read_oom(r, rec_off, p, end);
 	default:
 		return 0;
 	}

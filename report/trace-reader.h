@@ -95,6 +95,14 @@ struct lw_trace_ops {
 	 * be referenced through struct lw_bytes).
 	 */
 	int (*progress)(void *ctx, size_t offset, size_t total);
+	/* A caching allocator's segment (key: address or handle) reserved,
+	 * and given back; device -1 where unknown. */
+	int (*segment)(void *ctx, uint64_t key, uint64_t size, int64_t device);
+	int (*segment_free)(void *ctx, uint64_t key);
+	/* PyTorch's allocator ran out of memory: the request, and its own
+	 * allocated and reserved counters then. */
+	int (*oom)(void *ctx, uint64_t size, uint64_t allocated,
+		   uint64_t reserved, int64_t device);
 };
 
 /* Records between two progress callbacks (a power of two). */

@@ -23,18 +23,28 @@ REPORT_KEYS = [
     "dropped_events", "reused_live_addresses", "phases", "info", "notes",
     "report_point", "live_bytes_at_end", "live_count_at_end",
     "python", "program_end",
-    # Growth (issue 4).
+    # Growth.
     "step_series", "step_series_stride", "growth_bytes_per_step", "verdict",
     "min_steps", "step_source", "peak_attribution", "gc_passes", "findings",
     "suppressed_findings", "torch_allocator",
     # Failed allocation calls.
     "failed_allocations", "failed_allocation_errors",
+    # PyTorch's out-of-memory error, through its allocator's hook.
+    "oom",
     # The version of docs/report.schema.json.
     "schema_version",
 ]
 VERDICTS = ("growing", "plateau", "sawtooth-flat", "stable", "not-enough-steps")
 POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes",
-              "lingering_bytes"]
+              "lingering_bytes", "allocated_bytes", "reserved_bytes",
+              "peak_reserved_bytes"]
+TORCH_KEYS = ["conf", "source", "tensors_visible", "expandable_segments",
+              "blocks", "segments", "allocated_bytes_at_end",
+              "reserved_bytes_at_end", "peak_allocated_bytes",
+              "peak_reserved_bytes"]
+OOM_KEYS = ["count", "size", "allocated", "reserved", "device", "step",
+            "live_bytes", "live_count", "tracked_allocated",
+            "tracked_reserved", "sites", "more_sites", "grew"]
 PHASE_KEYS = ["name", "begins", "ends", "surviving_bytes", "surviving_count",
               "sites", "more_sites"]
 SHARE_KEYS = ["id", "kind", "bytes", "count", "location"]
@@ -73,6 +83,12 @@ def check(cond, what):
 
 def is_uint(v):
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def as_frame(location):
+    """A location without the keys that follow a frame's."""
+    return {k: v for k, v in location.items()
+            if k not in ("in_backward", "autograd_node")}
 
 
 def check_frame(f, where):
@@ -166,10 +182,19 @@ def check_report(r, where):
     check(r["verdict"] in VERDICTS, f"{where}: verdict")
     check(is_uint(r["min_steps"]), f"{where}: min_steps")
     torch = r["torch_allocator"]
-    check(torch is None or (isinstance(torch, dict) and list(torch) ==
-                            ["conf", "source", "tensors_visible",
-                             "expandable_segments"]),
+    check(torch is None or (isinstance(torch, dict) and
+                            list(torch) == TORCH_KEYS and
+                            all(is_uint(torch[k]) for k in TORCH_KEYS[4:]) and
+                            torch["allocated_bytes_at_end"] <=
+                            torch["peak_allocated_bytes"] and
+                            torch["reserved_bytes_at_end"] <=
+                            torch["peak_reserved_bytes"]),
           f"{where}: torch_allocator {torch!r}")
+    oom = r["oom"]
+    check(oom is None or (isinstance(oom, dict) and list(oom) == OOM_KEYS and
+                          oom["count"] >= 1 and
+                          list(oom["grew"]) == ["sites", "more_sites"]),
+          f"{where}: oom {oom!r}")
     check(r["python"] == r["info"].get("python"), f"{where}: python = INFO python")
     marked = r["report_point"] == "program_end"
     if marked:
@@ -238,7 +263,12 @@ def check_report(r, where):
         if not s["frames"]:
             check(loc is None, f"{where}: location of an empty stack")
         else:
-            check(loc in s["frames"], f"{where}: location is one of the frames")
+            check(list(loc)[-2:] == ["in_backward", "autograd_node"] and
+                  isinstance(loc["in_backward"], bool) and
+                  (loc["autograd_node"] is None or loc["in_backward"]),
+                  f"{where}: location keys {list(loc)}")
+            check(as_frame(loc) in s["frames"],
+                  f"{where}: location is one of the frames")
             check(loc["python"] == any(f["python"] for f in s["frames"]),
                   f"{where}: a Python location when there are Python frames")
         for f in s["frames"]:
@@ -329,9 +359,9 @@ def main():
             0: (None, None, None, None),
         }, f"python-location: locations {described}")
         check(by_id[0]["location"] is None, "python-location: no stack, no location")
-        check(by_id[4]["location"] == by_id[4]["frames"][2],
+        check(as_frame(by_id[4]["location"]) == by_id[4]["frames"][2],
               "python-location: the first frame outside CUDA")
-        check(by_id[5]["location"] == by_id[5]["frames"][0],
+        check(as_frame(by_id[5]["location"]) == by_id[5]["frames"][0],
               "python-location: only CUDA: the innermost frame")
         check({i: s["native_thread"] for i, s in by_id.items()} ==
               {1: False, 2: False, 3: False, 4: True, 5: True, 0: False},
@@ -358,7 +388,7 @@ def main():
               "leak-loop: python, program_end")
         check(not any(s["native_thread"] for s in r["sites"]),
               "leak-loop: native_thread is for Python programs")
-        check(all(s["location"] == s["frames"][0] for s in r["sites"]),
+        check(all(as_frame(s["location"]) == s["frames"][0] for s in r["sites"]),
               "leak-loop: no modules: the innermost frame")
 
         r = run(args, tmp, "truncated.trace")
@@ -407,7 +437,7 @@ def main():
                   "symbols: lines")
             check(frames[1]["address"] == frames[2]["address"],
                   "symbols: an inlined call shares its address")
-            check(r["sites"][0]["location"] == frames[0],
+            check(as_frame(r["sites"][0]["location"]) == frames[0],
                   "symbols: located at the innermost function")
             check(r["notes"] == [], "symbols: no notes")
 

@@ -80,7 +80,8 @@ int main(void)
 		   true);
 	check_cuda("/opt/leakwatch/lib/libleakwatch.so", true);
 	check_cuda("/opt/torch/lib/libtorch_cuda.so", false);
-	check_cuda("/opt/torch/lib/libc10_cuda.so", false);
+	check_cuda("/opt/torch/lib/libc10_cuda.so", true);
+	check_cuda("/opt/torch/lib/libc10.so", true);
 	check_cuda("/usr/lib/libcudnn.so.9", false);
 	check_cuda("/usr/lib/libcublas.so.12", false);
 	check_cuda("/libcudart/lib/libtinytensor.so", false);
