@@ -6,10 +6,11 @@
 # stand-in runtime. The trace is kept in a new directory under $TMPDIR, and
 # the next commands to try on it are printed.
 #   scripts/demo.sh [STEPS]
+# LEAKWATCH_BUILD   the build directory (default build/)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-build="$here/build"
+build=${LEAKWATCH_BUILD:-$here/build}
 steps=${1:-200}
 
 "$here/scripts/setup.sh" "$build"
