@@ -9,7 +9,7 @@ build=${1:-"$here/build"}
 shift || true
 
 packages=(meson ninja-build pkg-config gcc libc6-dev libunwind-dev uthash-dev
-          libdw-dev libelf-dev python3 binutils)
+          libdw-dev libelf-dev python3 python3-venv binutils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \

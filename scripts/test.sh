@@ -9,14 +9,15 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-"$here/build"}
 
+"$here/scripts/setup.sh" "$build" -Dwerror=true || exit 1
+
 # Real PyTorch for the torch suite: installed once into an environment
 # outside the tree, reused after. No PyTorch, no test run.
 torch_python=$("$here/scripts/torch-env.sh" | tail -n 1) || {
   echo "test: could not install PyTorch (scripts/torch-env.sh)" >&2
   exit 1
 }
-
-"$here/scripts/setup.sh" "$build" -Dwerror=true -Dtorch_python="$torch_python" || exit 1
+meson configure "$build" -Dtorch_python="$torch_python" >/dev/null || exit 1
 
 meson test -C "$build" --print-errorlogs --num-processes 2
 status=$?
