@@ -276,6 +276,11 @@ def print_table(results, configs, backend, args):
                          f" us [<= 0.5x: "
                          f"{'met' if ratio <= 0.5 else 'MISSED'}]")
             print(line)
+        if base_of.get("lw-default") != "none" and {"lw-default",
+                                                    "none"} <= set(results):
+            whole = med(results, "lw-default", m) - med(results, "none", m)
+            print(f"  {m:12s} {'lw-default':11s} +{whole:7.0f} us against "
+                  "no tool on the native allocator (the switch included)")
         for c in ("rmh-all", "rmh-alloc"):
             if c in added:
                 print(f"  {m:12s} {c:11s} +{added[c]:7.0f} us "
