@@ -31,6 +31,8 @@ OTHER_TOOLS = {
     "torchrun": {"--nproc-per-node"},
     "the demo's programs": {"--epochs", "--steps"},
     "scripts/bench.sh": {"--quick"},
+    "tests/bench/bench-all.py and bench-torch.py": {"--parts", "--runs",
+                                                    "--steps"},
 }
 OPTION = re.compile(r"(?<![\w./-])(--?[a-zA-Z][\w-]*)")
 
