@@ -246,7 +246,7 @@ def pytest_plugin():
     check("leakwatch: trace " in out, "the summary names the trace")
     check_eq(len(run.traces()), 1, "pytest's trace")
     # One verdict per site: the session's report judges each test's steps
-    # as the plugin did (issue 23): the kept tensor grows, +4.0 KiB per
+    # as the plugin did: the kept tensor grows, +4.0 KiB per
     # step, a leak; the cache that filled and stopped is a plateau.
     filled_line = next(i for i, line in enumerate(open(tests), 1)
                        if "# @filled" in line)

@@ -164,7 +164,7 @@ def main():
         run_bare(name, "grad-accumulation", True, 0, "leakwatch: ok:")
     elif name == "bare-unmarked":
         # The bare gate does not infer steps: it says so, and names the
-        # command that does (issue 23).
+        # command that does.
         run_bare(name, "linear", False, 0, "marked no steps")
     else:
         run_case(name)
