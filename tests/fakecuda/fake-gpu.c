@@ -2,7 +2,8 @@
 /*
  * What a framework's host code asks of the runtime beyond memory: the
  * device's properties and attributes, kernel registration and launches,
- * events, stream priorities and capture state, function attributes and
+ * events, stream priorities, stream capture and graphs (with nothing to
+ * replay), function attributes and
  * occupancy, pointer attributes, and a few copies. With these, real
  * PyTorch trains on the stand-in: kernels are accepted and do nothing,
  * streams and events behave as work already completed, and the device
@@ -521,12 +522,175 @@ FAKECUDA_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t
 	return launch(stream);
 }
 
+/*
+ * Stream capture. Kernels do nothing here, so a captured graph has nothing
+ * to replay: capture only keeps its state (which stream, which capture id),
+ * as the caching allocator asks for it to choose a graph's private pool,
+ * and a graph and its executable are tokens that launch successfully. At
+ * most CAPTURES_MAX streams capture at once (PyTorch captures on one).
+ */
+#define CAPTURES_MAX 8
+#define GRAPH_MAGIC 0x6c776772u /* "lwgr" */
+
+struct fake_graph {
+	unsigned int magic;
+	int executable;
+};
+
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	cudaStream_t stream;
+	unsigned long long id;
+} captures[CAPTURES_MAX];
+static unsigned long long capture_ids;
+
+/* The capture id of stream, 0 when it is not capturing. */
+static unsigned long long capture_id(cudaStream_t stream)
+{
+	unsigned long long id = 0;
+
+	pthread_mutex_lock(&capture_lock);
+	for (int i = 0; i < CAPTURES_MAX && !id; i++)
+		if (captures[i].id && captures[i].stream == stream)
+			id = captures[i].id;
+	pthread_mutex_unlock(&capture_lock);
+	return id;
+}
+
+FAKECUDA_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
+						   enum cudaStreamCaptureMode mode)
+{
+	cudaError_t err = launch(stream);
+	int slot = -1;
+
+	if (err)
+		return err;
+	/* The legacy default stream cannot be captured. */
+	if (!stream || stream == cudaStreamLegacy)
+		return fake_return(cudaErrorStreamCaptureUnsupported);
+	if ((unsigned int)mode > (unsigned int)cudaStreamCaptureModeRelaxed)
+		return fake_return(cudaErrorInvalidValue);
+	pthread_mutex_lock(&capture_lock);
+	for (int i = 0; i < CAPTURES_MAX; i++) {
+		if (captures[i].id && captures[i].stream == stream) {
+			pthread_mutex_unlock(&capture_lock);
+			return fake_return(cudaErrorIllegalState);
+		}
+		if (!captures[i].id && slot < 0)
+			slot = i;
+	}
+	if (slot >= 0) {
+		captures[slot].stream = stream;
+		captures[slot].id = ++capture_ids;
+	}
+	pthread_mutex_unlock(&capture_lock);
+	return slot < 0 ? fake_return(cudaErrorMemoryAllocation) : cudaSuccess;
+}
+
+FAKECUDA_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream,
+						 cudaGraph_t *pGraph)
+{
+	struct fake_graph *graph;
+	int found = 0;
+
+	if (!pGraph)
+		return fake_return(cudaErrorInvalidValue);
+	pthread_mutex_lock(&capture_lock);
+	for (int i = 0; i < CAPTURES_MAX && !found; i++) {
+		if (captures[i].id && captures[i].stream == stream) {
+			captures[i].id = 0;
+			found = 1;
+		}
+	}
+	pthread_mutex_unlock(&capture_lock);
+	if (!found)
+		return fake_return(cudaErrorIllegalState);
+	graph = calloc(1, sizeof(*graph));
+	if (!graph)
+		return fake_return(cudaErrorMemoryAllocation);
+	graph->magic = GRAPH_MAGIC;
+	*pGraph = (cudaGraph_t)graph;
+	return cudaSuccess;
+}
+
+static struct fake_graph *graph_of(const void *handle, int executable)
+{
+	struct fake_graph *graph = (struct fake_graph *)handle;
+
+	return graph && graph->magic == GRAPH_MAGIC &&
+	       graph->executable == executable ? graph : NULL;
+}
+
+FAKECUDA_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec,
+						 cudaGraph_t graph,
+						 unsigned long long flags)
+{
+	struct fake_graph *exec;
+
+	if (!pGraphExec || !graph_of(graph, 0))
+		return fake_return(cudaErrorInvalidValue);
+	exec = calloc(1, sizeof(*exec));
+	if (!exec)
+		return fake_return(cudaErrorMemoryAllocation);
+	exec->magic = GRAPH_MAGIC;
+	exec->executable = 1;
+	*pGraphExec = (cudaGraphExec_t)exec;
+	return cudaSuccess;
+}
+
+FAKECUDA_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec,
+							  cudaGraph_t graph,
+							  unsigned long long flags)
+{
+	return cudaGraphInstantiate(pGraphExec, graph, flags);
+}
+
+FAKECUDA_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec,
+					    cudaStream_t stream)
+{
+	if (!graph_of(graphExec, 1))
+		return fake_return(cudaErrorInvalidResourceHandle);
+	return launch(stream); /* its kernels, like all here, do nothing */
+}
+
+static cudaError_t graph_destroy(void *handle, int executable)
+{
+	struct fake_graph *graph = graph_of(handle, executable);
+
+	if (!graph)
+		return fake_return(cudaErrorInvalidValue);
+	graph->magic = 0;
+	free(graph);
+	return cudaSuccess;
+}
+
+FAKECUDA_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+	return graph_destroy(graph, 0);
+}
+
+FAKECUDA_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+{
+	return graph_destroy(graphExec, 1);
+}
+
+FAKECUDA_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph,
+					      cudaGraphNode_t *nodes,
+					      size_t *numNodes)
+{
+	if (!graph_of(graph, 0) || !numNodes)
+		return fake_return(cudaErrorInvalidValue);
+	*numNodes = 0; /* nothing was captured that runs */
+	return cudaSuccess;
+}
+
 FAKECUDA_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
 						  enum cudaStreamCaptureStatus *pCaptureStatus)
 {
 	if (!pCaptureStatus)
 		return fake_return(cudaErrorInvalidValue);
-	*pCaptureStatus = cudaStreamCaptureStatusNone;
+	*pCaptureStatus = capture_id(stream) ? cudaStreamCaptureStatusActive
+					     : cudaStreamCaptureStatusNone;
 	return launch(stream);
 }
 
@@ -536,11 +700,14 @@ FAKECUDA_EXPORT cudaError_t cudaStreamGetCaptureInfo(
 	const cudaGraphNode_t **dependencies_out, const cudaGraphEdgeData **edgeData_out,
 	size_t *numDependencies_out)
 {
+	unsigned long long id = capture_id(stream);
+
 	if (!captureStatus_out)
 		return fake_return(cudaErrorInvalidValue);
-	*captureStatus_out = cudaStreamCaptureStatusNone;
+	*captureStatus_out = id ? cudaStreamCaptureStatusActive
+				: cudaStreamCaptureStatusNone;
 	if (id_out)
-		*id_out = 0;
+		*id_out = id;
 	if (graph_out)
 		*graph_out = NULL;
 	if (dependencies_out)
