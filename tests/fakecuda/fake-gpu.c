@@ -3,12 +3,11 @@
  * What a framework's host code asks of the runtime beyond memory: the
  * device's properties and attributes, kernel registration and launches,
  * events, stream priorities, stream capture and graphs (with nothing to
- * replay), function attributes and
- * occupancy, pointer attributes, and a few copies. With these, real
- * PyTorch trains on the stand-in: kernels are accepted and do nothing,
- * streams and events behave as work already completed, and the device
- * describes itself as a compute capability 9.0 part whose name says it is a
- * stand-in.
+ * replay), function attributes and occupancy, pointer attributes, and a
+ * few copies. With these, real PyTorch trains on the stand-in: kernels are
+ * accepted and do nothing, streams and events behave as work already
+ * completed, and the device describes itself as a compute capability 9.0
+ * part whose name says it is a stand-in.
  *
  * Every other function that PyTorch imports exists as a generated stub that
  * says once that it is not implemented (gen-stubs.py).
