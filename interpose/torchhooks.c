@@ -96,18 +96,38 @@ static lw_fnptr real_c10(lw_fnptr *cache, const char *name)
 	return fn == NO_REAL ? NULL : fn;
 }
 
-#define REAL_C10(T, cache, name) ((T)real_c10(&(cache), name))
+/* Records a block and forwards the call to libc10's function name. */
+static void usage(lw_fnptr *real, const char *name, void *ptr, int64_t size,
+		  uint64_t total_allocated, uint64_t total_reserved,
+		  struct c10_device device)
+{
+	usage_fn fn = (usage_fn)real_c10(real, name);
+
+	record_usage(ptr, size, device);
+	if (fn)
+		fn(ptr, size, total_allocated, total_reserved, device);
+}
+
+/* Records an out-of-memory error and forwards the call likewise. */
+static void oom(lw_fnptr *real, const char *name, int64_t size,
+		uint64_t total_allocated, uint64_t total_reserved,
+		struct c10_device device)
+{
+	oom_fn fn = (oom_fn)real_c10(real, name);
+
+	record_oom(size, total_allocated, total_reserved, device);
+	if (fn)
+		fn(size, total_allocated, total_reserved, device);
+}
 
 void _ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE(
 	void *ptr, int64_t size, uint64_t total_allocated,
 	uint64_t total_reserved, struct c10_device device)
 {
 	static lw_fnptr real;
-	usage_fn fn = REAL_C10(usage_fn, real, USAGE_NAME);
 
-	record_usage(ptr, size, device);
-	if (fn)
-		fn(ptr, size, total_allocated, total_reserved, device);
+	usage(&real, USAGE_NAME, ptr, size, total_allocated, total_reserved,
+	      device);
 }
 
 void _ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE(
@@ -115,11 +135,9 @@ void _ZN3c1027reportMemoryUsageToProfilerEPvlllNS_6DeviceE(
 	uint64_t total_reserved, struct c10_device device)
 {
 	static lw_fnptr real;
-	usage_fn fn = REAL_C10(usage_fn, real, USAGE_NAME_INT64);
 
-	record_usage(ptr, size, device);
-	if (fn)
-		fn(ptr, size, total_allocated, total_reserved, device);
+	usage(&real, USAGE_NAME_INT64, ptr, size, total_allocated,
+	      total_reserved, device);
 }
 
 void _ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE(
@@ -127,11 +145,8 @@ void _ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE(
 	struct c10_device device)
 {
 	static lw_fnptr real;
-	oom_fn fn = REAL_C10(oom_fn, real, OOM_NAME);
 
-	record_oom(size, total_allocated, total_reserved, device);
-	if (fn)
-		fn(size, total_allocated, total_reserved, device);
+	oom(&real, OOM_NAME, size, total_allocated, total_reserved, device);
 }
 
 void _ZN3c1027reportOutOfMemoryToProfilerElllNS_6DeviceE(
@@ -139,9 +154,7 @@ void _ZN3c1027reportOutOfMemoryToProfilerElllNS_6DeviceE(
 	struct c10_device device)
 {
 	static lw_fnptr real;
-	oom_fn fn = REAL_C10(oom_fn, real, OOM_NAME_INT64);
 
-	record_oom(size, total_allocated, total_reserved, device);
-	if (fn)
-		fn(size, total_allocated, total_reserved, device);
+	oom(&real, OOM_NAME_INT64, size, total_allocated, total_reserved,
+	    device);
 }

@@ -13,17 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An H100's figures where a program sizes its work by them. */
-enum {
-	SM_COUNT = 132,
-	SHARED_PER_BLOCK = 48 << 10,
-	SHARED_PER_BLOCK_OPTIN = 227 << 10,
-	SHARED_PER_SM = 228 << 10,
-	L2_BYTES = 50 << 20,
-	REGS = 64 << 10,
-	GRANULARITY = 2 << 20,
-};
-
 static CUresult check_device(CUdevice device)
 {
 	if (fake_require_device() != cudaSuccess)

@@ -140,7 +140,7 @@ FAKECUDA_EXPORT cudaError_t cudaDeviceReset(void)
 	return cudaSuccess;
 }
 
-static cudaError_t stream_create(cudaStream_t *pStream, unsigned int flags)
+cudaError_t fake_stream_create(cudaStream_t *pStream, unsigned int flags)
 {
 	cudaError_t err;
 	void *handle;
@@ -158,12 +158,12 @@ static cudaError_t stream_create(cudaStream_t *pStream, unsigned int flags)
 
 FAKECUDA_EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream)
 {
-	return stream_create(pStream, cudaStreamDefault);
+	return fake_stream_create(pStream, cudaStreamDefault);
 }
 
 FAKECUDA_EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 {
-	return stream_create(pStream, flags);
+	return fake_stream_create(pStream, flags);
 }
 
 FAKECUDA_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)

@@ -17,6 +17,20 @@
 
 #include "fake-core.h"
 
+/*
+ * An H100's figures where a program sizes its work by them: the driver's
+ * attributes and the runtime's device properties give the same.
+ */
+enum {
+	SM_COUNT = 132,
+	SHARED_PER_BLOCK = 48 << 10,
+	SHARED_PER_BLOCK_OPTIN = 227 << 10,
+	SHARED_PER_SM = 228 << 10,
+	L2_BYTES = 50 << 20,
+	REGS = 64 << 10,
+	GRANULARITY = 2 << 20,
+};
+
 /* The id cuGetExportTable answers to with struct fake_core_ops. */
 #define FAKE_EXPORT_TABLE_ID \
 	{ { 'l', 'e', 'a', 'k', 'w', 'a', 't', 'c', 'h', '-', 'f', 'a', 'k', 'e', '0', '1' } }
@@ -84,5 +98,9 @@ const struct fake_driver_api *fake_driver(void);
  * returns have the same numbers in both APIs.
  */
 cudaError_t fake_from_cu(CUresult result);
+
+/* A runtime stream of the current device (fake-device.c); flags may only
+ * be cudaStreamNonBlocking. */
+cudaError_t fake_stream_create(cudaStream_t *stream, unsigned int flags);
 
 #endif

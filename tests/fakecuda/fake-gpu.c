@@ -37,16 +37,6 @@ static cudaError_t check_device(int device)
 	return cudaSuccess;
 }
 
-/* An H100's figures where a program sizes its work by them. */
-enum {
-	SM_COUNT = 132,
-	SHARED_PER_BLOCK = 48 << 10,
-	SHARED_PER_BLOCK_OPTIN = 227 << 10,
-	SHARED_PER_SM = 228 << 10,
-	L2_BYTES = 50 << 20,
-	REGS = 64 << 10,
-};
-
 FAKECUDA_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
 	size_t free_bytes, total_bytes;
@@ -488,18 +478,7 @@ FAKECUDA_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFla
 FAKECUDA_EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream,
 							 unsigned int flags, int priority)
 {
-	cudaError_t err;
-	void *handle;
-
-	if (!pStream || (flags & ~(unsigned int)cudaStreamNonBlocking))
-		return fake_return(cudaErrorInvalidValue);
-	err = fake_require_device();
-	if (!err)
-		err = fake_handle_create(FAKE_STREAM, fake_current_device(), &handle);
-	if (err)
-		return fake_return(err);
-	*pStream = handle;
-	return cudaSuccess;
+	return fake_stream_create(pStream, flags); /* one priority only */
 }
 
 FAKECUDA_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
