@@ -129,6 +129,9 @@ enum lw_record_tag {
 	/* INFO: string key, string value. Keys: "exe", "cmdline" (arguments
 	 * separated by NUL), "cwd", "leakwatch", "cudart" (the runtime's path),
 	 * "python" (the CPython version, when Python frames are recorded),
+	 * "python_eval" (then also: the address of the interpreter's
+	 * evaluation loop, "0x..."; the module that holds it is the
+	 * interpreter's, whose frames a report folds),
 	 * "step_source" ("api" or "optimizer": where the STEP records that
 	 * follow come from), "torch_alloc_conf" (the PyTorch allocator
 	 * configuration in effect at start, possibly empty) and

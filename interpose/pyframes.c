@@ -825,3 +825,9 @@ const char *lw_py_version(void)
 	lw_py_init();
 	return py.version;
 }
+
+uintptr_t lw_py_eval_address(void)
+{
+	lw_py_init();
+	return py.eval.count ? py.eval.range[0].start : 0;
+}

@@ -45,6 +45,10 @@ enum lw_py_status lw_py_init(void);
  * trace info); "" if not Python. Static storage, valid forever. */
 const char *lw_py_version(void);
 
+/* Where the interpreter's evaluation loop starts (0: unknown): the report
+ * tells the interpreter's own frames by the object that holds it. */
+uintptr_t lw_py_eval_address(void);
+
 /*
  * The calling thread's Python frames, innermost first; 0 if the thread has no
  * Python frames (a native thread, or interpreter not initialised /

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -187,9 +188,13 @@ static void write_process_info_locked(void)
 	if (config.rank[0])
 		lw_writer_info(&writer, "rank", config.rank,
 			       strlen(config.rank));
-	if (python_frames)
+	if (python_frames) {
 		lw_writer_info(&writer, "python", lw_py_version(),
 			       strlen(lw_py_version()));
+		int eval_len = snprintf(buf, sizeof(buf), "0x%" PRIxPTR,
+				 lw_py_eval_address());
+		lw_writer_info(&writer, "python_eval", buf, (size_t)eval_len);
+	}
 	const char *cudart = lw_real_runtime_path();
 	if (cudart)
 		lw_writer_info(&writer, "cudart", cudart, strlen(cudart));

@@ -3,6 +3,7 @@
 #include "findings.h"
 
 #include "diagnose.h"
+#include "pystack.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -46,7 +47,7 @@ static void name_pyframe(const struct lw_model *m,
 }
 
 static void name_native(const struct lw_model *m, const struct lw_symbol *sym,
-			const struct lw_sym_frame *f,
+			const struct lw_sym_frame *f, bool short_file,
 			struct lw_named_frame *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -57,11 +58,20 @@ static void name_native(const struct lw_model *m, const struct lw_symbol *sym,
 	out->line = f->line;
 	out->module = sym->module;
 	out->offset = sym->module ? sym->offset : sym->address;
-	if (out->file)
+	if (out->file && short_file) {
+		/* The interpreter's build tree says nothing to its user. */
+		const char *slash = strrchr(out->file, '/');
+
+		if (slash) {
+			out->file_len -= (size_t)(slash + 1 - out->file);
+			out->file = slash + 1;
+		}
+	} else if (out->file) {
 		strip_cwd(m, &out->file, &out->file_len);
+	}
 }
 
-int lw_named_stack(const struct lw_report *r, uint64_t stack_id,
+int lw_named_stack(const struct lw_report *r, uint64_t stack_id, bool fold,
 		   struct lw_named_frame **out, size_t *count)
 {
 	struct lw_named_frame *named = NULL;
@@ -74,10 +84,14 @@ int lw_named_stack(const struct lw_report *r, uint64_t stack_id,
 	rc = lw_model_stack(r->model, stack_id, &frames, &n);
 	if (rc < 0 || n == 0)
 		return rc;
+	if (fold && (rc = lw_fold_stack(r, frames, &n)) < 0)
+		goto error;
 	for (size_t i = 0; i < n; i++) {
 		const struct lw_symbol *sym = NULL;
 		unsigned parts = 1;
 
+		if (frames[i].folded)
+			continue;	/* a named stack drops folded runs */
 		if (!frames[i].python) {
 			rc = lw_symbolize(r->symbolizer, frames[i].address,
 					  &sym);
@@ -103,6 +117,7 @@ int lw_named_stack(const struct lw_report *r, uint64_t stack_id,
 		}
 		for (unsigned j = 0; j < parts; j++)
 			name_native(r->model, sym, &sym->frames[j],
+				    fold && lw_frame_is_interpreter(r, sym),
 				    &named[used++]);
 	}
 	free(frames);
@@ -197,6 +212,81 @@ static char *make_title(const struct lw_report_finding *f, const char *reason)
 	return text;
 }
 
+static void put_evidence(FILE *out, const struct lw_model *m,
+			 const struct lw_finding *f)
+{
+	const struct lw_evidence *ev = &f->evidence;
+	char a[LW_SIZE_BUF], b[LW_SIZE_BUF];
+	const char *sep = "";
+
+	if (f->category == LW_CATEGORY_CACHE_GROWTH) {
+		fprintf(out, "reserved memory grows by %s per step; "
+			     "allocated memory does not",
+			lw_format_rate(a, ev->bytes_per_step));
+		sep = "; ";
+	} else if (ev->bytes_per_step > 0 && f->leak) {
+		fprintf(out, "%s per step (%s per 10,000 steps), %+.3g allocation%s per step",
+			lw_format_rate(a, ev->bytes_per_step),
+			lw_format_rate(b, ev->bytes_per_step * 10000),
+			ev->count_per_step,
+			ev->count_per_step == 1 ? "" : "s");
+		if (ev->sites > 1)
+			fprintf(out, " over %" PRIu32 " sites", ev->sites);
+		sep = "; ";
+	}
+	if (ev->frees && (f->category == LW_CATEGORY_RETAINED_LOSS ||
+			  f->category == LW_CATEGORY_METRIC_COPY ||
+			  f->category == LW_CATEGORY_CYCLE_DELAYED)) {
+		fprintf(out, "%s%" PRIu64 " freed after %.1f steps on average (at most %" PRIu64 ")",
+			sep, ev->frees, ev->mean_lifetime, ev->max_lifetime);
+		sep = "; ";
+	}
+	if (ev->gc_frees) {
+		fprintf(out, "%s%" PRIu64 " of %" PRIu64 " frees inside the cycle collector's passes (%" PRIu64 " passes)",
+			sep, ev->gc_frees, ev->frees, ev->gc_passes);
+		sep = "; ";
+	}
+	if (f->category == LW_CATEGORY_LINGERING) {
+		fprintf(out, "%salive at %" PRIu64 " of %" PRIu64 " step peaks, adding up to %s (%.0f%% of the %s peak)",
+			sep, ev->lingering_steps, m->steps,
+			lw_format_size(a, ev->lingering_bytes),
+			ev->peak_bytes ? 100.0 * (double)ev->lingering_bytes /
+						 (double)ev->peak_bytes
+				       : 0.0,
+			lw_format_size(b, ev->peak_bytes));
+		sep = "; ";
+	}
+	if (f->category == LW_CATEGORY_UNRELEASED_MODULE) {
+		const struct lw_string *name = lw_model_string(m, ev->phase_string);
+
+		fprintf(out, "%s%s born in phase \"", sep,
+			lw_format_size(a, ev->phase_bytes));
+		if (name)
+			lw_put_text(out, name->text.data, name->text.len);
+		fputs("\" outlived it", out);
+		sep = "; ";
+	}
+	fprintf(out, "%s%s live in %" PRIu64 " allocation%s; %" PRIu64 " bytes per allocation on average",
+		sep, lw_format_size(a, ev->live_bytes), ev->live_count,
+		ev->live_count == 1 ? "" : "s", ev->mean_size);
+}
+
+char *lw_evidence_string(const struct lw_model *m, const struct lw_finding *f)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *s = open_memstream(&text, &len);
+
+	if (!s)
+		return NULL;
+	put_evidence(s, m, f);
+	if (fclose(s) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
 int lw_site_location(const struct lw_report *r, uint32_t site,
 		     struct lw_named_frame *out, bool *found)
 {
@@ -216,7 +306,8 @@ int lw_site_location(const struct lw_report *r, uint32_t site,
 		if (loc.frame->python)
 			name_pyframe(m, loc.frame->py, out);
 		else
-			name_native(m, loc.symbol, &loc.symbol->frames[0], out);
+			name_native(m, loc.symbol, &loc.symbol->frames[0], false,
+				    out);
 	}
 	free(frames);
 	return rc;
@@ -258,6 +349,11 @@ int lw_findings_collect(const struct lw_report *r, struct lw_findings *out)
 		f->bytes_per_step = df->evidence.bytes_per_step;
 		f->count_per_step = df->evidence.count_per_step;
 		f->fix = df->fix;
+		f->evidence = lw_evidence_string(r->model, df);
+		if (!f->evidence) {
+			rc = -ENOMEM;
+			goto out;
+		}
 		if ((rc = lw_site_location(r, f->site, &f->location,
 					   &f->have_location)) < 0)
 			goto out;
@@ -274,8 +370,10 @@ out:
 
 void lw_findings_fini(struct lw_findings *findings)
 {
-	for (size_t i = 0; i < findings->count; i++)
+	for (size_t i = 0; i < findings->count; i++) {
 		free(findings->items[i].title);
+		free(findings->items[i].evidence);
+	}
 	free(findings->items);
 	lw_growth_report_fini(&findings->growth);
 	memset(findings, 0, sizeof(*findings));

@@ -32,11 +32,13 @@ struct lw_named_frame {
 };
 
 /*
- * The frames of a stack by name, innermost first. On success *out is
+ * The frames of a stack by name, innermost first; with fold, a Python
+ * program's stack without the runs lw_fold_stack() folds (unless the
+ * report is --native). On success *out is
  * malloc'ed (NULL when there are none). Returns 0 or -ENOMEM.
  */
 int lw_named_stack(const struct lw_report *report, uint64_t stack_id,
-		   struct lw_named_frame **out, size_t *count);
+		   bool fold, struct lw_named_frame **out, size_t *count);
 
 /*
  * A frame's label, "function (file:line)", "function", or "module+0xN" for
@@ -65,6 +67,7 @@ struct lw_report_finding {
 	double count_per_step;
 	char *title;		/* one line, owned (UTF-8 from the trace) */
 	const char *fix;	/* what to do about it, or NULL: unknown */
+	char *evidence;		/* lw_evidence_string(), owned */
 	bool have_location;
 	struct lw_named_frame location;	/* the site's headline frame */
 };
@@ -86,5 +89,15 @@ struct lw_findings {
 int lw_findings_collect(const struct lw_report *report,
 			struct lw_findings *out);
 void lw_findings_fini(struct lw_findings *findings);
+
+struct lw_finding;
+
+/*
+ * A finding's evidence in the numbers that matter for its kind, one line
+ * without its newline, as text (a phase's name as the trace has it);
+ * malloc'ed, NULL when out of memory.
+ */
+char *lw_evidence_string(const struct lw_model *model,
+			 const struct lw_finding *finding);
 
 #endif

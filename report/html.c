@@ -161,7 +161,7 @@ static int flame_add_site(struct flame *fl, const struct lw_report *r,
 	uint32_t node = 0;
 	int rc;
 
-	rc = lw_named_stack(r, r->model->sites[site].stack_id, &frames, &n);
+	rc = lw_named_stack(r, r->model->sites[site].stack_id, true, &frames, &n);
 	if (rc < 0)
 		return rc;
 	fl->nodes[0].value += bytes;
@@ -403,6 +403,27 @@ static void put_command(FILE *out, const struct lw_model *m)
 	}
 }
 
+/* The phases, outermost first as they began, with their steps. */
+static void put_phase_list(FILE *out, const struct lw_model *m,
+			   const struct lw_timeline *t)
+{
+	if (t->phase_count == 0)
+		return;
+	fputs("<h3>Phases</h3>\n<ul class=\"lw-phases\">\n", out);
+	for (size_t i = 0; i < t->phase_count; i++) {
+		const struct lw_phase_span *s = &t->phases[i];
+		const struct lw_string *name = lw_model_string(m, s->name_string);
+
+		fprintf(out, "<li style=\"margin-left:%" PRIu32 "em\">", s->depth);
+		if (name)
+			put_html(out, name->text.data, name->text.len);
+		fprintf(out, ": steps %" PRIu64 " to %" PRIu64 "%s</li>\n",
+			s->begin_step, s->end_step,
+			s->open ? " (never ended)" : "");
+	}
+	fputs("</ul>\n", out);
+}
+
 static void put_summary(FILE *out, const struct lw_report *r,
 			const struct lw_findings *findings)
 {
@@ -410,9 +431,7 @@ static void put_summary(FILE *out, const struct lw_report *r,
 	const struct lw_bytes *rank = lw_model_info(m, "rank");
 	char a[LW_SIZE_BUF], b[LW_SIZE_BUF];
 
-	fputs("<h2>", out);
-	put_html_str(out, r->path);
-	fputs("</h2>\n<dl class=\"lw-summary\">\n<dt>process</dt><dd>", out);
+	fputs("<h3>The run</h3>\n<dl class=\"lw-summary\">\n<dt>process</dt><dd>", out);
 	fprintf(out, "%" PRIu32 ": <code>", m->header.pid);
 	put_command(out, m);
 	fputs("</code></dd>\n", out);
@@ -447,6 +466,32 @@ static void put_summary(FILE *out, const struct lw_report *r,
 	fputs("</dl>\n", out);
 }
 
+/* The answer, first: the trace, the verdict in one line, the findings. */
+static void put_verdict(FILE *out, const struct lw_report *r,
+			const struct lw_findings *findings)
+{
+	const struct lw_growth *run = &findings->growth.run;
+	char rate[LW_SIZE_BUF];
+
+	fputs("<h2>", out);
+	put_html_str(out, r->path);
+	fputs("</h2>\n<p class=\"lw-verdict\">", out);
+	if (findings->count)
+		fprintf(out, "<strong>%zu leak%s found.</strong> ",
+			findings->count, findings->count == 1 ? "" : "s");
+	else
+		fputs("<strong>No leak found.</strong> ", out);
+	if (run->verdict == LW_VERDICT_NOT_ENOUGH_STEPS)
+		fprintf(out, "Too few steps to judge growth (%" PRIu64 " of %" PRIu64 ").",
+			r->model->steps, r->min_steps);
+	else
+		fprintf(out, "Device memory is <span class=\"lw-verdict-%s\">%s</span>, %s per step.",
+			lw_verdict_name(run->verdict),
+			lw_verdict_name(run->verdict),
+			lw_format_rate(rate, run->per_step));
+	fputs("</p>\n", out);
+}
+
 static void put_findings(FILE *out, const struct lw_findings *findings)
 {
 	fputs("<h3>Findings</h3>\n", out);
@@ -462,6 +507,9 @@ static void put_findings(FILE *out, const struct lw_findings *findings)
 		fputs("<li><span class=\"lw-title\">", out);
 		put_html_str(out, f->title);
 		fputs("</span>", out);
+		fputs("<div class=\"lw-evidence\">Evidence: ", out);
+		put_html_str(out, f->evidence);
+		fputs("</div>", out);
 		if (f->fix) {
 			fputs("<div class=\"lw-fix\">Fix: ", out);
 			put_html_str(out, f->fix);
@@ -491,12 +539,15 @@ static int html_report(FILE *out, const struct lw_report *r,
 	if (rc < 0)
 		goto out;
 	fprintf(out, "<section class=\"lw-report\" id=\"lw-report-%zu\">\n", index);
-	put_summary(out, r, &findings);
-	fputs("<h3>Device memory per step</h3>\n<div class=\"lw-memory\"></div>\n"
-	      "<h3>Growth by site</h3>\n<div class=\"lw-sites\"></div>\n"
-	      "<h3>Retained device memory by stack</h3>\n<div class=\"lw-flame\"></div>\n",
-	      out);
+	put_verdict(out, r, &findings);
 	put_findings(out, &findings);
+	fputs("<h3>Device memory per step</h3>\n<div class=\"lw-memory\"></div>\n"
+	      "<h3>Growth by site</h3>\n<div class=\"lw-sites\"></div>\n",
+	      out);
+	put_phase_list(out, r->model, &t);
+	fputs("<h3>Retained device memory by stack</h3>\n<div class=\"lw-flame\"></div>\n",
+	      out);
+	put_summary(out, r, &findings);
 	fputs("<script type=\"application/json\" class=\"lw-data\">{", out);
 	put_steps(out, r->model);
 	put_phases(out, r->model, &t);

@@ -37,6 +37,9 @@ static void report_usage(FILE *out)
 	      "  -o, --output FILE   write the report to FILE instead of standard output\n"
 	      "  --top N             text: show the N largest sites (default 10; 0: all)\n"
 	      "  --frames N          text: show N frames of each stack (default 12; 0: all)\n"
+	      "  --native            every native frame of a Python program's stacks; by\n"
+	      "                      default the interpreter's, libffi's and pybind11's\n"
+	      "                      frames between Python frames fold into one line\n"
 	      "  --min-steps N       judge growth only with at least N steps (default 10)\n"
 	      "  --rules FILE        more diagnosis rules (tags of frames, transient\n"
 	      "                      phases, fixes), after the shipped rules.conf\n"
@@ -233,6 +236,7 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 		if (rc == 0) {
 			if (options->report.min_steps)
 				tf.report.min_steps = options->report.min_steps;
+			tf.report.native = options->report.native;
 			rc = lw_trace_file_set_rules(&tf, options->report.rules);
 			if (rc < 0)
 				snprintf(message, sizeof(message), "%s",
@@ -359,6 +363,9 @@ int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 	case 'N':
 		return lw_parse_count("--frames", arg, &options->report.frames) < 0
 			       ? -EINVAL : 1;
+	case 'n':
+		options->report.native = true;
+		return 1;
 	case 'S':
 		return lw_parse_min_steps(arg, &options->report.min_steps) < 0
 			       ? -EINVAL : 1;
@@ -381,6 +388,7 @@ static int cmd_report(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "top", required_argument, NULL, 'T' },
 		{ "frames", required_argument, NULL, 'N' },
+		{ "native", no_argument, NULL, 'n' },
 		{ "min-steps", required_argument, NULL, 'S' },
 		{ "rules", required_argument, NULL, 'U' },
 		{ "suppressions", required_argument, NULL, 'P' },

@@ -173,6 +173,11 @@ struct lw_frame {
 	bool python;
 	uint64_t address;			/* native: return address */
 	const struct lw_trace_pyframe *py;	/* Python */
+	/* A run of this many frames folded into one (lw_fold_stack):
+	 * the start of the process or thread when folded_start, else
+	 * the interpreter's; python and address then mean nothing. */
+	uint32_t folded;
+	bool folded_start;
 };
 
 /* A live allocation; an empty hash slot has site == LW_NO_SITE. */

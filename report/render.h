@@ -30,6 +30,9 @@ struct lw_report {
 	/* data is a private read-only mapping of the trace file: a pass over
 	 * it may give back the pages it has read (lw_trace_release_read). */
 	bool data_mapped;
+	/* Every native frame of a Python stack, the interpreter's too
+	 * (--native); otherwise those are folded (pystack.h). */
+	bool native;
 };
 
 struct lw_rules;
@@ -39,6 +42,7 @@ struct lw_report_options {
 	size_t frames;	/* frames per site in text; 0: all */
 	size_t min_steps;	/* growth verdicts; 0: the default */
 	const struct lw_rules *rules;	/* diagnosis; NULL: none */
+	bool native;	/* --native: no frame folded */
 };
 
 #define LW_DEFAULT_TOP 10

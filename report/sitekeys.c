@@ -61,7 +61,7 @@ static int add_key(const struct lw_report *r, struct lw_site_keys *keys,
 	k->live_bytes = t.live_bytes;
 	k->live_count = t.live_count;
 	k->growth = keys->findings.growth.sites[site];
-	rc = lw_named_stack(r, m->sites[site].stack_id, &frames, &n);
+	rc = lw_named_stack(r, m->sites[site].stack_id, false, &frames, &n);
 	if (rc < 0)
 		return rc;
 	k->exact = make_key(m, site, frames, n, true);

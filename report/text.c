@@ -7,12 +7,15 @@
  * Everything that comes from the trace (paths, names, arguments) goes
  * through lw_put_text(), never into a format string.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "diagnose.h"
+#include "findings.h"
 #include "growth.h"
+#include "pystack.h"
 #include "render.h"
 
 /* Whether a shell would need an argument quoted. */
@@ -258,7 +261,8 @@ static void put_module_offset(FILE *out, const struct lw_symbol *sym)
  * the newline.
  */
 static void put_frame(FILE *out, const struct lw_model *m, const char *lead,
-		      const struct lw_symbol *sym, const struct lw_sym_frame *f)
+		      const struct lw_symbol *sym, const struct lw_sym_frame *f,
+		      bool short_file)
 {
 	fputs(lead, out);
 	if (!f->function && !f->file) {
@@ -270,7 +274,12 @@ static void put_frame(FILE *out, const struct lw_model *m, const char *lead,
 	}
 	lw_put_text_str(out, f->function ? f->function : "??");
 	fputs("  ", out);
-	if (f->file) {
+	if (f->file && short_file) {
+		/* The interpreter's build tree says nothing to its user. */
+		const char *slash = strrchr(f->file, '/');
+
+		lw_put_text_str(out, slash ? slash + 1 : f->file);
+	} else if (f->file) {
 		put_file(out, m, f->file, strlen(f->file));
 		if (f->line)
 			fprintf(out, ":%u", f->line);
@@ -320,7 +329,7 @@ static void put_location(FILE *out, const struct lw_model *m,
 		put_pyframe(out, m, LOCATION_LEAD, loc->frame->py);
 	} else {
 		put_frame(out, m, LOCATION_LEAD, loc->symbol,
-			  &loc->symbol->frames[0]);
+			  &loc->symbol->frames[0], false);
 	}
 }
 
@@ -378,10 +387,20 @@ static int put_site(FILE *out, const struct lw_report *r, size_t rank,
 	if (lw_model_site_native_thread(m, site))
 		fputs("  (native thread: no Python frames)", out);
 	putc('\n', out);
+	/* After the location, which points into the frames. */
+	if ((rc = lw_fold_stack(r, frames, &count)) < 0)
+		goto out;
 	shown = max_frames && max_frames < count ? max_frames : count;
 	for (size_t i = 0; i < shown; i++) {
 		const struct lw_symbol *sym;
 
+		if (frames[i].folded) {
+			fprintf(out, FRAME_LEAD "... %" PRIu32 " %s frame%s\n",
+				frames[i].folded,
+				frames[i].folded_start ? "start-up" : "interpreter",
+				frames[i].folded == 1 ? "" : "s");
+			continue;
+		}
 		if (frames[i].python) {
 			put_pyframe(out, m, FRAME_LEAD, frames[i].py);
 			putc('\n', out);
@@ -391,7 +410,8 @@ static int put_site(FILE *out, const struct lw_report *r, size_t rank,
 				       &sym)) < 0)
 			goto out;
 		for (unsigned j = 0; j < sym->frame_count; j++) {
-			put_frame(out, m, FRAME_LEAD, sym, &sym->frames[j]);
+			put_frame(out, m, FRAME_LEAD, sym, &sym->frames[j],
+				  !r->native && lw_frame_is_interpreter(r, sym));
 			putc('\n', out);
 		}
 	}
@@ -576,67 +596,6 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 	return rc;
 }
 
-/* The evidence of a finding, in the numbers that matter for its kind. */
-static void put_evidence(FILE *out, const struct lw_model *m,
-			 const struct lw_finding *f)
-{
-	const struct lw_evidence *ev = &f->evidence;
-	char a[LW_SIZE_BUF], b[LW_SIZE_BUF];
-	const char *sep = "";
-
-	fputs("      evidence: ", out);
-	if (f->category == LW_CATEGORY_CACHE_GROWTH) {
-		fprintf(out, "reserved memory grows by %s per step; "
-			     "allocated memory does not",
-			lw_format_rate(a, ev->bytes_per_step));
-		sep = "; ";
-	} else if (ev->bytes_per_step > 0 && f->leak) {
-		fprintf(out, "%s per step (%s per 10,000 steps), %+.3g allocation%s per step",
-			lw_format_rate(a, ev->bytes_per_step),
-			lw_format_rate(b, ev->bytes_per_step * 10000),
-			ev->count_per_step,
-			ev->count_per_step == 1 ? "" : "s");
-		if (ev->sites > 1)
-			fprintf(out, " over %" PRIu32 " sites", ev->sites);
-		sep = "; ";
-	}
-	if (ev->frees && (f->category == LW_CATEGORY_RETAINED_LOSS ||
-			  f->category == LW_CATEGORY_METRIC_COPY ||
-			  f->category == LW_CATEGORY_CYCLE_DELAYED)) {
-		fprintf(out, "%s%" PRIu64 " freed after %.1f steps on average (at most %" PRIu64 ")",
-			sep, ev->frees, ev->mean_lifetime, ev->max_lifetime);
-		sep = "; ";
-	}
-	if (ev->gc_frees) {
-		fprintf(out, "%s%" PRIu64 " of %" PRIu64 " frees inside the cycle collector's passes (%" PRIu64 " passes)",
-			sep, ev->gc_frees, ev->frees, ev->gc_passes);
-		sep = "; ";
-	}
-	if (f->category == LW_CATEGORY_LINGERING) {
-		fprintf(out, "%salive at %" PRIu64 " of %" PRIu64 " step peaks, adding up to %s (%.0f%% of the %s peak)",
-			sep, ev->lingering_steps, m->steps,
-			lw_format_size(a, ev->lingering_bytes),
-			ev->peak_bytes ? 100.0 * (double)ev->lingering_bytes /
-						 (double)ev->peak_bytes
-				       : 0.0,
-			lw_format_size(b, ev->peak_bytes));
-		sep = "; ";
-	}
-	if (f->category == LW_CATEGORY_UNRELEASED_MODULE) {
-		const struct lw_string *name = lw_model_string(m, ev->phase_string);
-
-		fprintf(out, "%s%s born in phase \"", sep,
-			lw_format_size(a, ev->phase_bytes));
-		if (name)
-			lw_put_text(out, name->text.data, name->text.len);
-		fputs("\" outlived it", out);
-		sep = "; ";
-	}
-	fprintf(out, "%s%s live in %" PRIu64 " allocation%s; %" PRIu64 " bytes per allocation on average\n",
-		sep, lw_format_size(a, ev->live_bytes), ev->live_count,
-		ev->live_count == 1 ? "" : "s", ev->mean_size);
-}
-
 /*
  * The diagnosis: each finding with its kind, confidence, reason, line,
  * evidence and fix; leaks first. Nothing when there is nothing to say.
@@ -686,7 +645,14 @@ static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 			lw_confidence_name(f->confidence), f->reason);
 		if ((rc = lw_put_site_location(out, r, f->site)) < 0)
 			break;
-		put_evidence(out, m, f);
+		char *evidence = lw_evidence_string(m, f);
+
+		if (!evidence) {
+			rc = -ENOMEM;
+			break;
+		}
+		fprintf(out, "      evidence: %s\n", evidence);
+		free(evidence);
 		if (lw_finding_has_fix(f))
 			fprintf(out, "      fix: %s\n", f->fix);
 	}

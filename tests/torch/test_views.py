@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The views of a Python program's report, on real PyTorch: eval_graph.py
+(an evaluation that keeps its graphs) under `fakegpu.sh leakwatch run`.
+
+Checks that by default
+  - the text report's stacks hold no frame of the interpreter (the frames of
+    the module that holds CPython's evaluation loop, found from the JSON
+    report's full stacks), folded into "... N interpreter frames" lines,
+    and that --native brings them back;
+  - folded stacks (flame graphs) start at the user's script;
+  - the HTML page holds no interpreter frame either (--native: it does),
+    opens with the verdict and the findings (each with its evidence and
+    fix) before the charts, the phases and the stacks, and its icicle
+    starts at the user's script.
+With chromium installed it takes a screenshot of the page (the file named by
+--screenshot). Environment as for test_torch.py."""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = "eval_graph.py"
+FRAME_LEAD = "       "
+
+
+def report(tmp, trace, *args):
+    r = subprocess.run([os.environ["LW_CLI"], "report", *args, trace],
+                       cwd=tmp, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise SystemExit(f"FAIL: leakwatch report {' '.join(args)} exited "
+                         f"{r.returncode}: {r.stderr}")
+    return r.stdout
+
+
+def text_frames(text):
+    """The function of every stack frame line of a text report."""
+    return [line.strip().split("  ")[0] for line in text.splitlines()
+            if line.startswith(FRAME_LEAD) and
+            not line.strip().startswith("...")]
+
+
+def interpreter_functions(doc):
+    """The functions of the module that holds the evaluation loop."""
+    frames = [f for s in doc["sites"] for f in s["frames"]
+              if not f["python"]]
+    modules = {f["module"] for f in frames
+               if (f.get("function") or "").startswith("_PyEval_EvalFrame")}
+    return {f["function"] for f in frames
+            if f["module"] in modules and f.get("function")}
+
+
+def has_python(node):
+    return ".py:" in node["n"] or any(has_python(c) for c in node["c"])
+
+
+def screenshot(page, shot):
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        chrome = shutil.which(name)
+        if chrome:
+            break
+    else:
+        print("chromium is not installed: no screenshot")
+        return
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run([chrome, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--no-first-run", "--hide-scrollbars",
+                        "--user-data-dir=" + profile,
+                        "--virtual-time-budget=10000",
+                        "--screenshot=" + shot, "--window-size=1280,900",
+                        "file://" + page], capture_output=True, timeout=120)
+    print("screenshot:", shot)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--screenshot", default="torch-report.png")
+    args = ap.parse_args()
+    python = os.environ.get("LW_TORCH_PYTHON", "")
+    if not python:
+        print("no PyTorch configured (meson -Dtorch_python=PATH): skipped")
+        return SKIP
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LEAKWATCH_", "PYTORCH_"))}
+    env["LEAKWATCH_LIB"] = os.environ["LW_LIB"]
+    env["LEAKWATCH_BUILD"] = os.environ["LEAKWATCH_BUILD"]
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="lw-views-") as tmp:
+        shutil.copy(os.path.join(HERE, SCRIPT), tmp)
+        trace = os.path.join(tmp, "eval.trace")
+        r = subprocess.run([os.environ["LW_FAKEGPU"], os.environ["LW_CLI"],
+                            "run", "--no-report", "--trace", trace, "--",
+                            python, SCRIPT], cwd=tmp, env=env,
+                           capture_output=True, text=True, timeout=600)
+        if r.returncode != 0 or "done" not in r.stdout:
+            print(r.stdout, r.stderr[-3000:])
+            print(f"FAIL: {SCRIPT} exited {r.returncode}")
+            return 1
+        doc = json.loads(report(tmp, trace, "--format", "json"))
+        interp = interpreter_functions(doc)
+        print(f"{len(interp)} interpreter functions in the stacks")
+        if len(interp) < 5:
+            failures.append(f"only {len(interp)} interpreter functions in "
+                            "the JSON stacks: the scenario shows nothing")
+
+        text = report(tmp, trace, "--top", "0", "--frames", "0")
+        shown = set(text_frames(text)) & interp
+        if shown:
+            failures.append(f"default text shows interpreter frames: "
+                            f"{sorted(shown)[:5]}")
+        if not re.search(r"^ {7}\.\.\. \d+ interpreter frames?$", text, re.M):
+            failures.append("default text has no folded-frames line")
+        for want in ("<module>  " + SCRIPT + ":", "Sequential.forward"):
+            if want not in text:
+                failures.append(f"default text lost the Python frame {want!r}")
+        if re.search(r"/Python-3[^ ]*/(Python|Objects|Modules)/", text):
+            failures.append("default text shows the interpreter's build tree")
+        native = report(tmp, trace, "--top", "0", "--frames", "0", "--native")
+        back = set(text_frames(native)) & interp
+        if len(back) < 5:
+            failures.append(f"--native shows {len(back)} interpreter "
+                            "functions, not all of them")
+
+        # Stacks with Python frames; those of autograd's native thread
+        # have none, and start where that thread starts.
+        folded = [line for line in
+                  report(tmp, trace, "--format", "folded").splitlines()
+                  if ".py:" in line]
+        wrong = [line for line in folded
+                 if not line.startswith(f"<module> ({SCRIPT}:")]
+        if not folded or wrong:
+            failures.append("a folded stack does not start at the script: " +
+                            (wrong[0][:120] if wrong else "(none)"))
+
+        page = os.path.join(tmp, "report.html")
+        report(tmp, trace, "--format", "html", "-o", page)
+        with open(page, encoding="utf-8") as f:
+            html = f.read()
+        # Long names only: short ones could be words of the page itself.
+        named = sorted(name for name in interp if len(name) >= 10)
+        leaked = [name for name in named if name in html]
+        if leaked:
+            failures.append(f"the HTML page shows interpreter frames: "
+                            f"{leaked[:5]}")
+        report(tmp, trace, "--format", "html", "--native", "-o",
+               page + ".native")
+        with open(page + ".native", encoding="utf-8") as f:
+            if not any(name in f.read() for name in named):
+                failures.append("--native HTML lacks the interpreter frames")
+        order = [html.find(f'class="{c}"') for c in
+                 ("lw-verdict", "lw-findings", "lw-evidence", "lw-fix",
+                  "lw-memory", "lw-sites", "lw-flame", "lw-summary")]
+        if -1 in order or order != sorted(order):
+            failures.append(f"the page's order is not verdict, findings "
+                            f"(evidence, fix), charts, stacks: {order}")
+        data = re.search(r'<script type="application/json" class="lw-data">'
+                         r'(.*?)</script>', html, re.S)
+        flame = json.loads(data.group(1))["flame"] if data else {"c": []}
+        tops = [c["n"] for c in flame["c"] if has_python(c)]
+        if not tops or not all(n.startswith(f"<module> ({SCRIPT}:")
+                                for n in tops):
+            failures.append(f"the icicle starts at {tops[:3]}, not at "
+                            "the script")
+        screenshot(page, os.path.abspath(args.screenshot))
+    for f in failures:
+        print("FAIL:", f)
+    if failures:
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
