@@ -20,7 +20,8 @@
  */
 #define LW_SYNOPSIS_REPORT \
 	"leakwatch report [--format FORMAT] [-o FILE] [--top N] [--frames N] [--native]\n" \
-	"                       [--min-steps N] [--rules FILE] [--suppressions FILE] TRACE...\n"
+	"                       [--sites] [--min-steps N] [--rules FILE] [--suppressions FILE]\n" \
+	"                       TRACE...\n"
 #define LW_SYNOPSIS_CHECK \
 	"leakwatch check --max-growth SIZE [--min-steps N] [--suppressions FILE]\n" \
 	"                      TRACE...\n"
@@ -29,7 +30,8 @@
 	"                     BEFORE AFTER\n"
 #define LW_SYNOPSIS_RUN \
 	"leakwatch run [--trace PATTERN] [--format FORMAT] [-o FILE] [--top N]\n" \
-	"                     [--frames N] [--native] [--no-report] [--max-growth SIZE]\n" \
+	"                     [--frames N] [--native] [--sites] [--no-report]\n" \
+	"                     [--max-growth SIZE]\n" \
 	"                     [--min-steps N] [--rules FILE] [--suppressions FILE]\n" \
 	"                     [--torch-allocator async|keep] -- CMD [ARGS...]\n"
 

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "locations.h"
 #include "torch.h"
 
 /* Blocks up to this size are a loss or a metric value, not activations. */
@@ -407,6 +408,94 @@ static void classify_groups(const struct lw_report *r,
 	}
 }
 
+struct lead_key {
+	uint32_t location;
+	uint32_t site;
+	enum lw_category category;
+	bool suppressed;
+	double weight;
+};
+
+static int compare_leads(const void *a, const void *b)
+{
+	const struct lead_key *x = a, *y = b;
+
+	if (x->location != y->location)
+		return x->location < y->location ? -1 : 1;
+	if (x->category != y->category)
+		return x->category < y->category ? -1 : 1;
+	if (x->suppressed != y->suppressed)
+		return x->suppressed ? 1 : -1;
+	if (x->weight != y->weight)
+		return x->weight > y->weight ? -1 : 1;
+	return (x->site > y->site) - (x->site < y->site);
+}
+
+/*
+ * Findings of one kind led from one location become one: a line of the
+ * user's code that leaks through several framework paths (each its own
+ * stack, so its own site) is one leak. The site with the most at stake
+ * leads; the others join it as group members do.
+ */
+static int group_by_location(const struct lw_report *r,
+			     const struct lw_diagnosis *d,
+			     struct lw_finding *fs)
+{
+	const struct lw_model *m = r->model;
+	struct lead_key *keys = NULL;
+	uint32_t *lead_of = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (!r->locations)
+		return 0;
+	for (uint32_t i = 0; i < m->site_count; i++)
+		n += fs[i].category != LW_CATEGORY_NONE && fs[i].site == i;
+	if (n < 2)
+		goto out;
+	keys = calloc(n, sizeof(*keys));
+	lead_of = malloc(m->site_count * sizeof(*lead_of));
+	if (!keys || !lead_of) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	n = 0;
+	for (uint32_t i = 0; i < m->site_count; i++) {
+		struct lead_key *k;
+
+		lead_of[i] = i;
+		if (fs[i].category == LW_CATEGORY_NONE || fs[i].site != i)
+			continue;
+		k = &keys[n++];
+		if ((rc = lw_location_of(r->locations, i, &k->location)) < 0)
+			goto out;
+		k->site = i;
+		k->category = fs[i].category;
+		k->suppressed = d->sites[i].suppressed;
+		k->weight = fs[i].weight;
+	}
+	qsort(keys, n, sizeof(*keys), compare_leads);
+	for (size_t i = 1; i < n; i++) {
+		const struct lead_key *first = &keys[i - 1];
+
+		/* A run's first (heaviest) key leads the run. */
+		while (i < n && keys[i].location == first->location &&
+		       keys[i].category == first->category &&
+		       keys[i].suppressed == first->suppressed &&
+		       r->locations->items[first->location].label) {
+			lead_of[keys[i].site] = lead_of[first->site];
+			i++;
+		}
+	}
+	for (uint32_t i = 0; i < m->site_count; i++)
+		if (fs[i].category != LW_CATEGORY_NONE)
+			fs[i].site = lead_of[fs[i].site];
+out:
+	free(keys);
+	free(lead_of);
+	return rc;
+}
+
 static int compare_findings(const void *a, const void *b)
 {
 	const struct lw_finding *x = a, *y = b;
@@ -599,6 +688,8 @@ int lw_diagnose(const struct lw_report *r, struct lw_diagnosis *d)
 		classify_site(r, &g.sites[i], i, sd->tags, &fs[i]);
 	}
 	classify_groups(r, &g, d, fs);
+	if ((rc = group_by_location(r, d, fs)) < 0)
+		goto out;
 	for (uint32_t i = 0; i < m->site_count; i++) {
 		d->sites[i].category = fs[i].category;
 		d->sites[i].confidence = fs[i].confidence;

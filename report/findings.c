@@ -71,7 +71,7 @@ static void name_native(const struct lw_model *m, const struct lw_symbol *sym,
 	}
 }
 
-int lw_named_stack(const struct lw_report *r, uint64_t stack_id, bool fold,
+int lw_named_stack(const struct lw_report *r, uint64_t stack_id,
 		   struct lw_named_frame **out, size_t *count)
 {
 	struct lw_named_frame *named = NULL;
@@ -84,7 +84,7 @@ int lw_named_stack(const struct lw_report *r, uint64_t stack_id, bool fold,
 	rc = lw_model_stack(r->model, stack_id, &frames, &n);
 	if (rc < 0 || n == 0)
 		return rc;
-	if (fold && (rc = lw_fold_stack(r, frames, &n)) < 0)
+	if ((rc = lw_fold_stack(r, frames, &n)) < 0)
 		goto error;
 	for (size_t i = 0; i < n; i++) {
 		const struct lw_symbol *sym = NULL;
@@ -117,7 +117,8 @@ int lw_named_stack(const struct lw_report *r, uint64_t stack_id, bool fold,
 		}
 		for (unsigned j = 0; j < parts; j++)
 			name_native(r->model, sym, &sym->frames[j],
-				    fold && lw_frame_is_interpreter(r, sym),
+				    !r->native &&
+					    lw_frame_is_interpreter(r, sym),
 				    &named[used++]);
 	}
 	free(frames);

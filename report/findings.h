@@ -32,13 +32,13 @@ struct lw_named_frame {
 };
 
 /*
- * The frames of a stack by name, innermost first; with fold, a Python
- * program's stack without the runs lw_fold_stack() folds (unless the
- * report is --native). On success *out is
+ * The frames of a stack by name, innermost first; a Python program's
+ * stack without the runs lw_fold_stack() folds (unless the report is
+ * --native). On success *out is
  * malloc'ed (NULL when there are none). Returns 0 or -ENOMEM.
  */
 int lw_named_stack(const struct lw_report *report, uint64_t stack_id,
-		   bool fold, struct lw_named_frame **out, size_t *count);
+		   struct lw_named_frame **out, size_t *count);
 
 /*
  * A frame's label, "function (file:line)", "function", or "module+0xN" for

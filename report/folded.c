@@ -57,7 +57,7 @@ static int render(FILE *out, const struct lw_report *r,
 		if (t.live_bytes == 0 || (m->sites[site].kind != LW_MEM_DEVICE &&
 					  m->sites[site].kind != LW_MEM_MANAGED))
 			continue;
-		rc = lw_named_stack(r, m->sites[site].stack_id, true, &frames, &n);
+		rc = lw_named_stack(r, m->sites[site].stack_id, &frames, &n);
 		if (rc < 0)
 			break;
 		if (n == 0)

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `--format html`: one self-contained page (inline CSS, script and SVG; no
- * network, no fonts) per run of the command, a section per trace:
+ * network, no fonts) per run of the command, a section per trace, the
+ * answer first:
+ *   - the verdict in one line, and the findings, each with its line,
+ *     evidence and fix;
  *   - live device memory at each step point, the phases as bands and the
  *     peak marked;
- *   - the growth of the sites that grow fastest (else the largest);
+ *   - the growth of the locations that grow fastest (else the largest),
+ *     one line per location, its sites summed;
+ *   - the phases;
  *   - an icicle graph of the device memory retained at the report point,
- *     by stack, outermost frame on top;
- *   - the findings and what to do about them.
+ *     by stack, outermost frame on top (a Python program's from its
+ *     script: pystack.h);
+ *   - the run: process, trace, steps, peak.
  *
  * Everything is aggregated here, before the page is written: the step
  * series is bounded (LW_STEP_POINTS_MAX), the icicle keeps at most
@@ -23,6 +29,7 @@
  */
 #include "findings.h"
 #include "formats.h"
+#include "locations.h"
 #include "timeline.h"
 
 #include <errno.h>
@@ -161,7 +168,7 @@ static int flame_add_site(struct flame *fl, const struct lw_report *r,
 	uint32_t node = 0;
 	int rc;
 
-	rc = lw_named_stack(r, r->model->sites[site].stack_id, true, &frames, &n);
+	rc = lw_named_stack(r, r->model->sites[site].stack_id, &frames, &n);
 	if (rc < 0)
 		return rc;
 	fl->nodes[0].value += bytes;
@@ -328,56 +335,108 @@ static int site_label(const struct lw_report *r, uint32_t site, char **label,
 
 /* The sites drawn as lines: growing ones first, then the largest that
  * are not stable. */
+/* A location of one kind: one line of the growth chart. */
+struct chart_line {
+	uint32_t location;
+	uint32_t lead;
+};
+
+/* Adds site's location as a line unless one of the same kind is there. */
+static int choose_line(const struct lw_report *r, uint32_t site,
+		       struct chart_line *lines, size_t *count)
+{
+	const struct lw_model *m = r->model;
+	uint32_t loc;
+	int rc;
+
+	if ((rc = lw_location_of(r->locations, site, &loc)) < 0)
+		return rc;
+	for (size_t j = 0; j < *count; j++)
+		if (lines[j].location == loc &&
+		    m->sites[lines[j].lead].kind == m->sites[site].kind)
+			return 0;
+	lines[*count].location = loc;
+	lines[(*count)++].lead = site;
+	return 0;
+}
+
+/*
+ * The growth chart's lines, one per location (its sites summed): those
+ * of the findings, then the live sites that are not stable, at most
+ * HTML_MAX_LINES.
+ */
 static int put_site_lines(FILE *out, const struct lw_report *r,
 			  const struct lw_findings *findings)
 {
 	const struct lw_model *m = r->model;
-	uint32_t chosen[HTML_MAX_LINES], *live = NULL;
+	struct chart_line lines[HTML_MAX_LINES];
+	uint64_t *points = NULL;
+	uint32_t *live = NULL;
 	size_t count = 0, live_count = 0;
 	int rc = 0;
 
-	for (size_t i = 0; i < findings->count && count < HTML_MAX_LINES; i++)
-		chosen[count++] = findings->items[i].site;
-	if (count < HTML_MAX_LINES) {
+	for (size_t i = 0; rc == 0 && i < findings->count &&
+			   count < HTML_MAX_LINES; i++)
+		rc = choose_line(r, findings->items[i].site, lines, &count);
+	if (rc == 0 && count < HTML_MAX_LINES)
 		rc = lw_model_live_sites(m, &live, &live_count);
-		for (size_t i = 0; rc == 0 && i < live_count &&
-				   count < HTML_MAX_LINES; i++) {
-			bool seen = false;
-
-			for (size_t j = 0; j < count; j++)
-				seen |= chosen[j] == live[i];
-			/* Lines that stay flat say nothing of growth. */
-			if (!seen && findings->growth.sites[live[i]].verdict !=
-					     LW_VERDICT_STABLE &&
-			    m->sites[live[i]].series != LW_NO_SERIES &&
-			    m->sites[live[i]].series != LW_SERIES_UNTRACKED)
-				chosen[count++] = live[i];
-		}
-		free(live);
+	for (size_t i = 0; rc == 0 && i < live_count &&
+			   count < HTML_MAX_LINES; i++) {
+		/* Lines that stay flat say nothing of growth. */
+		if (findings->growth.sites[live[i]].verdict != LW_VERDICT_STABLE &&
+		    m->sites[live[i]].series != LW_NO_SERIES &&
+		    m->sites[live[i]].series != LW_SERIES_UNTRACKED)
+			rc = choose_line(r, live[i], lines, &count);
 	}
+	free(live);
+	if (rc == 0 && m->step_point_count &&
+	    !(points = malloc(m->step_point_count * sizeof(*points))))
+		rc = -ENOMEM;
 	fputs(",\"sites\":[", out);
 	for (size_t k = 0; rc == 0 && k < count; k++) {
-		const struct lw_site_growth *sg = &findings->growth.sites[chosen[k]];
+		const struct chart_line *line = &lines[k];
+		enum lw_verdict verdict =
+			findings->growth.sites[line->lead].verdict;
+		uint32_t sites = 0;
+		double rate = 0;
 		char *label;
 		size_t len;
 
-		if ((rc = site_label(r, chosen[k], &label, &len)) < 0)
+		memset(points, 0, m->step_point_count * sizeof(*points));
+		for (uint32_t s = 0; rc == 0 && s < m->site_count; s++) {
+			const struct lw_site_growth *sg = &findings->growth.sites[s];
+			uint32_t loc;
+
+			if (m->sites[s].kind != m->sites[line->lead].kind ||
+			    m->sites[s].series == LW_NO_SERIES ||
+			    m->sites[s].series == LW_SERIES_UNTRACKED ||
+			    (rc = lw_location_of(r->locations, s, &loc)) < 0 ||
+			    loc != line->location)
+				continue;
+			sites++;
+			rate += sg->bytes_per_step;
+			if (sg->verdict == LW_VERDICT_GROWING)
+				verdict = LW_VERDICT_GROWING;
+			for (size_t i = 0; i < m->step_point_count; i++) {
+				struct lw_live_count c;
+
+				if (lw_model_site_at_point(m, s, i, &c))
+					points[i] += c.live_bytes;
+			}
+		}
+		if (rc < 0 || (rc = site_label(r, line->lead, &label, &len)) < 0)
 			break;
 		fputs(k ? ",{\"label\":" : "{\"label\":", out);
 		lw_put_script_json_string(out, label, len);
 		free(label);
-		fprintf(out, ",\"verdict\":\"%s\",\"rate\":%.6g,\"points\":[",
-			lw_verdict_name(sg->verdict), sg->bytes_per_step);
-		for (size_t i = 0; i < m->step_point_count; i++) {
-			struct lw_live_count c;
-
-			if (!lw_model_site_at_point(m, chosen[k], i, &c))
-				c.live_bytes = 0;
-			fprintf(out, "%s%" PRIu64, i ? "," : "", c.live_bytes);
-		}
+		fprintf(out, ",\"verdict\":\"%s\",\"rate\":%.6g,\"sites\":%" PRIu32 ",\"points\":[",
+			lw_verdict_name(verdict), rate, sites ? sites : 1);
+		for (size_t i = 0; i < m->step_point_count; i++)
+			fprintf(out, "%s%" PRIu64, i ? "," : "", points[i]);
 		fputs("]}", out);
 	}
 	putc(']', out);
+	free(points);
 	return rc;
 }
 
@@ -542,7 +601,7 @@ static int html_report(FILE *out, const struct lw_report *r,
 	put_verdict(out, r, &findings);
 	put_findings(out, &findings);
 	fputs("<h3>Device memory per step</h3>\n<div class=\"lw-memory\"></div>\n"
-	      "<h3>Growth by site</h3>\n<div class=\"lw-sites\"></div>\n",
+	      "<h3>Growth by location</h3>\n<div class=\"lw-sites\"></div>\n",
 	      out);
 	put_phase_list(out, r->model, &t);
 	fputs("<h3>Retained device memory by stack</h3>\n<div class=\"lw-flame\"></div>\n",
@@ -626,7 +685,7 @@ static const char *const html_script[] = {
 	" var mem=sec.querySelector('.lw-memory'),sites=sec.querySelector('.lw-sites'),fl=sec.querySelector('.lw-flame');\n",
 	" if(steps.length){plot(mem,steps,[{label:'device memory at step end',values:d.steps.map(function(p){return p[1];}),color:'#1f77b4',width:2},{label:'peak within the step',values:d.steps.map(function(p){return p[2];}),color:'#aaa',dash:'4 3'}],d.phases,d.peak,'memory');}\n",
 	" else{var p=document.createElement('p');p.className='lw-none';p.textContent='No step marks: mark steps (see README) to see memory per step.';mem.appendChild(p);}\n",
-	" if(steps.length&&d.sites.length){plot(sites,steps,d.sites.map(function(x){return {label:x.label+' ('+x.verdict+(x.verdict==='growing'?', '+size(Math.abs(x.rate))+' per step':'')+')',values:x.points};}),null,null,'sites');}\n",
+	" if(steps.length&&d.sites.length){plot(sites,steps,d.sites.map(function(x){return {label:x.label+' ('+x.verdict+(x.verdict==='growing'?', '+size(Math.abs(x.rate))+' per step':'')+(x.sites>1?', '+x.sites+' sites':'')+')',values:x.points};}),null,null,'sites');}\n",
 	" else{var q=document.createElement('p');q.className='lw-none';q.textContent='No per-site series.';sites.appendChild(q);}\n",
 	" if(d.flame.v){icicle(fl,d.flame);}else{var e=document.createElement('p');e.className='lw-none';e.textContent='No device memory retained.';fl.appendChild(e);}\n",
 	"});\n",

@@ -15,6 +15,7 @@
 
 #include "diagnose.h"
 #include "growth.h"
+#include "locations.h"
 #include "render.h"
 #include "torch.h"
 
@@ -338,6 +339,100 @@ static int put_site_location(FILE *out, const struct lw_report *r,
 			put_location(out, m, &loc);
 	}
 	free(frames);
+	return rc;
+}
+
+/*
+ * The sites grouped by location, largest live_bytes first: each location's
+ * sums, the most urgent verdict and the first category among its sites,
+ * and the ids of its sites (as in "sites").
+ */
+static int put_locations(FILE *out, const struct lw_report *r,
+			 const struct lw_growth_report *g,
+			 const struct lw_diagnosis *d, const uint32_t *sites,
+			 size_t site_count, unsigned indent)
+{
+	const struct lw_model *m = r->model;
+	struct lw_location_sum *sums = NULL;
+	uint64_t *bytes = calloc(site_count + 1, sizeof(*bytes));
+	uint64_t *counts = calloc(site_count + 1, sizeof(*counts));
+	double *rate = calloc(site_count + 1, sizeof(*rate));
+	uint32_t *where = calloc(site_count + 1, sizeof(*where));
+	size_t nsums = 0;
+	int rc = -ENOMEM;
+
+	if (!bytes || !counts || !rate || !where)
+		goto out;
+	for (size_t i = 0; i < site_count; i++) {
+		struct lw_totals t = lw_model_site_totals(m, sites[i]);
+
+		bytes[i] = t.live_bytes;
+		counts[i] = t.live_count;
+		rate[i] = g->sites[sites[i]].bytes_per_step;
+	}
+	rc = lw_locations_sum(r->locations, sites, rate, NULL, bytes, counts,
+			      site_count, &sums, &nsums);
+	for (size_t i = 0; i < site_count && rc == 0; i++)
+		rc = lw_location_of(r->locations, sites[i], &where[i]);
+	if (rc < 0)
+		goto out;
+	if (nsums > 1)
+		qsort(sums, nsums, sizeof(*sums), lw_location_sum_by_bytes);
+	putc('[', out);
+	for (size_t i = 0; i < nsums && rc == 0; i++) {
+		const struct lw_location_sum *s = &sums[i];
+		enum lw_verdict verdict = g->sites[s->lead].verdict;
+		enum lw_category category = LW_CATEGORY_NONE;
+		const char *sep = "";
+
+		for (size_t j = 0; j < site_count; j++) {
+			uint32_t site = sites[j];
+
+			if (!lw_location_sum_holds(m, s, where[j], sites[j]))
+				continue;
+			if (g->sites[site].verdict == LW_VERDICT_GROWING)
+				verdict = LW_VERDICT_GROWING;
+			if (category == LW_CATEGORY_NONE && d->sites &&
+			    d->sites[site].category != LW_CATEGORY_NONE)
+				category = d->sites[site].category;
+		}
+		if (i)
+			putc(',', out);
+		newline(out, indent + 2);
+		fputs("{\"location\": ", out);
+		if ((rc = put_site_location(out, r, s->lead)) < 0)
+			break;
+		fprintf(out, ", \"kind\": \"%s\", \"live_bytes\": %" PRIu64 ", \"live_count\": %" PRIu64 ", \"growth_bytes_per_step\": ",
+			lw_kind_name(m->sites[s->lead].kind), s->bytes,
+			s->count);
+		put_rate(out, s->rate);
+		fprintf(out, ", \"verdict\": \"%s\", \"category\": ",
+			lw_verdict_name(verdict));
+		if (category == LW_CATEGORY_NONE)
+			fputs("null", out);
+		else
+			fprintf(out, "\"%s\"", lw_category_name(category));
+		fputs(", \"sites\": [", out);
+		for (size_t j = 0; j < site_count; j++) {
+			if (!lw_location_sum_holds(m, s, where[j], sites[j]))
+				continue;
+			fprintf(out, "%s%" PRIu64, sep,
+				m->sites[sites[j]].stack_id);
+			sep = ", ";
+		}
+		fputs("]}", out);
+	}
+	if (rc == 0) {
+		if (nsums)
+			newline(out, indent);
+		putc(']', out);
+	}
+out:
+	free(sums);
+	free(bytes);
+	free(counts);
+	free(rate);
+	free(where);
 	return rc;
 }
 
@@ -780,12 +875,17 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 			putc(',', out);
 		rc = put_site(out, r, &g, &d, sites[i], k + 2);
 	}
+	if (rc == 0) {
+		if (site_count)
+			newline(out, k);
+		fputs("],", out);
+		put_key(out, k, "locations");
+		rc = put_locations(out, r, &g, &d, sites, site_count, k);
+		putc(',', out);
+	}
 	free(sites);
 	if (rc < 0)
 		goto fail;
-	if (site_count)
-		newline(out, k);
-	fputs("],", out);
 
 	put_key(out, k, "dropped_events");
 	fprintf(out, "%" PRIu64 ",", lw_model_dropped(m));

@@ -40,6 +40,8 @@ static void report_usage(FILE *out)
 	      "  --native            every native frame of a Python program's stacks; by\n"
 	      "                      default the interpreter's, libffi's and pybind11's\n"
 	      "                      frames between Python frames fold into one line\n"
+	      "  --sites             text: each site of a line, not only their sum (sites\n"
+	      "                      that share their headline line are one entry)\n"
 	      "  --min-steps N       judge growth only with at least N steps (default 10)\n"
 	      "  --rules FILE        more diagnosis rules (tags of frames, transient\n"
 	      "                      phases, fixes), after the shipped rules.conf\n"
@@ -366,6 +368,9 @@ int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 	case 'n':
 		options->report.native = true;
 		return 1;
+	case 'L':
+		options->report.sites = true;
+		return 1;
 	case 'S':
 		return lw_parse_min_steps(arg, &options->report.min_steps) < 0
 			       ? -EINVAL : 1;
@@ -389,6 +394,7 @@ static int cmd_report(int argc, char **argv)
 		{ "top", required_argument, NULL, 'T' },
 		{ "frames", required_argument, NULL, 'N' },
 		{ "native", no_argument, NULL, 'n' },
+		{ "sites", no_argument, NULL, 'L' },
 		{ "min-steps", required_argument, NULL, 'S' },
 		{ "rules", required_argument, NULL, 'U' },
 		{ "suppressions", required_argument, NULL, 'P' },

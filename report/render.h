@@ -14,6 +14,8 @@
 #include "symbolize.h"
 #include "trace-reader.h"
 
+struct lw_locations;
+
 /* Everything known about one trace that was read. */
 struct lw_report {
 	const char *path;	/* as the user named it */
@@ -33,6 +35,8 @@ struct lw_report {
 	/* Every native frame of a Python stack, the interpreter's too
 	 * (--native); otherwise those are folded (pystack.h). */
 	bool native;
+	/* The sites' locations (locations.h), found once for every view. */
+	struct lw_locations *locations;
 };
 
 struct lw_rules;
@@ -43,6 +47,7 @@ struct lw_report_options {
 	size_t min_steps;	/* growth verdicts; 0: the default */
 	const struct lw_rules *rules;	/* diagnosis; NULL: none */
 	bool native;	/* --native: no frame folded */
+	bool sites;	/* --sites: each site of a location too */
 };
 
 #define LW_DEFAULT_TOP 10

@@ -46,7 +46,7 @@ void lw_run_usage(FILE *out)
 	      "  --format FORMAT     report format: text (default), json, html, perfetto,\n"
 	      "                      folded, github (see `leakwatch help report`)\n"
 	      "  -o, --output FILE   write the report to FILE\n"
-	      "  --top N, --frames N, --native  as for `leakwatch report`\n"
+	      "  --top N, --frames N, --native, --sites  as for `leakwatch report`\n"
 	      "  --no-report         only list the traces written\n"
 	      "  --max-growth SIZE   also judge growth as `leakwatch check` does; when\n"
 	      "                      CMD succeeded but grew faster, exit with 23\n"
@@ -455,6 +455,7 @@ int lw_cmd_run(int argc, char **argv)
 		{ "top", required_argument, NULL, 'T' },
 		{ "frames", required_argument, NULL, 'N' },
 		{ "native", no_argument, NULL, 'n' },
+		{ "sites", no_argument, NULL, 'L' },
 		{ "no-report", no_argument, NULL, 'R' },
 		{ "min-steps", required_argument, NULL, 'S' },
 		{ "max-growth", required_argument, NULL, 'G' },

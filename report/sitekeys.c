@@ -6,9 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "locations.h"
+
 static void put_raw(FILE *out, const void *data, size_t len)
 {
 	fwrite(data, 1, len, out);
+}
+
+/* Device or managed memory: what a diff and the merged view compare. */
+static bool is_device_site(const struct lw_model *m, uint32_t site)
+{
+	unsigned kind = m->sites[site].kind;
+
+	return kind == LW_MEM_DEVICE || kind == LW_MEM_MANAGED;
 }
 
 static char *make_key(const struct lw_model *m, uint32_t site,
@@ -45,43 +55,43 @@ static char *make_key(const struct lw_model *m, uint32_t site,
 	return text;
 }
 
+/* One key: a location of one kind, its sites' numbers summed. */
 static int add_key(const struct lw_report *r, struct lw_site_keys *keys,
-		   uint32_t site)
+		   const struct lw_location_sum *sum, const uint32_t *sites,
+		   const uint32_t *where, size_t count)
 {
 	const struct lw_model *m = r->model;
-	struct lw_site_key *k = &keys->items[keys->count];
-	struct lw_named_frame *frames, loc;
-	struct lw_totals t = lw_model_site_totals(m, site);
-	size_t n, len;
-	bool found;
-	int rc;
+	const struct lw_location_entry *e = &r->locations->items[sum->location];
+	struct lw_site_key *k = &keys->items[keys->count++];
+	size_t n = e->label ? 1 : 0;
 
 	memset(k, 0, sizeof(*k));
-	k->site = site;
-	k->live_bytes = t.live_bytes;
-	k->live_count = t.live_count;
-	k->growth = keys->findings.growth.sites[site];
-	rc = lw_named_stack(r, m->sites[site].stack_id, false, &frames, &n);
-	if (rc < 0)
-		return rc;
-	k->exact = make_key(m, site, frames, n, true);
-	k->loose = make_key(m, site, frames, n, false);
-	free(frames);
-	rc = lw_site_location(r, site, &loc, &found);
-	if (rc == 0)
-		k->label = found ? lw_frame_label_string(&loc, &len)
-				 : strdup("(no stack captured)");
-	keys->count++;
-	if (rc == 0 && (!k->exact || !k->loose || !k->label))
-		rc = -ENOMEM;
-	return rc;
+	k->site = sum->lead;
+	k->live_bytes = sum->bytes;
+	k->live_count = sum->count;
+	k->growth = keys->findings.growth.sites[sum->lead];
+	k->growth.bytes_per_step = sum->rate;
+	k->growth.count_per_step = sum->count_rate;
+	for (size_t i = 0; i < count; i++)
+		if (lw_location_sum_holds(m, sum, where[i], sites[i]) &&
+		    keys->findings.growth.sites[sites[i]].verdict ==
+			    LW_VERDICT_GROWING)
+			k->growth.verdict = LW_VERDICT_GROWING;
+	k->exact = make_key(m, sum->lead, &e->frame, n, true);
+	k->loose = make_key(m, sum->lead, &e->frame, n, false);
+	k->label = e->label ? strndup(e->label, e->label_len)
+			    : strdup("(no stack captured)");
+	return k->exact && k->loose && k->label ? 0 : -ENOMEM;
 }
 
 int lw_site_keys_build(const struct lw_report *r, struct lw_site_keys *keys)
 {
 	const struct lw_model *m = r->model;
-	uint32_t *sites = NULL;
-	size_t count = 0;
+	struct lw_location_sum *sums = NULL;
+	uint32_t *sites = NULL, *chosen = NULL, *where = NULL;
+	uint64_t *bytes = NULL, *counts = NULL;
+	double *rate = NULL, *count_rate = NULL;
+	size_t count = 0, n = 0, nsums = 0;
 	int rc;
 
 	memset(keys, 0, sizeof(*keys));
@@ -90,26 +100,55 @@ int lw_site_keys_build(const struct lw_report *r, struct lw_site_keys *keys)
 		rc = lw_model_live_sites(m, &sites, &count);
 	if (rc < 0)
 		goto out;
+	rc = -ENOMEM;
+	chosen = calloc(count + 1, sizeof(*chosen));
+	where = calloc(count + 1, sizeof(*where));
+	bytes = calloc(count + 1, sizeof(*bytes));
+	counts = calloc(count + 1, sizeof(*counts));
+	rate = calloc(count + 1, sizeof(*rate));
+	count_rate = calloc(count + 1, sizeof(*count_rate));
+	if (!chosen || !where || !bytes || !counts || !rate || !count_rate)
+		goto out;
 	/* Growing sites hold memory at the report point (they keep some
 	 * every step), so the live sites cover them. */
-	keys->items = calloc(count ? count : 1, sizeof(*keys->items));
+	for (size_t i = 0; i < count; i++) {
+		const struct lw_site_growth *g =
+			&keys->findings.growth.sites[sites[i]];
+		struct lw_totals t = lw_model_site_totals(m, sites[i]);
+
+		if (!is_device_site(m, sites[i]) ||
+		    (t.live_bytes == 0 && g->verdict != LW_VERDICT_GROWING))
+			continue;
+		chosen[n] = sites[i];
+		bytes[n] = t.live_bytes;
+		counts[n] = t.live_count;
+		rate[n] = g->bytes_per_step;
+		count_rate[n++] = g->count_per_step;
+	}
+	rc = lw_locations_sum(r->locations, chosen, rate, count_rate, bytes,
+			      counts, n, &sums, &nsums);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = lw_location_of(r->locations, chosen[i], &where[i]);
+	if (rc < 0)
+		goto out;
+	if (nsums > 1)
+		qsort(sums, nsums, sizeof(*sums), lw_location_sum_by_bytes);
+	keys->items = calloc(nsums ? nsums : 1, sizeof(*keys->items));
 	if (!keys->items) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; rc == 0 && i < count; i++) {
-		unsigned kind = m->sites[sites[i]].kind;
-
-		if (kind != LW_MEM_DEVICE && kind != LW_MEM_MANAGED)
-			continue;
-		if (lw_model_site_totals(m, sites[i]).live_bytes == 0 &&
-		    keys->findings.growth.sites[sites[i]].verdict !=
-			    LW_VERDICT_GROWING)
-			continue;
-		rc = add_key(r, keys, sites[i]);
-	}
+	for (size_t i = 0; rc == 0 && i < nsums; i++)
+		rc = add_key(r, keys, &sums[i], chosen, where, n);
 out:
+	free(sums);
 	free(sites);
+	free(chosen);
+	free(where);
+	free(bytes);
+	free(counts);
+	free(rate);
+	free(count_rate);
 	return rc;
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Sites by name, to match them across runs (`leakwatch diff`) and across
+ * Locations by name, to match them across runs (`leakwatch diff`) and across
  * the ranks of one job (the merged view): stack ids and addresses differ
  * from process to process, names do not.
  */
@@ -13,18 +13,19 @@
 
 #include "findings.h"
 
+/* One location of one kind, its sites summed (locations.h). */
 struct lw_site_key {
-	uint32_t site;
-	/* kind, then every frame "function|file|line" (native frames with
-	 * no symbol: "module+0xOFFSET"), innermost first. */
+	uint32_t site;		/* the location's largest site */
+	/* kind, then the location's frame "function|file|line" (a native
+	 * frame with no symbol: "module+0xOFFSET"). */
 	char *exact;
-	/* The same without line numbers: matches a site whose file was
-	 * edited above it. */
+	/* The same without the line number: matches a location whose file
+	 * was edited above it. */
 	char *loose;
 	char *label;		/* the location's label, for people */
-	uint64_t live_bytes;	/* at the report point */
+	uint64_t live_bytes;	/* at the report point, summed */
 	uint64_t live_count;
-	struct lw_site_growth growth;
+	struct lw_site_growth growth;	/* summed; growing if a site grows */
 	bool matched;
 };
 
@@ -35,8 +36,9 @@ struct lw_site_keys {
 };
 
 /*
- * Keys of the device sites of a report (device and managed memory) that
- * hold memory at the report point or grow. Returns 0 or -ENOMEM; call
+ * Keys of the device locations of a report (device and managed memory):
+ * its sites that hold memory at the report point or grow, one key per
+ * location and kind, largest first. Returns 0 or -ENOMEM; call
  * lw_site_keys_fini() either way.
  */
 int lw_site_keys_build(const struct lw_report *report,

@@ -15,6 +15,7 @@
 #include "diagnose.h"
 #include "findings.h"
 #include "growth.h"
+#include "locations.h"
 #include "pystack.h"
 #include "render.h"
 
@@ -363,8 +364,9 @@ static void put_site_header(FILE *out, const struct lw_report *r, size_t rank,
 	putc('\n', out);
 }
 
-static int put_site(FILE *out, const struct lw_report *r, size_t rank,
-		    uint32_t site, size_t max_frames)
+/* A site's location line and its stack. */
+static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
+			  size_t max_frames)
 {
 	const struct lw_model *m = r->model;
 	const struct lw_site *s = &m->sites[site];
@@ -373,7 +375,6 @@ static int put_site(FILE *out, const struct lw_report *r, size_t rank,
 	size_t count, shown;
 	int rc;
 
-	put_site_header(out, r, rank, site);
 	rc = lw_model_stack(m, s->stack_id, &frames, &count);
 	if (rc < 0)
 		return rc;
@@ -423,6 +424,50 @@ out:
 	return rc;
 }
 
+/*
+ * One entry of the live list: a location, with what its sites hold
+ * together, the stack of its largest site, and with --sites every site.
+ */
+static int put_location_entry(FILE *out, const struct lw_report *r,
+			      size_t rank, const struct lw_location_sum *sum,
+			      const uint32_t *sites, size_t site_count,
+			      const uint32_t *location_of,
+			      const struct lw_report_options *options)
+{
+	const struct lw_model *m = r->model;
+	char size[LW_SIZE_BUF];
+	uint64_t made = 0;
+	size_t shown = 0;
+	int rc;
+
+	if (sum->sites == 1) {
+		put_site_header(out, r, rank, sum->lead);
+		return put_site_stack(out, r, sum->lead, options->frames);
+	}
+	for (size_t i = 0; i < site_count; i++)
+		if (lw_location_sum_holds(m, sum, location_of[i], sites[i]))
+			made += lw_model_site_totals(m, sites[i]).allocations;
+	fprintf(out, "  #%zu %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s (%s), %" PRIu64 " made here, from %" PRIu32 " sites (stacks)\n",
+		rank, lw_format_size(size, sum->bytes), sum->bytes, sum->count,
+		sum->count == 1 ? "" : "s", kind_labels[m->sites[sum->lead].kind],
+		made, sum->sites);
+	if ((rc = put_site_stack(out, r, sum->lead, options->frames)) < 0)
+		return rc;
+	if (!options->sites) {
+		fprintf(out, FRAME_LEAD "(the largest of the %" PRIu32 "; --sites shows each)\n",
+			sum->sites);
+		return 0;
+	}
+	for (size_t i = 0; i < site_count && rc == 0; i++) {
+		if (!lw_location_sum_holds(m, sum, location_of[i], sites[i]))
+			continue;
+		put_site_header(out, r, rank, sites[i]);
+		rc = put_site_stack(out, r, sites[i], options->frames);
+		shown++;
+	}
+	return rc;
+}
+
 int lw_put_site_location(FILE *out, const struct lw_report *r, uint32_t site)
 {
 	const struct lw_model *m = r->model;
@@ -450,13 +495,40 @@ int lw_put_site_location(FILE *out, const struct lw_report *r, uint32_t site)
  * The growth section: the run's verdict, then the growing sites, fastest
  * first (at most top of them; 0: all). Nothing for a trace without steps.
  */
-static int put_growth(FILE *out, const struct lw_report *r, size_t top)
+/* The growing sites' growth summed by location, fastest first. */
+static int growth_by_location(const struct lw_report *r,
+			      const struct lw_growth_report *g,
+			      const uint32_t *sites, size_t count,
+			      struct lw_location_sum **sums, size_t *nsums)
+{
+	double *rate = malloc((count ? count : 1) * sizeof(*rate));
+	double *count_rate = malloc((count ? count : 1) * sizeof(*count_rate));
+	int rc = -ENOMEM;
+
+	if (rate && count_rate) {
+		for (size_t i = 0; i < count; i++) {
+			rate[i] = g->sites[sites[i]].bytes_per_step;
+			count_rate[i] = g->sites[sites[i]].count_per_step;
+		}
+		rc = lw_locations_sum(r->locations, sites, rate, count_rate,
+				      NULL, NULL, count, sums, nsums);
+	}
+	free(rate);
+	free(count_rate);
+	if (rc == 0 && *nsums > 1)
+		qsort(*sums, *nsums, sizeof(**sums), lw_location_sum_by_rate);
+	return rc;
+}
+
+static int put_growth(FILE *out, const struct lw_report *r, size_t top,
+		      bool sites_breakdown)
 {
 	const struct lw_model *m = r->model;
 	struct lw_growth_report g;
 	char rate[LW_SIZE_BUF], per10k[LW_SIZE_BUF];
+	struct lw_location_sum *sums = NULL;
 	uint32_t *sites = NULL;
-	size_t count = 0, shown;
+	size_t count = 0, shown, nsums = 0;
 	int rc;
 
 	if (m->steps == 0)
@@ -494,24 +566,96 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top)
 			m->step_stride > 1 ? " (series downsampled)" : "");
 	if (count == 0)
 		fputs("  no site grows from step to step\n", out);
-	shown = top && top < count ? top : count;
+	if ((rc = growth_by_location(r, &g, sites, count, &sums, &nsums)) < 0)
+		goto out;
+	shown = top && top < nsums ? top : nsums;
 	for (size_t i = 0; i < shown && rc == 0; i++) {
-		const struct lw_site_growth *sg = &g.sites[sites[i]];
+		const struct lw_location_sum *s = &sums[i];
 
-		fprintf(out, "  #%zu growing: %s per step, %s per 10,000 steps, %+.3g allocation%s per step (%s)\n",
-			i + 1, lw_format_rate(rate, sg->bytes_per_step),
-			lw_format_rate(per10k, sg->bytes_per_step * 10000),
-			sg->count_per_step,
-			sg->count_per_step == 1 ? "" : "s",
-			kind_labels[m->sites[sites[i]].kind]);
-		rc = lw_put_site_location(out, r, sites[i]);
+		fprintf(out, "  #%zu growing: %s per step, %s per 10,000 steps, %+.3g allocation%s per step (%s)",
+			i + 1, lw_format_rate(rate, s->rate),
+			lw_format_rate(per10k, s->rate * 10000),
+			s->count_rate, s->count_rate == 1 ? "" : "s",
+			kind_labels[m->sites[s->lead].kind]);
+		if (s->sites > 1)
+			fprintf(out, ", from %" PRIu32 " sites", s->sites);
+		putc('\n', out);
+		rc = lw_put_site_location(out, r, s->lead);
+		for (size_t j = 0; sites_breakdown && s->sites > 1 &&
+				   j < count && rc == 0; j++) {
+			const struct lw_site_growth *sg = &g.sites[sites[j]];
+			uint32_t loc;
+
+			if ((rc = lw_location_of(r->locations, sites[j], &loc)) < 0 ||
+			    !lw_location_sum_holds(m, s, loc, sites[j]))
+				continue;
+			fprintf(out, FRAME_LEAD "site %" PRIu32 ": %s per step, %+.3g allocation%s per step\n",
+				sites[j], lw_format_rate(rate, sg->bytes_per_step),
+				sg->count_per_step,
+				sg->count_per_step == 1 ? "" : "s");
+		}
 	}
-	if (rc == 0 && shown < count)
-		fprintf(out, "  ... %zu more growing site%s not shown (--top 0 shows all)\n",
-			count - shown, count - shown == 1 ? "" : "s");
+	if (rc == 0 && shown < nsums)
+		fprintf(out, "  ... %zu more growing location%s not shown (--top 0 shows all)\n",
+			nsums - shown, nsums - shown == 1 ? "" : "s");
 out:
+	free(sums);
 	free(sites);
 	lw_growth_report_fini(&g);
+	return rc;
+}
+
+/* One phase's surviving memory, one entry per location, largest first. */
+static int put_phase_sites(FILE *out, const struct lw_report *r,
+			   const struct lw_phase *ph, size_t top)
+{
+	const struct lw_model *m = r->model;
+	size_t n = 0, nsums = 0;
+	struct lw_location_sum *sums = NULL;
+	uint32_t *sites = calloc(ph->sites.count + 1, sizeof(*sites));
+	uint64_t *bytes = calloc(ph->sites.count + 1, sizeof(*bytes));
+	uint64_t *counts = calloc(ph->sites.count + 1, sizeof(*counts));
+	char size[LW_SIZE_BUF];
+	int rc = -ENOMEM;
+
+	if (!sites || !bytes || !counts)
+		goto out;
+	for (size_t j = 0; j < ph->sites.count; j++) {
+		const struct lw_site_share *sh = &ph->sites.items[j];
+
+		if (sh->count == 0 || lw_model_site_suppressed(m, sh->site))
+			continue;
+		sites[n] = sh->site;
+		bytes[n] = sh->bytes;
+		counts[n++] = sh->count;
+	}
+	if ((rc = lw_locations_sum(r->locations, sites, NULL, NULL, bytes,
+				   counts, n, &sums, &nsums)) < 0)
+		goto out;
+	if (nsums > 1)
+		qsort(sums, nsums, sizeof(*sums), lw_location_sum_by_bytes);
+	for (size_t k = 0; k < nsums && rc == 0; k++) {
+		const struct lw_location_sum *s = &sums[k];
+
+		if (top && k == top) {
+			fputs("  ... more sites not shown (--top 0 shows all)\n",
+			      out);
+			break;
+		}
+		fprintf(out, "  #%zu %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s (%s)",
+			k + 1, lw_format_size(size, s->bytes), s->bytes,
+			s->count, s->count == 1 ? "" : "s",
+			kind_labels[m->sites[s->lead].kind]);
+		if (s->sites > 1)
+			fprintf(out, ", from %" PRIu32 " sites", s->sites);
+		putc('\n', out);
+		rc = lw_put_site_location(out, r, s->lead);
+	}
+out:
+	free(sums);
+	free(sites);
+	free(bytes);
+	free(counts);
 	return rc;
 }
 
@@ -526,7 +670,6 @@ static int put_phase_survivors(FILE *out, const struct lw_report *r,
 	for (size_t i = 0; i < m->phase_count && rc == 0; i++) {
 		const struct lw_phase *ph = &m->phases[i];
 		const struct lw_string *name = lw_model_string(m, ph->string_id);
-		size_t shown = 0;
 
 		if (ph->surviving_count == 0 || !name)
 			continue;
@@ -536,23 +679,7 @@ static int put_phase_survivors(FILE *out, const struct lw_report *r,
 			lw_format_size(size, ph->surviving_bytes),
 			ph->surviving_bytes, ph->surviving_count,
 			ph->surviving_count == 1 ? "" : "s");
-		for (size_t j = 0; j < ph->sites.count && rc == 0; j++) {
-			const struct lw_site_share *sh = &ph->sites.items[j];
-
-			if (sh->count == 0 ||
-			    lw_model_site_suppressed(m, sh->site))
-				continue;
-			if (top && shown == top) {
-				fputs("  ... more sites not shown (--top 0 shows all)\n",
-				      out);
-				break;
-			}
-			fprintf(out, "  #%zu %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s (%s)\n",
-				++shown, lw_format_size(size, sh->bytes),
-				sh->bytes, sh->count, sh->count == 1 ? "" : "s",
-				kind_labels[m->sites[sh->site].kind]);
-			rc = lw_put_site_location(out, r, sh->site);
-		}
+		rc = put_phase_sites(out, r, ph, top);
 	}
 	return rc;
 }
@@ -564,8 +691,10 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 	const struct lw_model *m = r->model;
 	const struct lw_lingering *w = &m->worst_lingering;
 	char size[LW_SIZE_BUF], peak[LW_SIZE_BUF];
-	uint32_t *sites;
-	size_t count, shown;
+	struct lw_location_sum *sums = NULL;
+	uint64_t *most = NULL;
+	uint32_t *sites, *where = NULL;
+	size_t count, shown, nsums = 0;
 	int rc;
 
 	if (m->lingering_steps == 0)
@@ -573,25 +702,55 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 	rc = lw_model_lingering_sites(m, &sites, &count);
 	if (rc < 0)
 		return rc;
+	most = calloc(count + 1, sizeof(*most));
+	where = calloc(count + 1, sizeof(*where));
+	if (!most || !where) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < count; i++)
+		most[i] = m->sites[sites[i]].lingering_max;
+	/* One entry per location: the most each site added to one peak,
+	 * summed (at most that together), at the most peaks any of them. */
+	rc = lw_locations_sum(r->locations, sites, NULL, NULL, most, NULL,
+			      count, &sums, &nsums);
+	for (size_t i = 0; rc == 0 && i < count; i++)
+		rc = lw_location_of(r->locations, sites[i], &where[i]);
+	if (rc < 0)
+		goto out;
+	if (nsums > 1)
+		qsort(sums, nsums, sizeof(*sums), lw_location_sum_by_bytes);
+	for (size_t k = 0; k < nsums; k++)
+		for (size_t i = 0; i < count; i++)
+			if (lw_location_sum_holds(m, &sums[k], where[i],
+						  sites[i]) &&
+			    m->sites[sites[i]].lingering_steps > sums[k].count)
+				sums[k].count = m->sites[sites[i]].lingering_steps;
 	fprintf(out, "\nPeak attribution: at %" PRIu64 " of %" PRIu64 " step peaks, memory from an earlier step was still live (freed within %d steps)\n",
 		m->lingering_steps, m->steps, LW_LINGER_STEPS);
 	fprintf(out, "  at the highest step peak (step %" PRIu64 ", %s): %s from earlier steps\n",
 		w->step, lw_format_size(peak, w->peak_bytes),
 		lw_format_size(size, w->bytes));
-	shown = top && top < count ? top : count;
+	shown = top && top < nsums ? top : nsums;
 	for (size_t i = 0; i < shown && rc == 0; i++) {
-		const struct lw_site *s = &m->sites[sites[i]];
+		const struct lw_location_sum *s = &sums[i];
 
-		fprintf(out, "  #%zu lingering at %" PRIu64 " step peak%s, up to %s (%" PRIu64 " bytes) at one (%s)\n",
-			i + 1, s->lingering_steps,
-			s->lingering_steps == 1 ? "" : "s",
-			lw_format_size(size, s->lingering_max),
-			s->lingering_max, kind_labels[s->kind]);
-		rc = lw_put_site_location(out, r, sites[i]);
+		fprintf(out, "  #%zu lingering at %" PRIu64 " step peak%s, up to %s (%" PRIu64 " bytes) at one (%s)",
+			i + 1, s->count, s->count == 1 ? "" : "s",
+			lw_format_size(size, s->bytes), s->bytes,
+			kind_labels[m->sites[s->lead].kind]);
+		if (s->sites > 1)
+			fprintf(out, ", from %" PRIu32 " sites", s->sites);
+		putc('\n', out);
+		rc = lw_put_site_location(out, r, s->lead);
 	}
-	if (rc == 0 && shown < count)
-		fprintf(out, "  ... %zu more lingering site%s not shown (--top 0 shows all)\n",
-			count - shown, count - shown == 1 ? "" : "s");
+	if (rc == 0 && shown < nsums)
+		fprintf(out, "  ... %zu more lingering location%s not shown (--top 0 shows all)\n",
+			nsums - shown, nsums - shown == 1 ? "" : "s");
+out:
+	free(sums);
+	free(most);
+	free(where);
 	free(sites);
 	return rc;
 }
@@ -661,6 +820,58 @@ out:
 	return rc;
 }
 
+/* The live sites, largest first, one entry per location (at most top). */
+static int put_live(FILE *out, const struct lw_report *r,
+		    const struct lw_report_options *options,
+		    const uint32_t *sites, size_t site_count)
+{
+	const struct lw_model *m = r->model;
+	struct lw_location_sum *sums = NULL;
+	uint64_t *bytes = calloc(site_count + 1, sizeof(*bytes));
+	uint64_t *counts = calloc(site_count + 1, sizeof(*counts));
+	uint32_t *location_of = calloc(site_count + 1, sizeof(*location_of));
+	size_t nsums = 0, shown;
+	int rc = -ENOMEM;
+
+	if (!bytes || !counts || !location_of)
+		goto out;
+	for (size_t i = 0; i < site_count; i++) {
+		struct lw_totals t = lw_model_site_totals(m, sites[i]);
+
+		bytes[i] = t.live_bytes;
+		counts[i] = t.live_count;
+	}
+	rc = lw_locations_sum(r->locations, sites, NULL, NULL, bytes, counts,
+			      site_count, &sums, &nsums);
+	for (size_t i = 0; i < site_count && rc == 0; i++)
+		rc = lw_location_of(r->locations, sites[i], &location_of[i]);
+	if (rc < 0)
+		goto out;
+	if (nsums > 1)
+		qsort(sums, nsums, sizeof(*sums), lw_location_sum_by_bytes);
+	shown = options->top && options->top < nsums ? options->top : nsums;
+	for (size_t i = 0; i < shown && rc == 0; i++)
+		rc = put_location_entry(out, r, i + 1, &sums[i], sites,
+					site_count, location_of, options);
+	if (rc == 0 && shown < nsums) {
+		uint64_t rest = 0;
+		char size[LW_SIZE_BUF];
+
+		for (size_t i = shown; i < nsums; i++)
+			rest += sums[i].bytes;
+		fprintf(out, "  ... %zu more %s holding %s (%" PRIu64 " bytes) not shown (--top 0 shows all)\n",
+			nsums - shown,
+			nsums - shown == 1 ? "site" : "sites",
+			lw_format_size(size, rest), rest);
+	}
+out:
+	free(sums);
+	free(bytes);
+	free(counts);
+	free(location_of);
+	return rc;
+}
+
 int lw_render_text(FILE *out, const struct lw_report *r,
 		   const struct lw_report_options *options)
 {
@@ -671,12 +882,12 @@ int lw_render_text(FILE *out, const struct lw_report *r,
 						  : "at exit";
 	const char *const *notes;
 	uint32_t *sites;
-	size_t site_count, shown, note_count;
+	size_t site_count, note_count;
 	int rc;
 
 	put_summary(out, r, when);
 	if ((rc = put_diagnosis(out, r, options->top)) < 0 ||
-	    (rc = put_growth(out, r, options->top)) < 0 ||
+	    (rc = put_growth(out, r, options->top, options->sites)) < 0 ||
 	    (rc = put_phase_survivors(out, r, options->top)) < 0 ||
 	    (rc = put_peak_attribution(out, r, options->top)) < 0 ||
 	    (rc = lw_put_oom_text(out, r, options->top)) < 0)
@@ -689,20 +900,7 @@ int lw_render_text(FILE *out, const struct lw_report *r,
 		fprintf(out, "No device memory was live %s.\n", when);
 	if (site_count)
 		fprintf(out, "Live %s, by site (largest first):\n", when);
-	shown = options->top && options->top < site_count ? options->top
-							   : site_count;
-	for (size_t i = 0; i < shown && rc == 0; i++)
-		rc = put_site(out, r, i + 1, sites[i], options->frames);
-	if (rc == 0 && shown < site_count) {
-		uint64_t bytes = 0;
-		char size[LW_SIZE_BUF];
-
-		for (size_t i = shown; i < site_count; i++)
-			bytes += lw_model_site_totals(m, sites[i]).live_bytes;
-		fprintf(out, "  ... %zu more site%s holding %s (%" PRIu64 " bytes) not shown (--top 0 shows all)\n",
-			site_count - shown, site_count - shown == 1 ? "" : "s",
-			lw_format_size(size, bytes), bytes);
-	}
+	rc = put_live(out, r, options, sites, site_count);
 	free(sites);
 	if (rc < 0)
 		return rc;

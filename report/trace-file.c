@@ -238,6 +238,9 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 	tf->report.model = &tf->model;
 	tf->report.result = &tf->result;
 	tf->report.symbolizer = tf->symbolizer;
+	if ((rc = lw_locations_init(&tf->locations, &tf->report)) < 0)
+		goto error;
+	tf->report.locations = &tf->locations;
 	tf->report.min_steps = LW_DEFAULT_MIN_STEPS;
 	tf->report.data = tf->data ? tf->data : empty;
 	tf->report.len = tf->len;
@@ -257,6 +260,7 @@ error:
 
 void lw_trace_file_close(struct lw_trace_file *tf)
 {
+	lw_locations_fini(&tf->locations);
 	lw_symbolizer_free(tf->symbolizer);
 	lw_model_fini(&tf->model);
 	if (tf->mapped)

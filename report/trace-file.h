@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "locations.h"
 #include "render.h"
 #include "symbolize.h"
 #include "trace-reader.h"
@@ -23,6 +24,7 @@ struct lw_trace_file {
 	struct lw_model model;
 	struct lw_trace_result result;
 	struct lw_symbolizer *symbolizer;
+	struct lw_locations locations;
 	struct lw_report report;
 };
 

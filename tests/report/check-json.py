@@ -20,6 +20,7 @@ REPORT_KEYS = [
     "live_count_at_exit", "peak", "kinds", "unknown_frees", "warnings",
     "sites",
     # Added after the fields of the first version.
+    "locations",
     "dropped_events", "reused_live_addresses", "phases", "info", "notes",
     "report_point", "live_bytes_at_end", "live_count_at_end",
     "python", "program_end",
@@ -106,8 +107,40 @@ def check_frame(f, where):
           int(f["address"], 16) >= 0, f"{where}: address")
 
 
+def check_locations(r, where):
+    """Every site in exactly one location, of its own location and kind;
+    each location's sums those of its sites."""
+    # A stack may allocate more than one kind: (id, kind) names a site.
+    sites = {(s["id"], s["kind"]): s for s in r["sites"]}
+    seen = []
+    for i, loc in enumerate(r["locations"]):
+        w = f"{where}: locations[{i}]"
+        members = [sites.get((n, loc["kind"])) for n in loc["sites"]]
+        check(members and all(members), f"{w}: sites {loc['sites']}")
+        if not (members and all(members)):
+            continue
+        seen += [(n, loc["kind"]) for n in loc["sites"]]
+        check(all(m["location"] == loc["location"] and
+                  m["kind"] == members[0]["kind"] for m in members),
+              f"{w}: its sites' locations and kinds differ")
+        check(loc["live_bytes"] == sum(m["live_bytes"] for m in members) and
+              loc["live_count"] == sum(m["live_count"] for m in members),
+              f"{w}: live sums")
+        check(abs(loc["growth_bytes_per_step"] -
+                  sum(m["growth_bytes_per_step"] for m in members)) < 1e-6 *
+              (1 + abs(loc["growth_bytes_per_step"])), f"{w}: growth sum")
+    check(sorted(seen) == sorted(sites), f"{where}: locations do not hold "
+          f"every site once")
+    keys = [(json.dumps(s["location"], sort_keys=True), s["kind"])
+            for s in r["sites"] if s["location"] is not None]
+    check(len(set(keys)) == sum(1 for loc in r["locations"]
+                                if loc["location"] is not None),
+          f"{where}: one location per distinct site location and kind")
+
+
 def check_report(r, where):
     check(list(r) == REPORT_KEYS, f"{where}: keys {list(r)}")
+    check_locations(r, where)
     check(r["leakwatch_report"] == 1 and r["schema_version"] == 1, f"{where}: version")
     check(isinstance(r["trace"], str), f"{where}: trace")
     check(is_uint(r["pid"]), f"{where}: pid")

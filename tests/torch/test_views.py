@@ -3,7 +3,11 @@
 """The views of a Python program's report, on real PyTorch: eval_graph.py
 (an evaluation that keeps its graphs) under `fakegpu.sh leakwatch run`.
 
-Checks that by default
+Checks that the line that leaks through several framework paths (the
+evaluation's) is one entry in every view: one finding, one location in the
+JSON with its sites' growth summed, once in the text report's growth and
+live lists, once among the HTML page's growth lines, once in the GitHub
+annotations and once in a diff. And that by default
   - the text report's stacks hold no frame of the interpreter (the frames of
     the module that holds CPython's evaluation loop, found from the JSON
     report's full stacks), folded into "... N interpreter frames" lines,
@@ -30,8 +34,13 @@ SCRIPT = "eval_graph.py"
 FRAME_LEAD = "       "
 
 
-def report(tmp, trace, *args):
-    r = subprocess.run([os.environ["LW_CLI"], "report", *args, trace],
+def leaking_line():
+    with open(os.path.join(HERE, SCRIPT)) as f:
+        return next(n for n, text in enumerate(f, 1) if "the leak" in text)
+
+
+def report(tmp, trace, *args, command="report"):
+    r = subprocess.run([os.environ["LW_CLI"], command, *args, trace],
                        cwd=tmp, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         raise SystemExit(f"FAIL: leakwatch report {' '.join(args)} exited "
@@ -109,7 +118,52 @@ def main():
             failures.append(f"only {len(interp)} interpreter functions in "
                             "the JSON stacks: the scenario shows nothing")
 
+        line = leaking_line()
+        here = f"<module>  {SCRIPT}:{line}"
+        loc = [x for x in doc["locations"] if x["location"] and
+               x["location"]["line"] == line and x["kind"] == "device"]
+        at_line = [x for x in doc["sites"] if x["location"] and
+                   x["location"]["line"] == line and x["kind"] == "device"]
+        leaks = [f for f in doc["findings"] if f["leak"]]
+        print(f"line {line}: {len(at_line)} sites, locations {loc}")
+        if len(at_line) < 2:
+            failures.append(f"line {line} has {len(at_line)} site(s): the "
+                            "scenario no longer leaks through several paths")
+        if len(loc) != 1 or sorted(loc[0]["sites"]) != \
+                sorted(x["id"] for x in at_line):
+            failures.append(f"JSON locations: not one entry holding line "
+                            f"{line}'s sites: {loc}")
+        elif abs(loc[0]["growth_bytes_per_step"] -
+                 sum(x["growth_bytes_per_step"] for x in at_line)) > 1:
+            failures.append("the location's growth is not its sites' sum")
+        if len(leaks) != 1 or leaks[0]["location"]["line"] != line:
+            failures.append(f"findings: want one leak at line {line}, got "
+                            f"{[(f['category'], f['location']) for f in leaks]}")
+
         text = report(tmp, trace, "--top", "0", "--frames", "0")
+        growth = text.split("\nGrowth:")[1].split("\n\n")[0] + "\n" \
+            if "\nGrowth:" in text else ""
+        live = text.split("by site (largest first):")[1] \
+            if "by site (largest first):" in text else ""
+        for name, section in (("growth", growth), ("live", live)):
+            n = section.count("    at " + here + "\n")
+            if n != 1:
+                failures.append(f"text {name} section shows line {line} "
+                                f"{n} times, not once")
+        if not re.search(r"from \d+ sites", growth + live):
+            failures.append("text does not say how many sites a line holds")
+        with_sites = report(tmp, trace, "--top", "0", "--sites")
+        if with_sites.count("    at " + here + "\n") <= \
+                text.count("    at " + here + "\n"):
+            failures.append("--sites does not show each site of the line")
+        github = report(tmp, trace, "--format", "github")
+        n = github.count(f"file={SCRIPT},line={line},")
+        if n != 1:
+            failures.append(f"{n} GitHub annotations on line {line}, not 1")
+        diff = report(tmp, trace, trace, command="diff")
+        n = diff.count(f"at <module> ({SCRIPT}:{line})")
+        if n != 1:
+            failures.append(f"the diff shows line {line} {n} times, not once")
         shown = set(text_frames(text)) & interp
         if shown:
             failures.append(f"default text shows interpreter frames: "
@@ -161,7 +215,14 @@ def main():
                             f"(evidence, fix), charts, stacks: {order}")
         data = re.search(r'<script type="application/json" class="lw-data">'
                          r'(.*?)</script>', html, re.S)
-        flame = json.loads(data.group(1))["flame"] if data else {"c": []}
+        data = json.loads(data.group(1)) if data else {"flame": {"c": []},
+                                                        "sites": []}
+        labels = [x["label"] for x in data["sites"]]
+        if len(labels) != len(set(labels)) or \
+                labels.count(f"<module> ({SCRIPT}:{line})") != 1:
+            failures.append(f"the growth chart's lines repeat a location: "
+                            f"{labels}")
+        flame = data["flame"]
         tops = [c["n"] for c in flame["c"] if has_python(c)]
         if not tops or not all(n.startswith(f"<module> ({SCRIPT}:")
                                 for n in tops):
