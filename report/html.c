@@ -402,29 +402,23 @@ static int put_site_lines(FILE *out, const struct lw_report *r,
 		char *label;
 		size_t len;
 
-		memset(points, 0, m->step_point_count * sizeof(*points));
+		/* The growth of every site there, not only the chart's. */
 		for (uint32_t s = 0; rc == 0 && s < m->site_count; s++) {
 			const struct lw_site_growth *sg = &findings->growth.sites[s];
 			uint32_t loc;
 
 			if (m->sites[s].kind != m->sites[line->lead].kind ||
-			    m->sites[s].series == LW_NO_SERIES ||
-			    m->sites[s].series == LW_SERIES_UNTRACKED ||
 			    (rc = lw_location_of(r->locations, s, &loc)) < 0 ||
 			    loc != line->location)
 				continue;
-			sites++;
 			rate += sg->bytes_per_step;
 			if (sg->verdict == LW_VERDICT_GROWING)
 				verdict = LW_VERDICT_GROWING;
-			for (size_t i = 0; i < m->step_point_count; i++) {
-				struct lw_live_count c;
-
-				if (lw_model_site_at_point(m, s, i, &c))
-					points[i] += c.live_bytes;
-			}
 		}
-		if (rc < 0 || (rc = site_label(r, line->lead, &label, &len)) < 0)
+		if (rc < 0 ||
+		    (rc = lw_location_series(r->locations, line->lead, points,
+					     &sites)) < 0 ||
+		    (rc = site_label(r, line->lead, &label, &len)) < 0)
 			break;
 		fputs(k ? ",{\"label\":" : "{\"label\":", out);
 		lw_put_script_json_string(out, label, len);

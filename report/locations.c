@@ -215,3 +215,36 @@ int lw_location_sum_by_bytes(const void *a, const void *b)
 		return x->bytes > y->bytes ? -1 : 1;
 	return (x->location > y->location) - (x->location < y->location);
 }
+
+int lw_location_series(struct lw_locations *l, uint32_t lead, uint64_t *points,
+		       uint32_t *sites)
+{
+	const struct lw_model *m = l->report->model;
+	uint32_t where;
+	int rc;
+
+	*sites = 0;
+	memset(points, 0, m->step_point_count * sizeof(*points));
+	if ((rc = lw_location_of(l, lead, &where)) < 0)
+		return rc;
+	for (uint32_t s = 0; s < m->site_count; s++) {
+		uint32_t loc;
+
+		if (m->sites[s].kind != m->sites[lead].kind ||
+		    m->sites[s].series == LW_NO_SERIES ||
+		    m->sites[s].series == LW_SERIES_UNTRACKED)
+			continue;
+		if ((rc = lw_location_of(l, s, &loc)) < 0)
+			return rc;
+		if (loc != where)
+			continue;
+		(*sites)++;
+		for (size_t i = 0; i < m->step_point_count; i++) {
+			struct lw_live_count c;
+
+			if (lw_model_site_at_point(m, s, i, &c))
+				points[i] += c.live_bytes;
+		}
+	}
+	return 0;
+}

@@ -72,6 +72,14 @@ int lw_locations_sum(struct lw_locations *locations, const uint32_t *sites,
 		     const uint64_t *bytes, const uint64_t *count, size_t n,
 		     struct lw_location_sum **out, size_t *out_count);
 
+/*
+ * The live bytes at each step point (m->step_point_count of them) of the
+ * sites at lead's location, of lead's kind, summed into points; how many
+ * sites have a series, into *sites. Returns 0 or -ENOMEM.
+ */
+int lw_location_series(struct lw_locations *locations, uint32_t lead,
+		       uint64_t *points, uint32_t *sites);
+
 /* qsort comparators: faster growth first; more bytes first. Ties keep
  * the lead sites' order. */
 int lw_location_sum_by_rate(const void *a, const void *b);

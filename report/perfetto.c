@@ -16,6 +16,7 @@
  */
 #include "findings.h"
 #include "formats.h"
+#include "locations.h"
 #include "timeline.h"
 
 #include <errno.h>
@@ -147,6 +148,7 @@ static int perfetto_report(FILE *out, const struct lw_report *r,
 	uint32_t pid = m->header.pid;
 	struct lw_timeline t;
 	struct lw_findings findings;
+	uint64_t *series = NULL;
 	size_t points;
 	int rc;
 
@@ -201,22 +203,30 @@ static int perfetto_report(FILE *out, const struct lw_report *r,
 			s->begin_step, s->end_step);
 	}
 
-	for (size_t k = 0; k < findings.count && k < PERFETTO_MAX_SITES; k++) {
-		uint32_t site = findings.items[k].site;
+	/* A counter per finding: its location's sites summed. */
+	series = m->step_point_count
+			 ? malloc(m->step_point_count * sizeof(*series)) : NULL;
+	if (m->step_point_count && !series) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t k = 0; rc == 0 && k < findings.count &&
+			   k < PERFETTO_MAX_SITES; k++) {
+		uint32_t sites;
 		char name[48];
 
+		if ((rc = lw_location_series(r->locations,
+					     findings.items[k].site, series,
+					     &sites)) < 0)
+			break;
 		snprintf(name, sizeof(name), "growing site #%zu", k + 1);
-		for (size_t i = 0; i < points; i++) {
-			struct lw_live_count c;
-
-			if (!lw_model_site_at_point(m, site, i, &c))
-				break;
-			put_counter(out, pid, name, t.step_ns[i], c.live_bytes);
-		}
+		for (size_t i = 0; i < points && sites; i++)
+			put_counter(out, pid, name, t.step_ns[i], series[i]);
 	}
 	for (size_t k = 0; rc == 0 && k < findings.count; k++)
 		rc = put_finding(out, r, &t, &findings.items[k]);
 out:
+	free(series);
 	lw_findings_fini(&findings);
 	lw_timeline_fini(&t);
 	return rc;
