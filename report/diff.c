@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `leakwatch diff BEFORE AFTER`: what changed, site by site, between two
+ * `leakwatch diff BEFORE AFTER`: what changed, location by location, between two
  * runs of the same program: did the fix work, did a change bring a leak.
  * Sites are matched by their frames' names (stack ids and addresses differ
  * from run to run): first all frames with their lines, then, for a file
@@ -54,21 +54,22 @@ static void diff_usage(FILE *out)
 {
 	fputs("usage: " LW_SYNOPSIS_DIFF
 	      "\n"
-	      "Compares two traces of the same program, site by site: growth per step\n"
-	      "and device memory held, before and after. Sites are matched by the\n"
-	      "names of their frames (with line numbers, then without).\n"
+	      "Compares two traces of the same program, location by location: growth\n"
+	      "per step and device memory held, before and after. Locations are\n"
+	      "matched by the names of their frames (with line numbers, then\n"
+	      "without).\n"
 	      "\n"
 	      "  --min-steps N   judge growth only with at least N steps (default 10)\n"
-	      "  --top N         show N sites (default 20; 0: all)\n"
+	      "  --top N         show N locations (default 20; 0: all)\n"
 	      "  --suppressions FILE  sites to leave out: lines leak:PATTERN (repeatable;\n"
 	      "                  also $LEAKWATCH_SUPPRESSIONS)\n"
 	      "  -h, --help      show this help\n"
 	      "\n"
-	      "Exit status: 0 when no site grows in AFTER that did not grow in BEFORE,\n"
+	      "Exit status: 0 when no location grows in AFTER that did not grow in BEFORE,\n"
 	      "or grows faster than before (by more than 10%); 1 when one does; 2 for\n"
 	      "bad usage or an unreadable trace; 3 when none does but a trace has too\n"
-	      "few steps to judge growth (\"cannot judge\"). Sites still growing at the\n"
-	      "same rate do not fail the diff: `leakwatch check` judges those.\n",
+	      "few steps to judge growth (\"cannot judge\"). Locations still growing at\n"
+	      "the same rate do not fail the diff: `leakwatch check` judges those.\n",
 	      out);
 }
 
@@ -183,7 +184,7 @@ static void put_unjudged(FILE *out, const struct lw_trace_file *b,
 			 const struct lw_trace_file *a, const char *after_path,
 			 size_t min_steps, size_t sites)
 {
-	fprintf(out, "\nCANNOT JUDGE: growth of %zu site%s cannot be compared:",
+	fprintf(out, "\nCANNOT JUDGE: growth at %zu location%s cannot be compared:",
 		sites, sites == 1 ? "" : "s");
 	if (b->model.steps < min_steps) {
 		fputs(" ", out);
@@ -267,7 +268,7 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 		if (pairs[i].change == CHANGE_SAME)
 			continue;
 		if (top && shown == top) {
-			fprintf(out, "  ... %zu more site%s (--top 0 shows all)\n",
+			fprintf(out, "  ... %zu more location%s (--top 0 shows all)\n",
 				n - same - shown, n - same - shown == 1 ? "" : "s");
 			break;
 		}
@@ -275,17 +276,17 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 		shown++;
 	}
 	if (same)
-		fprintf(out, "  %zu site%s unchanged\n", same,
+		fprintf(out, "  %zu location%s unchanged\n", same,
 			same == 1 ? "" : "s");
 	if (regressions)
-		fprintf(out, "\nREGRESSION: %zu site%s grow%s in the second run that did not, or grow%s faster\n",
+		fprintf(out, "\nREGRESSION: %zu location%s grow%s in the second run that did not, or grow%s faster\n",
 			regressions, regressions == 1 ? "" : "s",
 			regressions == 1 ? "s" : "", regressions == 1 ? "s" : "");
 	else if (cannot_judge)
 		put_unjudged(out, &before, before_path, &after, after_path,
 			     min_steps, cannot_judge);
 	else
-		fputs("\nno regression: no site grows that did not, or faster than before\n",
+		fputs("\nno regression: no location grows that did not, or faster than before\n",
 		      out);
 	rc = regressions ? 1 : cannot_judge ? LW_EXIT_CHECK_UNJUDGED : 0;
 out:

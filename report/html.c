@@ -43,6 +43,8 @@
 #define HTML_MAX_DEPTH 128
 /* Sites drawn as growth lines. */
 #define HTML_MAX_LINES 8
+/* Frames shown for each site of a finding's breakdown. */
+#define HTML_BREAKDOWN_FRAMES 12
 
 void lw_put_script_json_string(FILE *out, const void *data, size_t len)
 {
@@ -545,16 +547,131 @@ static void put_verdict(FILE *out, const struct lw_report *r,
 	fputs("</p>\n", out);
 }
 
-static void put_findings(FILE *out, const struct lw_findings *findings)
+/* One site of a finding's breakdown, for sorting without globals. */
+struct breakdown_site {
+	uint32_t site;
+	double rate;
+	uint64_t bytes;
+};
+
+static int breakdown_by_rate(const void *a, const void *b)
 {
+	const struct breakdown_site *x = a, *y = b;
+
+	if (x->rate != y->rate)
+		return x->rate < y->rate ? 1 : -1;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return x->site < y->site ? -1 : x->site > y->site;
+}
+
+/* A breakdown site's stack, innermost first, folded as the icicle's. */
+static int put_breakdown_stack(FILE *out, const struct lw_report *r,
+			       uint32_t site)
+{
+	struct lw_named_frame *frames;
+	size_t n;
+	int rc;
+
+	rc = lw_named_stack(r, r->model->sites[site].stack_id, &frames, &n);
+	if (rc < 0)
+		return rc;
+	fputs("<ol class=\"lw-stack\">", out);
+	for (size_t j = 0; j < n && j < HTML_BREAKDOWN_FRAMES; j++) {
+		size_t len;
+		char *label = lw_frame_label_string(&frames[j], &len);
+
+		if (!label) {
+			rc = -ENOMEM;
+			break;
+		}
+		fputs("<li><code>", out);
+		put_html(out, label, len);
+		fputs("</code></li>", out);
+		free(label);
+	}
+	if (rc == 0 && n > HTML_BREAKDOWN_FRAMES)
+		fprintf(out, "<li class=\"lw-none\">%zu more frames</li>",
+			n - HTML_BREAKDOWN_FRAMES);
+	fputs("</ol>", out);
+	free(frames);
+	return rc;
+}
+
+/*
+ * A finding whose line allocates through several stacks: its sites, each
+ * with its share and stack, in a <details> that the reader expands.
+ */
+static int put_finding_sites(FILE *out, const struct lw_report *r,
+			     const struct lw_findings *findings,
+			     const struct lw_report_finding *f)
+{
+	const struct lw_model *m = r->model;
+	struct breakdown_site *sites;
+	size_t count = 0;
+	uint32_t loc;
+	int rc;
+
+	if ((rc = lw_location_of(r->locations, f->site, &loc)) < 0)
+		return rc;
+	if (!(sites = calloc(m->site_count ? m->site_count : 1,
+			     sizeof(*sites))))
+		return -ENOMEM;
+	for (uint32_t s = 0; s < m->site_count; s++) {
+		uint32_t at;
+
+		if (m->sites[s].kind != m->sites[f->site].kind)
+			continue;
+		if ((rc = lw_location_of(r->locations, s, &at)) < 0)
+			goto out;
+		/* The sites that hold or add memory, as the JSON's entry. */
+		if (at != loc ||
+		    (lw_model_site_totals(m, s).live_bytes == 0 &&
+		     findings->growth.sites[s].bytes_per_step == 0))
+			continue;
+		sites[count].site = s;
+		sites[count].rate = findings->growth.sites[s].bytes_per_step;
+		sites[count++].bytes = lw_model_site_totals(m, s).live_bytes;
+	}
+	if (count < 2)
+		goto out;
+	qsort(sites, count, sizeof(*sites), breakdown_by_rate);
+	fprintf(out, "<details class=\"lw-breakdown\"><summary>From %zu sites (stacks) at this line</summary><ol>",
+		count);
+	for (size_t i = 0; i < count && rc == 0; i++) {
+		struct lw_totals t = lw_model_site_totals(m, sites[i].site);
+		char size[LW_SIZE_BUF], rate[LW_SIZE_BUF];
+
+		uint64_t id = m->sites[sites[i].site].stack_id;
+
+		/* Named by the stack id, as the JSON's sites are. */
+		fprintf(out, "<li data-lw-site=\"%" PRIu64 "\">stack %" PRIu64 ": %s live in %" PRIu64 " allocation%s, %s per step",
+			id, id,
+			lw_format_size(size, t.live_bytes), t.live_count,
+			t.live_count == 1 ? "" : "s",
+			lw_format_rate(rate, sites[i].rate));
+		rc = put_breakdown_stack(out, r, sites[i].site);
+		fputs("</li>", out);
+	}
+	fputs("</ol></details>", out);
+out:
+	free(sites);
+	return rc;
+}
+
+static int put_findings(FILE *out, const struct lw_report *r,
+			const struct lw_findings *findings)
+{
+	int rc = 0;
+
 	fputs("<h3>Findings</h3>\n", out);
 	if (findings->count == 0) {
 		fputs("<p class=\"lw-none\">No site grows from step to step.</p>\n",
 		      out);
-		return;
+		return 0;
 	}
 	fputs("<ol class=\"lw-findings\">\n", out);
-	for (size_t i = 0; i < findings->count; i++) {
+	for (size_t i = 0; i < findings->count && rc == 0; i++) {
 		const struct lw_report_finding *f = &findings->items[i];
 
 		fputs("<li><span class=\"lw-title\">", out);
@@ -568,9 +685,11 @@ static void put_findings(FILE *out, const struct lw_findings *findings)
 			put_html_str(out, f->fix);
 			fputs("</div>", out);
 		}
+		rc = put_finding_sites(out, r, findings, f);
 		fputs("</li>\n", out);
 	}
 	fputs("</ol>\n", out);
+	return rc;
 }
 
 static int html_report(FILE *out, const struct lw_report *r,
@@ -593,7 +712,8 @@ static int html_report(FILE *out, const struct lw_report *r,
 		goto out;
 	fprintf(out, "<section class=\"lw-report\" id=\"lw-report-%zu\">\n", index);
 	put_verdict(out, r, &findings);
-	put_findings(out, &findings);
+	if ((rc = put_findings(out, r, &findings)) < 0)
+		goto out;
 	fputs("<h3>Device memory per step</h3>\n<div class=\"lw-memory\"></div>\n"
 	      "<h3>Growth by location</h3>\n<div class=\"lw-sites\"></div>\n",
 	      out);
@@ -632,6 +752,8 @@ static const char html_head[] =
 ".lw-findings li{margin:.4em 0}.lw-fix{color:#064}\n"
 ".lw-legend{font:12px monospace}.lw-legend span{display:inline-block;width:1em;height:.6em;margin-right:.4em}\n"
 ".lw-none{color:#666}\n"
+".lw-breakdown summary{cursor:pointer;color:#555}.lw-breakdown li{margin:.3em 0}\n"
+".lw-stack{list-style:none;padding-left:1.5em;margin:.1em 0;font-size:12px}\n"
 "</style></head><body>\n<h1>leakwatch report</h1>\n";
 
 /* The charts, built from each section's JSON with DOM calls only. */

@@ -103,7 +103,7 @@ static void usage(FILE *out)
 	      "trace, then reports what was never freed. `leakwatch report` reports on\n"
 	      "traces written before. `leakwatch check` fails (exit 1) when device memory\n"
 	      "grows faster per training step than allowed: a CI gate. `leakwatch diff`\n"
-	      "compares two runs site by site (exit 1 when a site newly grows).\n"
+	      "compares two runs line by line (exit 1 when a location newly grows).\n"
 	      "\n"
 	      "Exit status: 0 on success, 2 for bad usage or an unreadable trace; `check`\n"
 	      "exits 1 when memory grows too fast and 3 when a trace cannot be judged;\n"

@@ -234,7 +234,7 @@ def check_diff(args, tmp):
             fail(f"diff {before} {after}: want {change!r} first: {out}")
         # The weights and the evaluation cache match by name even though
         # stack ids (fixed) and lines (worse) differ.
-        if "2 sites unchanged" not in out:
+        if "2 locations unchanged" not in out:
             fail(f"diff {before} {after}: sites not matched by name: {out}")
     for argv in (["diff", "formats.trace"],
                  ["diff", "formats.trace", "missing.trace"],

@@ -202,6 +202,15 @@ def main():
         if leaked:
             failures.append(f"the HTML page shows interpreter frames: "
                             f"{leaked[:5]}")
+        # The finding's line expands to each of its sites.
+        breakdown = re.findall(r'<details class="lw-breakdown">(.*?)</details>',
+                               html, re.S)
+        ids = [sorted(int(x) for x in re.findall(r'data-lw-site="(\d+)"', b))
+               for b in breakdown]
+        if ids != [sorted(x["id"] for x in at_line)]:
+            failures.append(f"the HTML finding does not expand to line "
+                            f"{line}'s sites {[x['id'] for x in at_line]}: "
+                            f"{ids}")
         report(tmp, trace, "--format", "html", "--native", "-o",
                page + ".native")
         with open(page + ".native", encoding="utf-8") as f:
