@@ -183,6 +183,22 @@ enum lw_record_tag {
 	 * varint bytes allocated, varint bytes reserved (its own counters),
 	 * zvarint device. The writer flushes right after it. */
 	LW_REC_OOM = 0x4e,
+	/* HOLDER: a live object of the program that keeps the allocation
+	 * at an address alive, found by the holder search (who holds it):
+	 * varint address, varint path string id (the reference path as the
+	 * program would write it), varint root string id (where the path
+	 * starts: "global of MODULE", "local of FUNCTION (FILE:LINE)"),
+	 * varint objects found through the same holder, varint autograd
+	 * graph nodes kept behind it, varint enum lw_holder_flags. Older
+	 * readers skip it. */
+	LW_REC_HOLDER = 0x4f,
+};
+
+enum lw_holder_flags {
+	/* The search ran out of its time budget: more may hold it. */
+	LW_HOLDER_CUT = 1,
+	/* The path runs through an autograd graph. */
+	LW_HOLDER_GRAPH = 2,
 };
 
 enum lw_mark {

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include "export.h"
+#include "holders.h"
 #include "lw-growth.h"
 #include "tracker.h"
 
@@ -55,6 +56,15 @@ LW_EXPORT void leakwatch_phase_begin(const char *name)
 LW_EXPORT void leakwatch_phase_end(void)
 {
 	lw_record_phase_end();
+}
+
+/* Runs the holder search now: for the Python helper's snapshot(), which
+ * calls it through ctypes.PyDLL, so with the GIL held. */
+LW_EXPORT void leakwatch_snapshot(void);
+
+void leakwatch_snapshot(void)
+{
+	lw_holders_search();
 }
 
 LW_EXPORT int leakwatch_device_live(unsigned long long *bytes,

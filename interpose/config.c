@@ -89,6 +89,24 @@ static unsigned read_count(struct problems *p, const char *name, unsigned lo,
 	return (unsigned)v;
 }
 
+static double read_seconds(struct problems *p, const char *name, double lo,
+			   double hi, double fallback)
+{
+	const char *value = getenv(name);
+	char *end;
+
+	if (!value)
+		return fallback;
+	errno = 0;
+	double v = strtod(value, &end);
+	if (errno || end == value || *end || !(v >= lo && v <= hi)) {
+		problem(p, name, "%s='%.32s' is not a number of seconds from "
+			"%g to %g; using %g", name, value, lo, hi, fallback);
+		return fallback;
+	}
+	return v;
+}
+
 static void read_path(struct problems *p, const char *name, char *out,
 		      size_t size, const char *fallback)
 {
@@ -146,6 +164,9 @@ void lw_config_load(struct lw_config *config)
 	config->use_signal = read_bool(&p, "LEAKWATCH_SIGNAL", 1);
 	read_path(&p, "LEAKWATCH_MANIFEST", config->manifest,
 		  sizeof(config->manifest), "");
+	config->holders = read_bool(&p, "LEAKWATCH_HOLDERS", 1);
+	config->holders_budget = read_seconds(&p, "LEAKWATCH_HOLDERS_BUDGET",
+					      0.001, 3600, 2.0);
 	if (p.count)
 		lw_warn_once(LW_WARN_BAD_ENV, "%s", p.line);
 }

@@ -23,6 +23,8 @@ struct lw_config {
 	char rank[16];              /* $RANK, else $LOCAL_RANK; "" */
 	unsigned live_every;        /* LEAKWATCH_LIVE_EVERY: 0 off */
 	int use_signal;             /* LEAKWATCH_SIGNAL: SIGUSR2 */
+	int holders;                /* LEAKWATCH_HOLDERS: the holder search */
+	double holders_budget;      /* LEAKWATCH_HOLDERS_BUDGET, seconds */
 };
 
 /*

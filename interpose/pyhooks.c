@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
+#include "holders.h"
 #include "lw-format.h"
 #include "tracker.h"
 
@@ -85,6 +86,9 @@ static struct py_object *on_program_end(struct py_object *self,
 					struct py_object *args)
 {
 	lw_record_mark(LW_MARK_PROGRAM_END);
+	/* The program's code is done and its objects are all still there:
+	 * what holds the memory that outlived its step. */
+	lw_holders_search();
 	py.inc_ref(py.none);
 	return py.none;
 }

@@ -20,6 +20,7 @@
 #include "backward.h"
 #include "config.h"
 #include "gate.h"
+#include "holders.h"
 #include "live.h"
 #include "modules.h"
 #include "pyframes.h"
@@ -43,6 +44,10 @@ struct lw_live {
 	uint64_t size;
 	struct lw_stack_entry *stack;
 	uint8_t kind;
+	/* Made inside a phase: 1 + the phases closed by then, mod 255; 0
+	 * outside any phase. */
+	uint8_t phase;
+	uint32_t step;	/* steps written before it was made */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -76,6 +81,9 @@ static uint64_t recorded_allocations, failed_allocations;
 static unsigned first_failed_api;
 static int first_failed_error;
 static uint64_t live_bytes[LW_MEM_KIND_MAX + 1], live_count[LW_MEM_KIND_MAX + 1];
+/* STEP records written to this trace; phases open now, and closed so
+ * far. Under the lock. */
+static uint32_t steps_written, phases_open, phases_closed;
 
 /* What the last records said, so that unchanged context is not repeated. */
 static pid_t last_tid;
@@ -270,6 +278,7 @@ static int ensure_trace_locked(void)
 	}
 	trace_state = TRACE_OPEN;
 	step_source_in_trace = 0;
+	steps_written = phases_open = phases_closed = 0;
 	runtimes_in_trace = 0;
 	last_tid = 0;
 	last_api = UINT_MAX;
@@ -358,6 +367,7 @@ static void note_thread_and_time_locked(void)
 			flush_locked();
 	}
 	if (lw_live_take_request()) {
+		lw_holders_schedule();
 		flush_locked();
 		lw_live_print_now(live_bytes[LW_MEM_DEVICE] +
 					  live_bytes[LW_MEM_MANAGED],
@@ -543,6 +553,8 @@ static int add_live_locked(uintptr_t addr, uint64_t size,
 	e->size = size;
 	e->stack = stack;
 	e->kind = (uint8_t)kind;
+	e->step = steps_written;
+	e->phase = phases_open ? (uint8_t)(1 + phases_closed % 255) : 0;
 	live_used++;
 	account_live(e, +1);
 	return 1;
@@ -815,6 +827,7 @@ static void write_step_locked(enum lw_step_source source)
 		step_source_in_trace = source;
 	}
 	lw_writer_tag(&writer, LW_REC_STEP);
+	steps_written++;
 	flush_locked();
 	lw_gate_step(live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED]);
 	lw_live_step(live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED],
@@ -855,6 +868,7 @@ void lw_record_phase_begin(const char *name)
 		size_t n = lw_varint_put(payload, lw_strings_intern(
 						  &writer, trace_gen, name));
 		lw_writer_ext(&writer, LW_REC_PHASE_BEGIN, payload, n);
+		phases_open++;
 		flush_locked();
 	}
 	pthread_mutex_unlock(&lock);
@@ -869,6 +883,10 @@ void lw_record_phase_end(void)
 	if (ensure_trace_locked()) {
 		note_thread_and_time_locked();
 		lw_writer_tag(&writer, LW_REC_PHASE_END);
+		if (phases_open) {
+			phases_open--;
+			phases_closed++;
+		}
 		flush_locked();
 	}
 	pthread_mutex_unlock(&lock);
@@ -933,6 +951,57 @@ void lw_record_mark(enum lw_mark mark)
 	}
 	pthread_mutex_unlock(&lock);
 	lw_leave();
+}
+
+size_t lw_holder_targets(uint64_t *pairs, size_t max)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; live_slots && i <= live_mask; i++) {
+		const struct lw_live *e = &live_slots[i];
+
+		/* Device memory that outlived the step that made it (what
+		 * the first step set up, weights and optimizer state, is not
+		 * a suspect, nor what the unfinished step is using now), or
+		 * the phase that made it. */
+		if (!e->addr || (e->kind != LW_MEM_DEVICE &&
+				 e->kind != LW_MEM_MANAGED))
+			continue;
+		if ((e->step < 1 || e->step >= steps_written) &&
+		    (!e->phase || e->phase == 1 + phases_closed % 255))
+			continue;
+		if (n < max) {
+			pairs[2 * n] = e->addr;
+			pairs[2 * n + 1] = e->size;
+		}
+		n++;
+	}
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+void lw_record_holder(uint64_t address, const char *path, const char *root,
+		      uint64_t objects, uint64_t graph_nodes, unsigned flags)
+{
+	uint8_t payload[6 * LW_VARINT_MAX];
+	size_t n;
+
+	pthread_mutex_lock(&lock);
+	if (trace_state == TRACE_OPEN) {
+		note_thread_and_time_locked();
+		n = lw_varint_put(payload, address);
+		n += lw_varint_put(payload + n, lw_strings_intern(
+					   &writer, trace_gen, path));
+		n += lw_varint_put(payload + n, lw_strings_intern(
+					   &writer, trace_gen, root));
+		n += lw_varint_put(payload + n, objects);
+		n += lw_varint_put(payload + n, graph_nodes);
+		n += lw_varint_put(payload + n, flags);
+		lw_writer_ext(&writer, LW_REC_HOLDER, payload, n);
+		flush_locked();
+	}
+	pthread_mutex_unlock(&lock);
 }
 
 int lw_device_live(uint64_t *bytes, uint64_t *count)
@@ -1086,6 +1155,7 @@ static void init_once_fn(void)
 		goto done;
 	}
 	lw_live_configure(config.live_every, config.use_signal);
+	lw_holders_configure(config.holders, config.holders_budget);
 	lw_unwind_init(config.fast_unwind);
 	enum lw_py_status py = lw_py_init();
 	python_process = py != LW_PY_NOT_PYTHON;

@@ -12,6 +12,7 @@
 #ifndef LW_TRACKER_H
 #define LW_TRACKER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "lw-format.h"
@@ -32,6 +33,7 @@ enum lw_warning {
 	LW_WARN_PYTHON,
 	LW_WARN_DEEPBIND,
 	LW_WARN_MANIFEST,
+	LW_WARN_HOLDERS,
 	LW_WARN_COUNT,
 };
 
@@ -117,6 +119,17 @@ void lw_free_end(struct lw_pending_free *pending, int succeeded);
 /* Records the free of a block that PyTorch's allocator took back, never a
  * segment (the first block of a segment starts at its address). */
 void lw_record_block_free(const void *ptr);
+
+/*
+ * Who holds it (holders.c), called between lw_enter() and lw_leave():
+ * the live device memory that outlived the step that made it, other than
+ * the first step's, or the phase that made it, as (address, size) pairs,
+ * at most max of them; returns how many there are. And a holder found for
+ * the allocation at address.
+ */
+size_t lw_holder_targets(uint64_t *pairs, size_t max);
+void lw_record_holder(uint64_t address, const char *path, const char *root,
+		      uint64_t objects, uint64_t graph_nodes, unsigned flags);
 
 enum lw_step_source {
 	LW_STEP_API = 1,       /* leakwatch_step(), the Python helper */

@@ -17,7 +17,7 @@ import contextlib
 import ctypes
 
 __all__ = ["active", "step", "phase", "phase_begin", "phase_end",
-           "device_live"]
+           "device_live", "snapshot"]
 
 
 def _lookup(name, argtypes):
@@ -38,6 +38,13 @@ _device_live = _lookup("leakwatch_device_live",
                         ctypes.POINTER(ctypes.c_ulonglong)])
 if _device_live is not None:
     _device_live.restype = ctypes.c_int
+try:
+    # PyDLL: the call keeps the GIL, which the search needs.
+    _snapshot = ctypes.PyDLL(None).leakwatch_snapshot
+    _snapshot.argtypes = []
+    _snapshot.restype = None
+except (OSError, AttributeError):
+    _snapshot = None
 
 
 def active():
@@ -83,3 +90,11 @@ def device_live():
     if _device_live(ctypes.byref(nbytes), ctypes.byref(count)) != 0:
         return None
     return nbytes.value, count.value
+
+
+def snapshot():
+    """Looks now for what holds the device memory that outlived the step
+    that made it (the trace's "held by"), as at the end of the program.
+    The search keeps to LEAKWATCH_HOLDERS_BUDGET seconds (default 2)."""
+    if _snapshot is not None:
+        _snapshot()

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Who holds it: the live Python objects, and the reference paths to them,
+ * that keep alive the device memory which outlived the step that made it.
+ * Searched in the program's interpreter at the report point (the atexit
+ * callback of pyhooks.c), on SIGUSR2 and on leakwatch_snapshot(); each
+ * holder found is a HOLDER record.
+ */
+#ifndef LW_HOLDERS_H
+#define LW_HOLDERS_H
+
+/* LEAKWATCH_HOLDERS and LEAKWATCH_HOLDERS_BUDGET (seconds). */
+void lw_holders_configure(int enabled, double budget_seconds);
+
+/* Runs the search now. The caller holds the GIL of a running CPython;
+ * anywhere else it does nothing. */
+void lw_holders_search(void);
+
+/* Queues a search for the interpreter's main thread (Py_AddPendingCall);
+ * any thread may call it, under the tracker's lock too. */
+void lw_holders_schedule(void);
+
+#endif
