@@ -29,6 +29,7 @@
  */
 #include "findings.h"
 #include "formats.h"
+#include "holders.h"
 #include "locations.h"
 #include "timeline.h"
 
@@ -547,6 +548,42 @@ static void put_verdict(FILE *out, const struct lw_report *r,
 	fputs("</p>\n", out);
 }
 
+/* "Held by" under a finding: the holders, and the fix against the first. */
+static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
+{
+	const struct lw_model *m = r->model;
+	struct lw_held_by held;
+	char fix[512];
+	size_t len;
+	const char *text;
+	int rc = lw_held_by(r, site, &held);
+
+	if (rc < 0 || held.count == 0)
+		return rc;
+	fputs("<div class=\"lw-held\">Held by: ", out);
+	for (size_t i = 0; i < held.count; i++) {
+		const struct lw_holder *h = held.items[i];
+
+		fputs(i ? "; <code>" : "<code>", out);
+		text = lw_holder_text(m, h->path, &len);
+		put_html(out, text, len);
+		fputs("</code> (", out);
+		text = lw_holder_text(m, h->root, &len);
+		put_html(out, text, len);
+		fprintf(out, "; %" PRIu64 " object%s", h->objects,
+			h->objects == 1 ? "" : "s");
+		if (h->graph)
+			fprintf(out, ", %" PRIu64 " graph nodes", h->graph);
+		putc(')', out);
+	}
+	if (held.cut)
+		fputs(" (the search ran out of time: there may be more)", out);
+	fputs("</div><div class=\"lw-fix\">Fix the holder: ", out);
+	put_html_str(out, lw_holder_fix(m, held.items[0], fix, sizeof(fix)));
+	fputs("</div>", out);
+	return 0;
+}
+
 /* One site of a finding's breakdown, for sorting without globals. */
 struct breakdown_site {
 	uint32_t site;
@@ -685,7 +722,8 @@ static int put_findings(FILE *out, const struct lw_report *r,
 			put_html_str(out, f->fix);
 			fputs("</div>", out);
 		}
-		rc = put_finding_sites(out, r, findings, f);
+		if ((rc = put_held_by(out, r, f->site)) == 0)
+			rc = put_finding_sites(out, r, findings, f);
 		fputs("</li>\n", out);
 	}
 	fputs("</ol>\n", out);

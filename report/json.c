@@ -15,6 +15,7 @@
 
 #include "diagnose.h"
 #include "growth.h"
+#include "holders.h"
 #include "locations.h"
 #include "render.h"
 #include "torch.h"
@@ -653,6 +654,39 @@ static void put_evidence(FILE *out, const struct lw_evidence *ev)
 		ev->sites);
 }
 
+/* A finding's "held_by": the holders found for its sites. */
+static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site,
+		       bool leak)
+{
+	const struct lw_model *m = r->model;
+	struct lw_held_by held = { .count = 0 };
+	char fix[512];
+	size_t len;
+	const char *text;
+	int rc = leak ? lw_held_by(r, site, &held) : 0;
+
+	if (rc < 0)
+		return rc;
+	fputs(", \"held_by\": [", out);
+	for (size_t i = 0; i < held.count; i++) {
+		const struct lw_holder *h = held.items[i];
+
+		fputs(i ? ", {\"path\": " : "{\"path\": ", out);
+		text = lw_holder_text(m, h->path, &len);
+		lw_put_json_string(out, text, len);
+		fputs(", \"root\": ", out);
+		text = lw_holder_text(m, h->root, &len);
+		lw_put_json_string(out, text, len);
+		fprintf(out, ", \"objects\": %" PRIu64 ", \"graph_nodes\": %" PRIu64
+			     ", \"cut\": %s, \"fix\": ",
+			h->objects, h->graph, held.cut ? "true" : "false");
+		put_str(out, lw_holder_fix(m, h, fix, sizeof(fix)));
+		putc('}', out);
+	}
+	putc(']', out);
+	return 0;
+}
+
 static int put_findings(FILE *out, const struct lw_report *r,
 			const struct lw_diagnosis *d, unsigned indent)
 {
@@ -695,6 +729,8 @@ static int put_findings(FILE *out, const struct lw_report *r,
 			fputs("null", out);
 		fputs(", \"evidence\": ", out);
 		put_evidence(out, &f->evidence);
+		if ((rc = put_held_by(out, r, f->site, f->leak)) < 0)
+			break;
 		putc('}', out);
 	}
 	if (d->finding_count)

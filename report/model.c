@@ -1057,6 +1057,44 @@ static int model_alloc_failed(void *ctx, uint64_t api, uint64_t kind,
 	return 0;
 }
 
+static int model_holder(void *ctx, uint64_t address, uint64_t path,
+			uint64_t root, uint64_t objects, uint64_t graph,
+			uint64_t flags)
+{
+	struct lw_model *m = ctx;
+	struct lw_holder *grown;
+	size_t i;
+
+	if (flags & LW_HOLDER_CUT)
+		m->holders_cut = true;
+	if (m->holder_searches == 0 || m->holder_events != m->events)
+		m->holder_searches++;
+	m->holder_events = m->events;
+	if (address == 0)
+		return 0;
+	i = live_slot(m, address);
+	/* Written while the allocation was live; anything else is a trace
+	 * that was cut and joined, and says nothing. */
+	if (m->live[i].site == LW_NO_SITE)
+		return 0;
+	/* Room for 4, then doubled each time it is full. */
+	if (m->holder_count == 0 ||
+	    (m->holder_count >= 4 &&
+	     (m->holder_count & (m->holder_count - 1)) == 0)) {
+		grown = realloc(m->holders, (m->holder_count ? 2 * m->holder_count
+							     : 4) *
+					    sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		m->holders = grown;
+	}
+	m->holders[m->holder_count++] = (struct lw_holder){
+		m->live[i].site, path, root, objects, graph, flags,
+		m->holder_searches,
+	};
+	return 0;
+}
+
 const char *lw_alloc_error_name(uint64_t api, uint64_t error)
 {
 	/* The codes an allocation returns in practice; the runtime's and
@@ -1214,6 +1252,7 @@ const struct lw_trace_ops lw_model_ops = {
 	.segment = lw_torch_segment,
 	.segment_free = lw_torch_segment_free,
 	.oom = lw_torch_oom,
+	.holder = model_holder,
 };
 
 int lw_model_init(struct lw_model *m)
@@ -1240,6 +1279,7 @@ void lw_model_fini(struct lw_model *m)
 	free(m->warnings);
 	free(m->modules);
 	free(m->pycodes);
+	free(m->holders);
 	free(m->pyframes);
 	free(m->evals);
 	free(m->program_end_sites);

@@ -265,6 +265,19 @@ struct lw_string {
 	uint64_t phase_begins;	/* PHASE_BEGIN records naming it */
 };
 
+/*
+ * A holder found by the shim's search (HOLDER): the live object, and the
+ * reference path to it, that keeps an allocation of site alive.
+ */
+struct lw_holder {
+	uint32_t site;
+	uint64_t path, root;	/* string ids */
+	uint64_t objects;	/* objects found through it */
+	uint64_t graph;		/* autograd graph nodes behind it */
+	uint64_t flags;		/* enum lw_holder_flags */
+	uint32_t search;	/* which search found it, from 1 */
+};
+
 /* Allocation calls of one API that failed with one error. */
 struct lw_failed_allocation {
 	uint64_t api;		/* enum lw_api */
@@ -340,6 +353,14 @@ struct lw_model {
 	uint64_t failed_allocations;
 	struct lw_failed_allocation failed[LW_FAILED_KINDS_MAX];
 	size_t failed_kind_count;
+
+	/* Holders, in trace order; whether a search ran out of time. A
+	 * search is the run of HOLDER records with no event between. */
+	struct lw_holder *holders;
+	size_t holder_count;
+	bool holders_cut;
+	uint32_t holder_searches;
+	uint64_t holder_events;	/* events at the last HOLDER record */
 
 	bool have_end;
 	uint64_t end_events;

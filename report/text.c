@@ -15,6 +15,7 @@
 #include "diagnose.h"
 #include "findings.h"
 #include "growth.h"
+#include "holders.h"
 #include "locations.h"
 #include "pystack.h"
 #include "render.h"
@@ -755,6 +756,38 @@ out:
 	return rc;
 }
 
+/* "held by" under a finding's line, and the fix against the holder. */
+static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
+{
+	const struct lw_model *m = r->model;
+	struct lw_held_by held;
+	char fix[512];
+	size_t len, root_len;
+	int rc = lw_held_by(r, site, &held);
+
+	if (rc < 0 || held.count == 0)
+		return rc;
+	for (size_t i = 0; i < held.count; i++) {
+		const struct lw_holder *h = held.items[i];
+		const char *path = lw_holder_text(m, h->path, &len);
+		const char *root = lw_holder_text(m, h->root, &root_len);
+
+		fprintf(out, "      held by: %.*s (%.*s; %" PRIu64 " object%s",
+			(int)len, path, (int)root_len, root, h->objects,
+			h->objects == 1 ? "" : "s");
+		if (h->graph)
+			fprintf(out, ", %" PRIu64 " graph node%s kept",
+				h->graph, h->graph == 1 ? "" : "s");
+		fputs(")\n", out);
+	}
+	if (held.cut)
+		fputs("      (the holder search ran out of time: there may be more)\n",
+		      out);
+	fprintf(out, "      fix the holder: %s\n",
+		lw_holder_fix(m, held.items[0], fix, sizeof(fix)));
+	return 0;
+}
+
 /*
  * The diagnosis: each finding with its kind, confidence, reason, line,
  * evidence and fix; leaks first. Nothing when there is nothing to say.
@@ -802,7 +835,8 @@ static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 		fprintf(out, "  #%zu %s (%s confidence): %s\n", ++shown,
 			lw_category_name(f->category),
 			lw_confidence_name(f->confidence), f->reason);
-		if ((rc = lw_put_site_location(out, r, f->site)) < 0)
+		if ((rc = lw_put_site_location(out, r, f->site)) < 0 ||
+		    (f->leak && (rc = put_held_by(out, r, f->site)) < 0))
 			break;
 		char *evidence = lw_evidence_string(m, f);
 

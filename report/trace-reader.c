@@ -312,6 +312,20 @@ static int read_oom(struct reader *r, size_t rec_off, const uint8_t *p,
 			   : 0;
 }
 
+static int read_holder(struct reader *r, size_t rec_off, const uint8_t *p,
+		       const uint8_t *end)
+{
+	uint64_t v[6];
+	int rc;
+
+	for (size_t i = 0; i < 6; i++)
+		if ((rc = payload_varint(r, rec_off, &p, end, &v[i])) < 0)
+			return rc;
+	return r->ops->holder ? r->ops->holder(r->ctx, v[0], v[1], v[2], v[3],
+					       v[4], v[5])
+			      : 0;
+}
+
 /*
  * One extension record whose payload [p, end) lies within the buffer. Fields
  * a newer writer appends after the known ones are ignored; unknown tags are
@@ -388,6 +402,8 @@ static int read_extension(struct reader *r, uint8_t tag, size_t rec_off,
 		return ops->segment_free ? ops->segment_free(r->ctx, x) : 0;
 	case LW_REC_OOM:
 		return read_oom(r, rec_off, p, end);
+	case LW_REC_HOLDER:
+		return read_holder(r, rec_off, p, end);
 	default:
 		return 0;
 	}

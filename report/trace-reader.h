@@ -103,6 +103,12 @@ struct lw_trace_ops {
 	 * allocated and reserved counters then. */
 	int (*oom)(void *ctx, uint64_t size, uint64_t allocated,
 		   uint64_t reserved, int64_t device);
+	/* A holder of the allocation at address (0: none found, the search
+	 * was cut): path and root string ids, objects, graph nodes, enum
+	 * lw_holder_flags. */
+	int (*holder)(void *ctx, uint64_t address, uint64_t path,
+		      uint64_t root, uint64_t objects, uint64_t graph,
+		      uint64_t flags);
 };
 
 /* Records between two progress callbacks (a power of two). */

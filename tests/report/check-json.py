@@ -50,7 +50,7 @@ PHASE_KEYS = ["name", "begins", "ends", "surviving_bytes", "surviving_count",
               "sites", "more_sites"]
 SHARE_KEYS = ["id", "kind", "bytes", "count", "location"]
 FINDING_KEYS = ["category", "leak", "confidence", "suppressed", "site", "kind",
-                "location", "reason", "fix", "phase", "evidence"]
+                "location", "reason", "fix", "phase", "evidence", "held_by"]
 EVIDENCE_KEYS = ["bytes_per_step", "count_per_step", "live_bytes", "live_count",
                  "mean_size", "frees", "mean_lifetime_steps",
                  "max_lifetime_steps", "gc_frees", "gc_passes",

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+#include "holders.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "locations.h"
+#include "lw-format.h"
+#include "model.h"
+
+const char *lw_holder_text(const struct lw_model *m, uint64_t id, size_t *len)
+{
+	const struct lw_string *s = lw_model_string(m, id);
+
+	if (!s) {
+		*len = 0;
+		return "";
+	}
+	*len = s->text.len;
+	return (const char *)s->text.data;
+}
+
+static bool same_text(const struct lw_model *m, uint64_t a, uint64_t b)
+{
+	size_t la, lb;
+	const char *x = lw_holder_text(m, a, &la);
+	const char *y = lw_holder_text(m, b, &lb);
+
+	return la == lb && memcmp(x, y, la) == 0;
+}
+
+/* Whether holder h was found for the finding led by site. */
+static int holds(const struct lw_report *r, const struct lw_holder *h,
+		 uint32_t site, uint32_t loc)
+{
+	const struct lw_model *m = r->model;
+	uint32_t at;
+	int rc;
+
+	if (m->sites[h->site].kind != m->sites[site].kind)
+		return 0;
+	if (h->site == site)
+		return 1;
+	if ((rc = lw_location_of(r->locations, h->site, &at)) < 0)
+		return rc;
+	return at == loc;
+}
+
+/* Whether a comes before b: the later search first (what held the
+ * memory last), then the holder of more objects. */
+static bool before(const struct lw_holder *a, const struct lw_holder *b)
+{
+	if (a->search != b->search)
+		return a->search > b->search;
+	return a->objects > b->objects;
+}
+
+int lw_held_by(const struct lw_report *r, uint32_t site,
+	       struct lw_held_by *out)
+{
+	const struct lw_model *m = r->model;
+	uint32_t loc;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->cut = m->holders_cut;
+	if (m->holder_count == 0)
+		return 0;
+	if ((rc = lw_location_of(r->locations, site, &loc)) < 0)
+		return rc;
+	/* Latest first, so that a path found by several searches is kept
+	 * as the latest found it. */
+	for (size_t i = m->holder_count; i-- > 0;) {
+		const struct lw_holder *h = &m->holders[i];
+		bool seen = false;
+		size_t at;
+
+		if ((rc = holds(r, h, site, loc)) < 0)
+			return rc;
+		if (!rc)
+			continue;
+		for (size_t j = 0; j < out->count && !seen; j++)
+			seen = same_text(m, out->items[j]->path, h->path) &&
+			       same_text(m, out->items[j]->root, h->root);
+		if (seen)
+			continue;
+		/* Among equals, the one found first (met last) goes first. */
+		at = out->count;
+		while (at > 0 && !before(out->items[at - 1], h))
+			at--;
+		if (at == LW_HELD_BY_MAX)
+			continue;
+		if (out->count < LW_HELD_BY_MAX)
+			out->count++;
+		memmove(&out->items[at + 1], &out->items[at],
+			(out->count - 1 - at) * sizeof(out->items[0]));
+		out->items[at] = h;
+	}
+	return 0;
+}
+
+/* The last subscript of path ("[59]", "['tok']"): where it starts, or
+ * len when the path does not end with one. */
+static size_t last_subscript(const char *path, size_t len)
+{
+	if (len < 3 || path[len - 1] != ']')
+		return len;
+	for (size_t i = len - 1; i-- > 0;)
+		if (path[i] == '[')
+			return i;
+	return len;
+}
+
+/* Where the last list index ("[59]") of path starts; len if none. */
+static size_t last_index(const char *path, size_t len)
+{
+	for (size_t i = len; i-- > 0;) {
+		size_t j = i + 1;
+
+		if (path[i] != '[')
+			continue;
+		while (j < len && path[j] >= '0' && path[j] <= '9')
+			j++;
+		if (j > i + 1 && j < len && path[j] == ']')
+			return i;
+	}
+	return len;
+}
+
+const char *lw_holder_fix(const struct lw_model *m,
+			  const struct lw_holder *h, char *buf, size_t size)
+{
+	size_t len, cut;
+	const char *path = lw_holder_text(m, h->path, &len);
+	const char *graph = memmem(path, len, ".grad_fn", 8);
+
+	if (graph && memmem(path, len, "saved tensor", 12)) {
+		/* A graph that was never back-propagated: what holds it is
+		 * the tensor before ".grad_fn". */
+		snprintf(buf, size, "keep numbers, not graphs, in `%.*s`: add `.item()` (or `.detach()`) of each tensor to it, or run that code under torch.no_grad()",
+			 (int)(graph - path), path);
+		return buf;
+	}
+	if (graph) {
+		/* Back-propagated, but its nodes keep what they hold until
+		 * nothing refers to the result: let go of the variable. */
+		size_t name = strcspn(path, ".[");
+
+		snprintf(buf, size, "let go of `%.*s` once backward() has run (`del %.*s`, or set it to None): through `%.*s` it keeps the graph's buffers",
+			 (int)name, path, (int)name, path,
+			 (int)(graph - path + 8), path);
+		return buf;
+	}
+	if ((cut = last_index(path, len)) < len) {
+		snprintf(buf, size, "drain `%.*s` (clear it once used), or keep `.item()` (or `.detach()`) of what it collects instead",
+			 (int)cut, path);
+		return buf;
+	}
+	cut = last_subscript(path, len);
+	if (cut < len)
+		snprintf(buf, size, "remove the entry `%.*s` once it is no longer needed (`del %.*s`), or bound `%.*s`",
+			 (int)len, path, (int)len, path, (int)cut, path);
+	else
+		snprintf(buf, size, "let go of `%.*s` when it is no longer needed (`del` it, or set it to None)",
+			 (int)len, path);
+	return buf;
+}

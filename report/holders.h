@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * "Held by": the holders the shim's search found (HOLDER records, struct
+ * lw_holder) for the sites of a finding, and the fix phrased against the
+ * holder, for every view.
+ */
+#ifndef LW_REPORT_HOLDERS_H
+#define LW_REPORT_HOLDERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "render.h"
+
+/* Holders shown for one finding at most. */
+#define LW_HELD_BY_MAX 3
+
+struct lw_held_by {
+	const struct lw_holder *items[LW_HELD_BY_MAX];
+	size_t count;
+	/* A search ran out of its time budget: more may hold it. */
+	bool cut;
+};
+
+/*
+ * The holders of the finding led by site: those found for a site at its
+ * location, of its kind, one per path; the latest search's first (what
+ * held the memory last), and of one search those that hold the most
+ * objects first.
+ * Returns 0 or a negative errno.
+ */
+int lw_held_by(const struct lw_report *report, uint32_t site,
+	       struct lw_held_by *out);
+
+/* A string of the trace by id (a holder's path or root); "" if unknown. */
+const char *lw_holder_text(const struct lw_model *model, uint64_t id,
+			   size_t *len);
+
+/*
+ * The fix phrased against the holder ("drain `losses` or append ..."),
+ * into buf (NUL-terminated, cut to size). Returns buf.
+ */
+const char *lw_holder_fix(const struct lw_model *model,
+			  const struct lw_holder *holder, char *buf,
+			  size_t size);
+
+#endif
