@@ -198,6 +198,84 @@ def signal_respected():
              "LEAKWATCH_SIGNAL=0: SIGUSR2 keeps its default action")
 
 
+HOLDERS = r"""
+import os, signal, sys, time
+import leakwatch
+import tinytensor as tt
+
+mode = sys.argv[1]
+
+
+class Trainer:
+    def __init__(self):
+        self.history = []
+
+
+def train(trainer, steps):
+    for i in range(steps):
+        x = tt.ones(16)
+        loss = (x * x).sum()
+        trainer.history.append(loss)
+        leakwatch.step()
+        if mode == "snapshot" and i == steps - 6:
+            leakwatch.snapshot()
+
+
+trainer = Trainer()
+train(trainer, 30)
+if mode == "signal":
+    os.kill(os.getpid(), signal.SIGUSR2)
+    # The shim takes the signal at the job's next allocation or step.
+    for _ in range(50):
+        y = tt.ones(1)
+        time.sleep(0.01)
+if mode in ("snapshot", "signal"):
+    os._exit(0)     # no program end: what was found came from the request
+"""
+
+
+def holders():
+    """Who holds it, on a library that exposes only
+    __cuda_array_interface__: at the program's end, on
+    leakwatch.snapshot() and on SIGUSR2 the leak's finding is held by the
+    trainer's list; LEAKWATCH_HOLDERS=0 searches nothing."""
+    env = {"PYTHONPATH": os.pathsep.join(
+        [os.environ["LW_SCRIPTS"],
+         os.path.dirname(os.environ["LW_TINYTENSOR_PY"])])}
+    want = {"end": ("trainer.history[29]", "global of __main__", 29),
+            "signal": ("trainer.history[29]", "global of __main__", 29),
+            # The newest loss is reached first through the local `loss`.
+            "snapshot": ("trainer.history[23]", "local of train (", 23)}
+    for mode, (path, root, objects) in want.items():
+        run = Run([sys.executable, "-c", HOLDERS, mode], env=env).expect_ok()
+        rep = report(run.traces()[-1])
+        leaks = [f for f in rep["findings"] if f["leak"]]
+        check(len(leaks) == 1, f"{mode}: one leak: {rep['findings']}")
+        held = leaks[0]["held_by"]
+        check(held, f"{mode}: a holder\n{run.stderr}")
+        first = held[0]
+        check_eq(first["path"], path, f"{mode}: the holder's path")
+        check(first["root"].startswith(root), f"{mode}: root {first['root']}")
+        check_eq(first["objects"], objects, f"{mode}: objects held")
+        check(not first["cut"] and first["graph_nodes"] == 0,
+              f"{mode}: {first}")
+        check("drain `trainer.history`" in first["fix"], first["fix"])
+        text = report(run.traces()[-1], fmt="text")
+        check(f"held by: {path} (" in text, f"{mode}: text report\n{text}")
+    run = Run([sys.executable, "-c", HOLDERS, "end"],
+              env=dict(env, LEAKWATCH_HOLDERS="0")).expect_ok()
+    rep = report(run.trace())
+    check(all(not f["held_by"] for f in rep["findings"]) and
+          any(f["leak"] for f in rep["findings"]),
+          f"LEAKWATCH_HOLDERS=0: no holders: {rep['findings']}")
+    run = Run([sys.executable, "-c", HOLDERS, "end"],
+              env=dict(env, LEAKWATCH_HOLDERS_BUDGET="soon")).expect_ok()
+    check("LEAKWATCH_HOLDERS_BUDGET='soon'" in run.stderr, run.stderr)
+    rep = report(run.trace())
+    check(any(f["held_by"] for f in rep["findings"]),
+          "a bad budget falls back to the default")
+
+
 def pytest_python():
     """An interpreter with pytest (Debian's python3-pytest), or None."""
     for py in ("/usr/bin/python3", sys.executable):
@@ -316,4 +394,4 @@ def pytest_bad_marker():
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         rank_names, two_ranks, dataloader_workers, live_every, signal_flush,
-        signal_respected, pytest_plugin, pytest_bad_marker]}))
+        signal_respected, pytest_plugin, pytest_bad_marker, holders]}))

@@ -192,6 +192,13 @@ class Tensor(object):
     def ptr(self):
         return self.storage.ptr
 
+    @property
+    def __cuda_array_interface__(self):
+        """The CUDA Array Interface (version 3), as CuPy and Numba give it."""
+        return {"shape": self.shape, "typestr": "<f4",
+                "data": (self.ptr or 0, False), "strides": None,
+                "version": 3}
+
     # ---- operations: each result is a new storage ----
 
     def _binary(self, other, op):

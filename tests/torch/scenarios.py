@@ -14,6 +14,7 @@ Usage: scenarios.py CASE STEPS OUT [SCRIPTS_DIR]
 (SCRIPTS_DIR: where the leakwatch helper module is, for phase marks.)
 """
 import copy
+import ctypes
 import gc
 import json
 import os
@@ -75,6 +76,17 @@ class Record(object):
         self.optimizer_steps = 0
         self.iterations = 0
         self.held = None
+        # LW_SNAPSHOT_AT=N: leakwatch.snapshot() (who holds it) at the Nth
+        # step's end, or at the start of the iteration after it where a
+        # scenario asks (a loop whose leak lives between steps).
+        self.snapshot_at = int(os.environ.get("LW_SNAPSHOT_AT", "0"))
+
+    def snapshot(self):
+        helper().snapshot()
+
+    def iteration_start(self):
+        if self.snapshot_at and self.iterations == self.snapshot_at:
+            self.snapshot()
 
     def step(self):
         torch.cuda.synchronize()
@@ -86,6 +98,8 @@ class Record(object):
             free, total = torch.cuda.mem_get_info()
             self.allocated.append(total - free)
         self.iterations += 1
+        if self.snapshot_at and self.iterations == self.snapshot_at:
+            self.snapshot()
 
     def count(self, optimizer):
         def hook(opt, args, kwargs):
@@ -141,8 +155,9 @@ class Trainer(object):
         self.batch_metrics = []
 
 
-def composer(steps, rec, collect=True):
-    """A deep copy of the metrics every batch."""
+def composer(steps, rec, collect=True, keep=False):
+    """A deep copy of the metrics every batch (kept on the trainer with
+    keep)."""
     if not collect:
         gc.disable()
     trainer = Trainer()
@@ -155,12 +170,19 @@ def composer(steps, rec, collect=True):
         trainer.opt.step()
         metrics = copy.deepcopy(trainer.metrics)  # @lead
         metrics.update(out.detach())
+        if keep:
+            trainer.batch_metrics.append(metrics)
         del metrics
         rec.step()
 
 
 def composer_no_gc(steps, rec):
     composer(steps, rec, collect=False)
+
+
+def composer_kept(steps, rec):
+    """The copies kept in a list on the trainer, as a logger would."""
+    composer(steps, rec, keep=True)
 
 
 class GradBufferLoss(torch.autograd.Function):
@@ -198,6 +220,7 @@ def espnet(steps, rec):
     opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
     retval = None
     for _, x, _y in batches(steps, batch=2048):
+        rec.iteration_start()
         retval = {"loss": GradBufferLoss.apply(model(frontend(x)))}
         opt.zero_grad()
         retval["loss"].backward()
@@ -230,6 +253,7 @@ def simpletuner(steps, rec):
     # What the "unloaded" encoders still hold: one weight, and a whole module.
     kept = [_embedding_cache["tok"], *handler.encoder.parameters()]
     rec.held = sum(t.untyped_storage().nbytes() for t in kept)
+    del kept
     model = MLP().to(DEVICE)
     opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
     for _, x, y in batches(steps):
@@ -380,13 +404,18 @@ def steps_grad_scaler(steps, rec):
 
 
 CASES = {f.__name__: f for f in (
-    torchtitan, composer, composer_no_gc, espnet, simpletuner, eval_grad,
+    torchtitan, composer, composer_no_gc, composer_kept, espnet, simpletuner, eval_grad,
     control_adam, control_accumulation, control_eval, control_cache, control_gc,
     steps_two_optimizers, steps_grad_scaler)}
 
 if __name__ == "__main__":
     record = Record()
     kept = CASES[sys.argv[1]](int(sys.argv[2]), record)
+    # What the story kept stays live to the program's end, as a job's
+    # memory is when it runs out, but through no Python object of this
+    # harness: a holder found at the end is the story's own, or none.
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(kept))
+    del kept
     torch.cuda.synchronize()
     record.write(sys.argv[3])
     print("ok")
