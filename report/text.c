@@ -772,8 +772,11 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 		const char *path = lw_holder_text(m, h->path, &len);
 		const char *root = lw_holder_text(m, h->root, &root_len);
 
-		fprintf(out, "      held by: %.*s (%.*s; %" PRIu64 " object%s",
-			(int)len, path, (int)root_len, root, h->objects,
+		fputs("      held by: ", out);
+		lw_put_text(out, (const uint8_t *)path, len);
+		fputs(" (", out);
+		lw_put_text(out, (const uint8_t *)root, root_len);
+		fprintf(out, "; %" PRIu64 " object%s", h->objects,
 			h->objects == 1 ? "" : "s");
 		if (h->graph)
 			fprintf(out, ", %" PRIu64 " graph node%s kept",
@@ -783,8 +786,9 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 	if (held.cut)
 		fputs("      (the holder search ran out of time: there may be more)\n",
 		      out);
-	fprintf(out, "      fix the holder: %s\n",
-		lw_holder_fix(m, held.items[0], fix, sizeof(fix)));
+	fputs("      fix the holder: ", out);
+	lw_put_text_str(out, lw_holder_fix(m, held.items[0], fix, sizeof(fix)));
+	putc('\n', out);
 	return 0;
 }
 

@@ -68,23 +68,30 @@ def _key(k):
     return "<" + type(k).__name__ + ">"
 
 
+# What a type's objects are to the walk, decided once per type.
+_ATOM, _SKIP, _SEQ, _DICT, _TENSOR, _ARRAY, _NODE, _CLASS, _OBJECT = range(9)
+_ATOM_TYPES = frozenset(_ATOMS)
+
+
 class _Search(object):
     def __init__(self, ranges, deadline):
         self.starts = [r[0] for r in ranges]
         self.ranges = ranges
         self.deadline = deadline
         self.cut = False
-        self.found = {}    # range index -> (node, objects)
+        self.found = {}    # range index -> node
         self.torch = sys.modules.get("torch")
         self.tensor_type = getattr(self.torch, "Tensor", None) \
             if self.torch else None
-        # BFS nodes: parallel lists (object ids, parents, labels, flags).
+        # The walk's nodes: the objects and their parents' indexes, in
+        # the order met. Labels are worked out again only for the nodes
+        # on a path found (_label), so that a node costs two appends.
         self.objs = []
         self.parent = []
-        self.label = []
-        self.attr_dict = []   # its dict entries read as attributes
-        self.root = []
+        self.root = {}        # node of a root -> (name, where)
         self.seen = set()
+        self.kinds = {}       # type -> what its objects are to the walk
+        self.labels = {}      # node -> {id of a referent: its label}
 
     # -- what a device buffer is --
 
@@ -94,57 +101,77 @@ class _Search(object):
             return i
         return -1
 
-    def _buffer(self, obj):
-        """The device pointer of obj's buffer, or None."""
+    def _kind(self, tp):
+        kind = self.kinds.get(tp)
+        if kind is not None:
+            return kind
         t = self.tensor_type
-        if t is not None and _is(obj, t):
-            try:
-                return obj.untyped_storage().data_ptr()
-            except Exception:
-                return None
         try:
-            for klass in type(obj).__mro__:
-                if "__cuda_array_interface__" in klass.__dict__:
-                    iface = obj.__cuda_array_interface__
-                    return int(iface["data"][0])
+            if tp in _ATOM_TYPES:
+                kind = _ATOM
+            elif issubclass(tp, _SKIP_TYPES):
+                kind = _SKIP
+            elif issubclass(tp, type):
+                kind = _CLASS
+            elif tp is list or tp is tuple:
+                kind = _SEQ
+            elif tp is dict:
+                kind = _DICT
+            elif t is not None and issubclass(tp, t):
+                kind = _TENSOR
+            elif any("__cuda_array_interface__" in k.__dict__
+                     for k in tp.__mro__):
+                kind = _ARRAY
+            elif any("next_functions" in k.__dict__ for k in tp.__mro__):
+                kind = _NODE
+            else:
+                kind = _OBJECT
+        except Exception:
+            kind = _OBJECT
+        self.kinds[tp] = kind
+        return kind
+
+    def _buffer(self, obj, kind):
+        """The device pointer of obj's buffer, or None."""
+        try:
+            if kind == _TENSOR:
+                return obj.untyped_storage().data_ptr()
+            iface = obj.__cuda_array_interface__
+            return int(iface["data"][0])
         except Exception:
             return None
-        return None
 
     # -- the walk --
 
-    def _add(self, obj, parent, label, attr_dict=False, root=None):
-        if _is(obj, _ATOMS) or obj is self:
-            return
+    def _add_root(self, obj, name, where):
         i = id(obj)
-        if i in self.seen:
+        if type(obj) in _ATOM_TYPES or i in self.seen:
             return
         self.seen.add(i)
+        self.root[len(self.objs)] = (name, where)
         self.objs.append(obj)
-        self.parent.append(parent)
-        self.label.append(label)
-        self.attr_dict.append(attr_dict)
-        self.root.append(root if root is not None else self.root[parent])
+        self.parent.append(-1)
 
     def _edges(self, n):
-        """The named referents of node n."""
+        """The named referents of node n: (object, label, whether it is a
+        dict of attributes). The walk takes the same objects, unnamed."""
         obj = self.objs[n]
-        if _is(obj, _SKIP_TYPES):
+        kind = self._kind(type(obj))
+        if kind == _SKIP or kind == _ATOM:
             return
-        attr = self.attr_dict[n]
-        if type(obj) is dict:
+        if kind == _DICT:
+            attr = self._attributes(n)
             for k, v in list(obj.items()):
                 if attr and _is(k, str):
                     yield v, "." + k, False
                 else:
                     yield v, "[" + _key(k) + "]", False
             return
-        if type(obj) in (list, tuple):
+        if kind == _SEQ:
             for i, v in enumerate(obj):
                 yield v, "[%d]" % i, False
             return
-        t = self.tensor_type
-        if t is not None and _is(obj, t):
+        if kind == _TENSOR:
             for name in ("grad_fn", "grad"):
                 try:
                     v = getattr(obj, name)
@@ -152,15 +179,20 @@ class _Search(object):
                     continue
                 if v is not None:
                     yield v, "." + name, False
-        elif hasattr(type(obj), "next_functions"):
+        elif kind == _NODE:
             for v, label in self._node_edges(obj):
                 yield v, label, False
         own = _instance_dict(obj)
         if own is not None:
+            # Its entries, which the walk may meet directly (CPython 3.11
+            # and later keep an instance's attributes in the instance
+            # until its __dict__ is asked for), and the dict itself.
+            for k, v in list(own.items()):
+                if _is(k, str):
+                    yield v, "." + k, False
             yield own, "", True
-        named = set(id(v) for v in own.values()) if own else ()
         for v in gc.get_referents(obj):
-            if v is own or id(v) in named:
+            if v is own:
                 continue
             if type(v) is dict and not _is(obj, (dict, list, tuple)):
                 # An instance's or a class's __dict__: its entries are
@@ -168,6 +200,36 @@ class _Search(object):
                 yield v, "", True
             elif not _is(v, type):
                 yield v, ".<%s>" % type(v).__name__, False
+
+    def _attributes(self, n):
+        """Whether dict node n holds its parent's attributes: a class's
+        dict, or an instance's __dict__."""
+        p = self.parent[n]
+        if p < 0:
+            return False
+        kind = self._kind(type(self.objs[p]))
+        if kind == _CLASS:
+            return True
+        if kind in (_SEQ, _DICT, _ATOM, _SKIP):
+            return False
+        return _instance_dict(self.objs[p]) is self.objs[n]
+
+    def _label(self, n):
+        """How node n's parent refers to it, worked out again from the
+        parent's edges (once per parent)."""
+        p = self.parent[n]
+        if p < 0:
+            return self.root[n][0]
+        labels = self.labels.get(p)
+        if labels is None:
+            labels = self.labels[p] = {}
+            try:
+                for v, label, _ in self._edges(p):
+                    labels.setdefault(id(v), label)
+            except Exception:
+                pass
+        want = self.objs[n]
+        return labels.get(id(want), ".<%s>" % type(want).__name__)
 
     def _node_edges(self, node):
         try:
@@ -217,7 +279,7 @@ class _Search(object):
             except Exception:
                 local = {}
             for name, v in local.items():
-                self._add(v, -1, name, root="local of " + where)
+                self._add_root(v, name, "local of " + where)
         main = sys.modules.get("__main__")
         self._globals([("__main__", main)] if main else [])
 
@@ -232,7 +294,7 @@ class _Search(object):
             for name, v in list(d.items()):
                 if _is(v, type(sys)):
                     continue
-                self._add(v, -1, name, root="global of " + mname)
+                self._add_root(v, name, "global of " + mname)
 
     def run(self, skip_frame):
         """Breadth first from the program's own roots (live frames and
@@ -244,26 +306,77 @@ class _Search(object):
                                  if k != "__main__" and m is not None))
             self._walk(n)
 
+    def _met(self, obj, kind, node):
+        """Whether obj, just met as node, was the last target to find."""
+        ptr = self._buffer(obj, kind)
+        r = self._range_of(ptr) if ptr is not None else -1
+        if r >= 0 and r not in self.found:
+            self.found[r] = node
+        return len(self.found) == len(self.ranges)
+
     def _walk(self, n):
-        want = len(self.ranges)
-        while n < len(self.objs):
-            if (n & 1023) == 0 and time.perf_counter() > self.deadline:
-                self.cut = True
-                break
-            obj = self.objs[n]
-            ptr = self._buffer(obj)
-            if ptr is not None:
-                r = self._range_of(ptr)
-                if r >= 0 and r not in self.found:
-                    self.found[r] = n
-                    if len(self.found) == want:
-                        return n + 1
+        """Visits the nodes from n on, adding what they refer to; returns
+        where it stopped. A target is recognised when it is met, so that
+        the walk ends as soon as the last is."""
+        objs, parent, seen = self.objs, self.parent, self.seen
+        kinds_get, kind_of, atoms = self.kinds.get, self._kind, _ATOM_TYPES
+        seen_add, objs_append, parent_append = seen.add, objs.append, \
+            parent.append
+        referents, clock, deadline = gc.get_referents, time.perf_counter, \
+            self.deadline
+        # The roots, met before the walk.
+        for i in range(n, len(objs)):
+            kind = kind_of(type(objs[i]))
+            if (kind == _TENSOR or kind == _ARRAY) and \
+                    self._met(objs[i], kind, i):
+                return len(objs)
+        added = 0
+        while n < len(objs):
+            obj = objs[n]
+            kind = kinds_get(type(obj))
             try:
-                for v, label, attr in self._edges(n):
-                    self._add(v, n, label, attr_dict=bool(attr))
+                if kind == _SEQ:
+                    children = obj
+                elif kind == _DICT:
+                    children = list(obj.values())
+                elif kind == _OBJECT or kind == _CLASS:
+                    children = referents(obj)
+                elif kind == _SKIP or kind == _ATOM:
+                    children = ()
+                else:
+                    children = [v for v, _, _ in self._edges(n)]
+                for v in children:
+                    tp = type(v)
+                    if tp in atoms:
+                        continue
+                    i = id(v)
+                    if i in seen:
+                        continue
+                    k = kinds_get(tp)
+                    if k is None:
+                        k = kind_of(tp)
+                    if k == _SKIP or (k == _CLASS and kind != _SEQ and
+                                      kind != _DICT):
+                        # Modules and functions never (a module's globals
+                        # are roots); classes from a container, not from
+                        # each of their instances.
+                        continue
+                    seen_add(i)
+                    objs_append(v)
+                    parent_append(n)
+                    if (k == _TENSOR or k == _ARRAY) and \
+                            self._met(v, k, len(objs) - 1):
+                        return len(objs)
+                    added += 1
+                    if not added & 4095 and clock() > deadline:
+                        self.cut = True
+                        return len(objs)
             except Exception:
                 pass
             n += 1
+            if not n & 1023 and clock() > deadline:
+                self.cut = True
+                break
         return n
 
     # -- how a person writes it --
@@ -281,7 +394,7 @@ class _Search(object):
         hops = 0        # graph nodes passed since the last one named
         last = None     # the type name of the last graph node passed
         for n in chain:
-            label = self.label[n]
+            label = self._label(n)
             name = type(self.objs[n]).__name__
             if label == ".grad_fn":
                 out += ".grad_fn (%s)" % name
@@ -391,11 +504,12 @@ def search(targets, budget):
             top = n
             while s.parent[top] >= 0:
                 top = s.parent[top]
-            key = (_container(path), s.root[n])
+            root = s.root[top][1]
+            key = (_container(path), root)
             if key not in groups:
                 nodes = _graph_nodes(s.objs[top], s.tensor_type) \
                     if graph else 0
-                groups[key] = [{}, path, s.root[n], 0, nodes]
+                groups[key] = [{}, path, root, 0, nodes]
                 order.append(key)
             g = groups[key]
             g[3] += 1
@@ -411,8 +525,8 @@ def search(targets, budget):
     finally:
         # Nothing of the program stays referenced, even if something of
         # the walk outlives this call.
-        for part in (s.objs, s.parent, s.label, s.attr_dict, s.root,
-                     s.seen, s.found):
+        for part in (s.objs, s.parent, s.root, s.seen, s.found, s.labels,
+                     s.kinds):
             part.clear()
         del s
         caught.__exit__(None, None, None)

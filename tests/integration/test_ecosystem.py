@@ -262,6 +262,10 @@ def holders():
         check("drain `trainer.history`" in first["fix"], first["fix"])
         text = report(run.traces()[-1], fmt="text")
         check(f"held by: {path} (" in text, f"{mode}: text report\n{text}")
+        page = report(run.traces()[-1], fmt="html")
+        check(f'<div class="lw-held">Held by: <code>{path}</code>' in page
+              and "Fix the holder: drain `trainer.history`" in page,
+              f"{mode}: the HTML finding shows the holder")
     run = Run([sys.executable, "-c", HOLDERS, "end"],
               env=dict(env, LEAKWATCH_HOLDERS="0")).expect_ok()
     rep = report(run.trace())
