@@ -55,6 +55,12 @@ enum lw_mem_kind {
 	LW_MEM_KIND_MAX = 4,
 };
 
+/* Memory on the device: what growth, leaks and holders are judged on. */
+static inline int lw_mem_kind_is_device(unsigned kind)
+{
+	return kind == LW_MEM_DEVICE || kind == LW_MEM_MANAGED;
+}
+
 /* The API entry point that made an allocation (in CONTEXT records). */
 enum lw_api {
 	LW_API_UNKNOWN = 0,
