@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """What leakwatch costs, all measured side by side in one run.
 
-    bench-all.py BUILD_DIR [--quick] [--repeats N] [--parts 1,5]
+    bench-all.py BUILD_DIR [--quick] [--repeats N] [--parts 1,1w,5]
 
 1. hook cost: cudaMalloc+cudaFree pairs on the stand-in runtime at native
    depths 10, 30, 60, without and with the shim;
@@ -129,6 +129,51 @@ def hooks_and_heaptrack(b, work, repeats, pairs):
     return result
 
 
+def run_wall(cmd, env):
+    t0 = time.perf_counter()
+    run_out(cmd, env)
+    return time.perf_counter() - t0
+
+
+def hooks_wall(b, work, repeats, pairs):
+    """Part 1 again, by whole-process wall time: the shim's writer thread
+    and heaptrack's interpreter process count. Each figure is the time of
+    a run of `pairs` pairs less that of a run of one (start-up, exit and
+    heaptrack's final pass), per pair."""
+    print("1w. hook cost against heaptrack by whole-process wall time, "
+          f"ns per pair ({pairs} pairs less one, median of {repeats})",
+          flush=True)
+    heaptrack = shutil.which("heaptrack")
+    if not heaptrack:
+        print("  heaptrack is not installed: part 1w is skipped", flush=True)
+        return
+    base = clean_env()
+    shim = dict(base, LD_PRELOAD=b["lib"], LEAKWATCH_QUIET="1",
+                LEAKWATCH_OUT=os.path.join(work, "wall-%p.trace"))
+    ht = [heaptrack, "-o", os.path.join(work, "ht")]
+
+    def per_pair(prefix, prog, depth, env):
+        many = run_wall(prefix + [prog, str(depth), str(pairs)], env)
+        none = run_wall(prefix + [prog, str(depth), "1"], env)
+        for f in os.listdir(work):
+            if f.startswith(("ht", "wall-")):
+                os.unlink(os.path.join(work, f))
+        return (many - none) / pairs * 1e9
+
+    for depth in DEPTHS:
+        lw, htr = [], []
+        for _ in range(repeats):
+            lw.append(per_pair([], b["hooks"], depth, shim) -
+                      per_pair([], b["hooks"], depth, base))
+            htr.append(per_pair(ht, b["malloc"], depth, base) -
+                       per_pair([], b["malloc"], depth, base))
+        added, hadded = statistics.median(lw), statistics.median(htr)
+        ratio = added / hadded if hadded > 0 else float("inf")
+        row("heaptrack-wall", f"depth {depth}: wall time added per pair, "
+            f"leakwatch +{added:.0f} ns, heaptrack +{hadded:.0f} ns",
+            f"{ratio:.2f}", "<= 0.5", "met" if ratio <= 0.5 else "missed")
+
+
 def python_loop(b, work, repeats, pairs):
     print(f"3. Python: tinytensor alloc+free pairs from Python ({pairs} "
           f"pairs, best of {repeats} inside each run)", flush=True)
@@ -250,9 +295,10 @@ def main():
     parser.add_argument("--quick", action="store_true",
                         help="fewer pairs and runs, 1M and 2M events")
     parser.add_argument("--repeats", type=int, default=0)
-    parser.add_argument("--parts", default="1,3,4,5",
+    parser.add_argument("--parts", default="1,1w,3,4,5",
                         help="which parts to run: 1 (hooks, and heaptrack's "
-                        "part 2), 3, 4, 5")
+                        "part 2), 1w (the same by whole-process wall time), "
+                        "3, 4, 5")
     args = parser.parse_args()
     build = os.path.abspath(args.build)
     b = {
@@ -280,6 +326,8 @@ def main():
         parts = set(args.parts.split(","))
         if "1" in parts or "2" in parts:
             hooks_and_heaptrack(b, work, repeats, pairs)
+        if "1w" in parts:
+            hooks_wall(b, work, repeats, pairs)
         if "3" in parts:
             python_loop(b, work, max(3, repeats // 2), pairs // 2)
         if "4" in parts:
