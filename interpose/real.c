@@ -30,7 +30,6 @@ static const char *const fn_names[LW_FN_COUNT] = {
 	[LW_FN_CUDA_FREE_HOST] = "cudaFreeHost",
 	[LW_FN_CUDA_HOST_REGISTER] = "cudaHostRegister",
 	[LW_FN_CUDA_HOST_UNREGISTER] = "cudaHostUnregister",
-	[LW_FN_CUDA_GET_DEVICE] = "cudaGetDevice",
 	[LW_FN_CUDA_GET_DRIVER_ENTRY_POINT] = "cudaGetDriverEntryPoint",
 	[LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_PTSZ] = "cudaGetDriverEntryPoint_ptsz",
 	[LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION] =
@@ -262,8 +261,6 @@ lw_fnptr lw_real_resolve(enum lw_fn fn)
 		keep_loaded(p, fn < LW_FN_FIRST_DRIVER);
 	else
 		p = resolve_in_loaded_library(fn);
-	if (!p && fn == LW_FN_CUDA_GET_DEVICE)
-		return NULL; /* optional: the device is then recorded as unknown */
 	if (!p) {
 		lw_warn_once(LW_WARN_NO_RUNTIME,
 			     "no CUDA %s is loaded that provides %s; "
