@@ -655,17 +655,15 @@ static int collect(const struct lw_report *r, const struct lw_growth_report *g,
 	return 0;
 }
 
-int lw_diagnose(const struct lw_report *r, struct lw_diagnosis *d)
+int lw_diagnose(const struct lw_report *r, const struct lw_growth_report *gr,
+		struct lw_diagnosis *d)
 {
 	const struct lw_model *m = r->model;
-	struct lw_growth_report g;
+	const struct lw_growth_report g = *gr;
 	struct lw_finding *fs = NULL;
-	int rc;
+	int rc = 0;
 
 	memset(d, 0, sizeof(*d));
-	rc = lw_model_growth(m, r->min_steps, &g);
-	if (rc < 0)
-		goto out;
 	if (m->site_count == 0)
 		goto out;
 	d->sites = calloc(m->site_count, sizeof(*d->sites));
@@ -697,7 +695,6 @@ int lw_diagnose(const struct lw_report *r, struct lw_diagnosis *d)
 	rc = collect(r, &g, d, fs);
 out:
 	free(fs);
-	lw_growth_report_fini(&g);
 	return rc;
 }
 

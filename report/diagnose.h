@@ -84,11 +84,16 @@ struct lw_diagnosis {
 };
 
 /*
- * Classifies the sites of report (with report->rules, which may be NULL).
+ * Classifies the sites of report (with report->rules, which may be NULL)
+ * from the growth judged of them (lw_model_growth()). Renderers read the
+ * diagnosis of report->analysis instead (analysis.h).
  * Returns 0 or a negative errno (-ENOMEM, or the symbolizer's); call
  * lw_diagnosis_fini() either way.
  */
-int lw_diagnose(const struct lw_report *report, struct lw_diagnosis *out);
+struct lw_growth_report;
+int lw_diagnose(const struct lw_report *report,
+		const struct lw_growth_report *growth,
+		struct lw_diagnosis *out);
 
 /*
  * Whether a frame of the site's stack matches a suppression of the

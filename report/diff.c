@@ -227,6 +227,10 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 	if (rc == 0)
 		rc = lw_trace_file_set_rules(&after, rules);
 	if (rc == 0)
+		rc = lw_trace_file_analyse(&before);
+	if (rc == 0)
+		rc = lw_trace_file_analyse(&after);
+	if (rc == 0)
 		rc = lw_site_keys_build(&before.report, &kb);
 	if (rc == 0)
 		rc = lw_site_keys_build(&after.report, &ka);

@@ -2,6 +2,7 @@
 /* Named frames, and the one place findings are gathered. */
 #include "findings.h"
 
+#include "analysis.h"
 #include "diagnose.h"
 #include "pystack.h"
 
@@ -316,20 +317,17 @@ int lw_site_location(const struct lw_report *r, uint32_t site,
 
 int lw_findings_collect(const struct lw_report *r, struct lw_findings *out)
 {
-	struct lw_diagnosis d;
+	const struct lw_diagnosis *d;
 	size_t n = 0;
-	int rc;
+	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	rc = lw_model_growth(r->model, r->min_steps, &out->growth);
-	if (rc == 0)
-		rc = lw_diagnose(r, &d);
-	else
-		memset(&d, 0, sizeof(d));
-	if (rc < 0)
-		goto out;
-	for (size_t i = 0; i < d.finding_count; i++)
-		n += d.findings[i].leak && !d.findings[i].suppressed;
+	if (!r->analysis)
+		return -EINVAL;
+	out->growth = r->analysis->growth;
+	d = &r->analysis->diagnosis;
+	for (size_t i = 0; i < d->finding_count; i++)
+		n += d->findings[i].leak && !d->findings[i].suppressed;
 	if (n == 0)
 		goto out;
 	out->items = calloc(n, sizeof(*out->items));
@@ -337,8 +335,8 @@ int lw_findings_collect(const struct lw_report *r, struct lw_findings *out)
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < d.finding_count; i++) {
-		const struct lw_finding *df = &d.findings[i];
+	for (size_t i = 0; i < d->finding_count; i++) {
+		const struct lw_finding *df = &d->findings[i];
 		struct lw_report_finding *f;
 
 		if (!df->leak || df->suppressed)
@@ -365,7 +363,6 @@ int lw_findings_collect(const struct lw_report *r, struct lw_findings *out)
 		}
 	}
 out:
-	lw_diagnosis_fini(&d);
 	return rc;
 }
 
@@ -376,6 +373,5 @@ void lw_findings_fini(struct lw_findings *findings)
 		free(findings->items[i].evidence);
 	}
 	free(findings->items);
-	lw_growth_report_fini(&findings->growth);
 	memset(findings, 0, sizeof(*findings));
 }

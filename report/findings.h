@@ -76,15 +76,17 @@ struct lw_findings {
 	struct lw_report_finding *items;	/* most important first */
 	size_t count;
 	/* The growth judgement the findings come from (the run's verdict
-	 * and every site's). */
+	 * and every site's): the report's analysis's, borrowed. */
 	struct lw_growth_report growth;
 };
 
 /*
- * The findings of a report: the leaks its diagnosis found (lw_diagnose(),
- * suppressed ones left out), most important first, each with the growth of
- * its lead site. Every format gathers its findings here. Returns 0 or a
- * negative errno; call lw_findings_fini() either way.
+ * The findings of a report: the leaks its analysis's diagnosis found
+ * (suppressed ones left out), most important first, each with the growth
+ * of its lead site. Every format gathers its findings here; they borrow
+ * from report->analysis, so they live no longer than it. Returns 0 or a
+ * negative errno (-EINVAL: the report was not analysed); call
+ * lw_findings_fini() either way.
  */
 int lw_findings_collect(const struct lw_report *report,
 			struct lw_findings *out);

@@ -10,80 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/*
- * The verdicts last judged from a model, and what they were judged from:
- * one report asks for them from several places (its body, its diagnosis,
- * its exit status), and judging every site's series is the largest fixed
- * cost of a report.
- */
-struct growth_memo {
-	uint64_t min_steps;
-	uint64_t events;
-	size_t step_point_count;
-	struct lw_growth run;
-	uint32_t site_count;
-	struct lw_site_growth sites[];
-};
-
-static bool memo_fits(const struct growth_memo *memo,
-		      const struct lw_model *m, uint64_t min_steps)
-{
-	return memo && memo->min_steps == min_steps &&
-	       memo->events == m->events &&
-	       memo->step_point_count == m->step_point_count &&
-	       memo->site_count == m->site_count;
-}
-
-static void remember(const struct lw_model *m,
-		     const struct lw_growth_report *g)
-{
-	struct lw_model *mm = (struct lw_model *)m;
-	struct growth_memo *memo;
-
-	free(mm->growth_memo);
-	mm->growth_memo = NULL;
-	/* Without room to remember, the next caller judges again. */
-	memo = malloc(sizeof(*memo) + g->site_count * sizeof(memo->sites[0]));
-	if (!memo)
-		return;
-	memo->min_steps = g->min_steps;
-	memo->events = m->events;
-	memo->step_point_count = m->step_point_count;
-	memo->run = g->run;
-	memo->site_count = g->site_count;
-	if (g->site_count)
-		memcpy(memo->sites, g->sites,
-		       g->site_count * sizeof(memo->sites[0]));
-	mm->growth_memo = memo;
-}
-
 static int judge(const struct lw_model *m, uint64_t min_steps,
 		 struct lw_growth_report *out);
 
 int lw_model_growth(const struct lw_model *m, uint64_t min_steps,
 		    struct lw_growth_report *out)
 {
-	const struct growth_memo *memo = m->growth_memo;
-	int rc;
-
-	if (memo_fits(memo, m, min_steps)) {
-		out->run = memo->run;
-		out->min_steps = min_steps;
-		out->site_count = memo->site_count;
-		out->sites = NULL;
-		if (!memo->site_count)
-			return 0;
-		out->sites = malloc(memo->site_count * sizeof(*out->sites));
-		if (!out->sites)
-			return -ENOMEM;
-		memcpy(out->sites, memo->sites,
-		       memo->site_count * sizeof(*out->sites));
-		return 0;
-	}
-	rc = judge(m, min_steps, out);
-	if (rc == 0)
-		remember(m, out);
-	return rc;
+	return judge(m, min_steps, out);
 }
 
 /* Consecutive step points [from, to) inside one phase instance. */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "diagnose.h"
 #include "growth.h"
 #include "holders.h"
@@ -834,23 +835,15 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	const struct lw_model *m = r->model;
 	unsigned in = nested ? 4 : 0, k = in + 2;
 	const char *const *notes;
-	struct lw_growth_report g;
-	struct lw_diagnosis d;
+	const struct lw_growth_report g = r->analysis->growth;
+	const struct lw_diagnosis d = r->analysis->diagnosis;
 	uint32_t *sites;
 	size_t site_count, note_count;
 	int rc;
 
-	rc = lw_model_growth(m, r->min_steps, &g);
-	if (rc < 0) {
-		lw_growth_report_fini(&g);
-		return rc;
-	}
-	rc = lw_diagnose(r, &d);
-	if (rc < 0)
-		goto fail;
 	rc = lw_model_live_sites(m, &sites, &site_count);
 	if (rc < 0)
-		goto fail;
+		return rc;
 	if (nested) {
 		if (!first)
 			putc(',', out);
@@ -921,7 +914,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	}
 	free(sites);
 	if (rc < 0)
-		goto fail;
+		return rc;
 
 	put_key(out, k, "dropped_events");
 	fprintf(out, "%" PRIu64 ",", lw_model_dropped(m));
@@ -929,7 +922,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	fprintf(out, "%" PRIu64 ",", m->reused_live_addresses);
 	put_key(out, k, "phases");
 	if ((rc = put_phases(out, r, k)) < 0)
-		goto fail;
+		return rc;
 	putc(',', out);
 	put_key(out, k, "info");
 	put_info(out, m, k);
@@ -967,22 +960,20 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	fprintf(out, "\"%s\",", lw_verdict_name(g.run.verdict));
 	put_key(out, k, "min_steps");
 	fprintf(out, "%" PRIu64 ",", g.min_steps);
-	lw_growth_report_fini(&g);
 	put_key(out, k, "step_source");
 	fprintf(out, "\"%s\",", lw_model_step_source(m));
 	put_key(out, k, "peak_attribution");
 	if ((rc = put_peak_attribution(out, r, k)) < 0)
-		goto fail_diagnosis;
+		return rc;
 	putc(',', out);
 	put_key(out, k, "gc_passes");
 	fprintf(out, "%" PRIu64 ",", m->gc_passes);
 	put_key(out, k, "findings");
 	if ((rc = put_findings(out, r, &d, k)) < 0)
-		goto fail_diagnosis;
+		return rc;
 	putc(',', out);
 	put_key(out, k, "suppressed_findings");
 	fprintf(out, "%zu,", d.suppressed_count);
-	lw_diagnosis_fini(&d);
 	put_key(out, k, "torch_allocator");
 	put_torch(out, m);
 	putc(',', out);
@@ -1002,12 +993,6 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	if (!nested)
 		putc('\n', out);
 	return 0;
-
-fail:
-	lw_growth_report_fini(&g);
-fail_diagnosis:
-	lw_diagnosis_fini(&d);
-	return rc;
 }
 
 void lw_json_begin_list(FILE *out)

@@ -240,6 +240,8 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 				tf.report.min_steps = options->report.min_steps;
 			tf.report.native = options->report.native;
 			rc = lw_trace_file_set_rules(&tf, options->report.rules);
+			if (rc == 0)
+				rc = lw_trace_file_analyse(&tf);
 			if (rc < 0)
 				snprintf(message, sizeof(message), "%s",
 					 strerror(-rc));

@@ -49,7 +49,9 @@ static int load(const char *path, size_t min_steps, struct merged_trace *t)
 	rc = lw_trace_file_open(&tf, path, message, sizeof(message));
 	if (rc == 0) {
 		tf.report.min_steps = min_steps;
-		rc = lw_site_keys_build(&tf.report, &keys);
+		rc = lw_trace_file_analyse(&tf);
+		if (rc == 0)
+			rc = lw_site_keys_build(&tf.report, &keys);
 	}
 	if (rc == 0) {
 		const struct lw_model *m = &tf.model;

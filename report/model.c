@@ -1285,7 +1285,6 @@ void lw_model_fini(struct lw_model *m)
 	free(m->program_end_sites);
 	lw_torch_fini(m);
 	free(m->step_points);
-	free(m->growth_memo);
 	for (uint32_t j = 0; j < m->series_count; j++) {
 		free(m->series[j].bytes);
 		free(m->series[j].counts);

@@ -390,7 +390,6 @@ struct lw_model {
 	size_t step_point_count, step_point_capacity;
 	/* The growth verdicts last judged from this model (growth.c keeps
 	 * them: one report asks from several places); freed with it. */
-	void *growth_memo;
 	uint64_t step_stride;	/* 1, then doubling */
 	uint64_t step_peak;	/* the most live since the last point */
 	/* Per-site series, as long as the step series. */

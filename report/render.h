@@ -37,6 +37,9 @@ struct lw_report {
 	bool native;
 	/* The sites' locations (locations.h), found once for every view. */
 	struct lw_locations *locations;
+	/* Growth and diagnosis (analysis.h), made once for every view;
+	 * NULL until lw_analyse() ran. */
+	const struct lw_analysis *analysis;
 };
 
 struct lw_rules;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "diagnose.h"
 #include "findings.h"
 #include "growth.h"
@@ -525,7 +526,7 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 		      bool sites_breakdown)
 {
 	const struct lw_model *m = r->model;
-	struct lw_growth_report g;
+	const struct lw_growth_report g = r->analysis->growth;
 	char rate[LW_SIZE_BUF], per10k[LW_SIZE_BUF];
 	struct lw_location_sum *sums = NULL;
 	uint32_t *sites = NULL;
@@ -539,9 +540,7 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 		      out);
 		return 0;
 	}
-	rc = lw_model_growth(m, r->min_steps, &g);
-	if (rc == 0)
-		rc = lw_growing_sites(&g, &sites, &count);
+	rc = lw_growing_sites(&g, &sites, &count);
 	if (rc < 0)
 		goto out;
 	putc('\n', out);
@@ -602,7 +601,6 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 out:
 	free(sums);
 	free(sites);
-	lw_growth_report_fini(&g);
 	return rc;
 }
 
@@ -799,11 +797,11 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 {
 	const struct lw_model *m = r->model;
-	struct lw_diagnosis d;
+	const struct lw_diagnosis d = r->analysis->diagnosis;
 	size_t leaks = 0, others = 0, shown = 0;
 	bool in_others = false;
 	char size[LW_SIZE_BUF];
-	int rc = lw_diagnose(r, &d);
+	int rc = 0;
 
 	if (rc < 0 || d.finding_count == 0)
 		goto out;
@@ -854,7 +852,6 @@ static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 			fprintf(out, "      fix: %s\n", f->fix);
 	}
 out:
-	lw_diagnosis_fini(&d);
 	return rc;
 }
 

@@ -258,8 +258,14 @@ error:
 	return rc;
 }
 
+int lw_trace_file_analyse(struct lw_trace_file *tf)
+{
+	return lw_analyse(&tf->report, &tf->analysis);
+}
+
 void lw_trace_file_close(struct lw_trace_file *tf)
 {
+	lw_analysis_fini(&tf->analysis);
 	lw_locations_fini(&tf->locations);
 	lw_symbolizer_free(tf->symbolizer);
 	lw_model_fini(&tf->model);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis.h"
 #include "model.h"
 #include "locations.h"
 #include "render.h"
@@ -25,6 +26,7 @@ struct lw_trace_file {
 	struct lw_trace_result result;
 	struct lw_symbolizer *symbolizer;
 	struct lw_locations locations;
+	struct lw_analysis analysis;
 	struct lw_report report;
 };
 
@@ -36,6 +38,13 @@ struct lw_trace_file {
 int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 		       char *message, size_t message_size);
 void lw_trace_file_close(struct lw_trace_file *tf);
+
+/*
+ * The analysis every view of the report reads (analysis.h), once the
+ * rules and the minimum of steps are set: tf->report.analysis. Returns 0
+ * or a negative errno.
+ */
+int lw_trace_file_analyse(struct lw_trace_file *tf);
 
 /*
  * Gives the report its diagnosis rules (NULL: none) and, when they hold
