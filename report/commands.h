@@ -50,20 +50,13 @@
  * instead.
  */
 
-enum lw_format {
-	LW_FORMAT_TEXT,
-	LW_FORMAT_JSON,
-	LW_FORMAT_HTML,
-	LW_FORMAT_PERFETTO,
-	LW_FORMAT_FOLDED,
-	LW_FORMAT_GITHUB,
-};
+struct lw_renderer;
 
 /* --rules and --suppressions files a command takes, each. */
 #define LW_RULE_FILES_MAX 16
 
 struct lw_output_options {
-	enum lw_format format;
+	const struct lw_renderer *format;	/* formats.h; NULL: text */
 	struct lw_report_options report;
 	const char *rule_files[LW_RULE_FILES_MAX];
 	size_t rule_file_count;
@@ -86,7 +79,7 @@ __attribute__((format(printf, 1, 2)))
 void lw_error(const char *fmt, ...);
 
 /* Parsers for option values; print the problem and return -EINVAL. */
-int lw_parse_format(const char *value, enum lw_format *out);
+int lw_parse_format(const char *value, const struct lw_renderer **out);
 int lw_parse_count(const char *option, const char *value, size_t *out);
 /* --min-steps: a whole number, at least 1. */
 int lw_parse_min_steps(const char *value, size_t *out);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "formats.h"
 #include "rules.h"
 #include "sitekeys.h"
 #include "trace-file.h"
@@ -318,7 +319,7 @@ int lw_cmd_diff(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct lw_output_options options = { .format = LW_FORMAT_TEXT };
+	struct lw_output_options options = { .format = &lw_text_renderer };
 	size_t min_steps = LW_DEFAULT_MIN_STEPS, top = 20;
 	struct lw_rules rules;
 	const char *output = NULL;

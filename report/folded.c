@@ -37,9 +37,11 @@ static void put_folded(FILE *out, const void *data, size_t len)
 	}
 }
 
-static int render(FILE *out, const struct lw_report *r,
-		     const struct lw_report_options *options, size_t index)
+static int render(struct lw_render_run *run, const struct lw_report *r,
+		  size_t index)
 {
+	FILE *out = run->out;
+	const struct lw_report_options *options = run->options;
 	const struct lw_model *m = r->model;
 	uint32_t *sites;
 	size_t count;
@@ -75,5 +77,6 @@ static int render(FILE *out, const struct lw_report *r,
 }
 
 const struct lw_renderer lw_folded_renderer = {
+	.name = "folded",
 	.report = render,
 };

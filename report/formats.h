@@ -1,29 +1,59 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The report formats beyond text and JSON, each in its own file, behind one
- * interface: begin (once, with the number of traces), report (each trace,
- * index from 0), end (once; begin and end may be NULL). Each returns 0 or
- * a negative errno.
+ * The report formats, each in its own file, behind one interface and one
+ * table (formats.c): adding a format is its file and a line of
+ * LW_FORMATS.
  */
 #ifndef LW_FORMATS_H
 #define LW_FORMATS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #include "render.h"
 
-struct lw_renderer {
-	int (*begin)(FILE *out, size_t count);
-	int (*report)(FILE *out, const struct lw_report *report,
-		      const struct lw_report_options *options, size_t index);
-	int (*end)(FILE *out);
+/* One run of a format over the traces of a command. */
+struct lw_render_run {
+	FILE *out;
+	const char *const *paths;
+	size_t count;
+	const struct lw_report_options *options;
+	/* JSON: wrap even a single report in a list. */
+	bool list;
+	/* The reports written so far (a trace that cannot be read has
+	 * none). */
+	size_t written;
+	/* The format's own, state_size bytes, zeroed before begin. */
+	void *state;
 };
 
-extern const struct lw_renderer lw_html_renderer;
-extern const struct lw_renderer lw_perfetto_renderer;
-extern const struct lw_renderer lw_folded_renderer;
-extern const struct lw_renderer lw_github_renderer;
+/*
+ * begin (once), report (each trace that could be read, with its index
+ * among paths), end (once, even when a report failed); begin and end may
+ * be NULL. Each returns 0 or a negative errno.
+ */
+struct lw_renderer {
+	const char *name;
+	size_t state_size;
+	int (*begin)(struct lw_render_run *run);
+	int (*report)(struct lw_render_run *run, const struct lw_report *report,
+		      size_t index);
+	int (*end)(struct lw_render_run *run);
+};
+
+/* The formats: X(name) for each, in the order --help gives them. */
+#define LW_FORMATS(X) X(text) X(json) X(html) X(perfetto) X(folded) X(github)
+
+#define LW_DECLARE_RENDERER(name) extern const struct lw_renderer lw_##name##_renderer;
+LW_FORMATS(LW_DECLARE_RENDERER)
+#undef LW_DECLARE_RENDERER
+
+/* The format called name, or NULL. */
+const struct lw_renderer *lw_renderer_named(const char *name);
+
+/* The formats' names, "text, json, ... or github", for messages. */
+const char *lw_renderer_names(void);
 
 /*
  * Writes a JSON string literal safe inside an HTML <script> element: as

@@ -57,9 +57,11 @@ static void put_message_str(FILE *out, const char *s)
 	put_message(out, s, strlen(s));
 }
 
-static int render(FILE *out, const struct lw_report *r,
-		     const struct lw_report_options *options, size_t index)
+static int render(struct lw_render_run *run, const struct lw_report *r,
+		  size_t index)
 {
+	FILE *out = run->out;
+	const struct lw_report_options *options = run->options;
 	struct lw_findings findings;
 	char rate[LW_SIZE_BUF];
 	int rc;
@@ -100,5 +102,6 @@ static int render(FILE *out, const struct lw_report *r,
 }
 
 const struct lw_renderer lw_github_renderer = {
+	.name = "github",
 	.report = render,
 };

@@ -730,9 +730,11 @@ static int put_findings(FILE *out, const struct lw_report *r,
 	return rc;
 }
 
-static int html_report(FILE *out, const struct lw_report *r,
-		       const struct lw_report_options *options, size_t index)
+static int html_report(struct lw_render_run *run, const struct lw_report *r,
+		       size_t index)
 {
+	FILE *out = run->out;
+	const struct lw_report_options *options = run->options;
 	struct lw_findings findings;
 	struct lw_timeline t;
 	struct flame fl = { 0 };
@@ -848,15 +850,16 @@ static const char *const html_script[] = {
 	"</script>\n",
 };
 
-static int html_begin(FILE *out, size_t count)
+static int html_begin(struct lw_render_run *run)
 {
-	(void)count;
-	fputs(html_head, out);
+	fputs(html_head, run->out);
 	return 0;
 }
 
-static int html_end(FILE *out)
+static int html_end(struct lw_render_run *run)
 {
+	FILE *out = run->out;
+
 	for (size_t i = 0; i < sizeof(html_script) / sizeof(html_script[0]); i++)
 		fputs(html_script[i], out);
 	fputs("</body></html>\n", out);
@@ -864,6 +867,7 @@ static int html_end(FILE *out)
 }
 
 const struct lw_renderer lw_html_renderer = {
+	.name = "html",
 	.begin = html_begin,
 	.report = html_report,
 	.end = html_end,

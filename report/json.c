@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "formats.h"
 #include "diagnose.h"
 #include "growth.h"
 #include "holders.h"
@@ -1004,3 +1005,36 @@ void lw_json_end_list(FILE *out)
 {
 	fprintf(out, "\n], \"schema_version\": %d}\n", LW_JSON_SCHEMA_VERSION);
 }
+
+/* Several traces, or a list asked for: {"reports": [...]}. */
+static bool json_list(const struct lw_render_run *run)
+{
+	return run->count != 1 || run->list;
+}
+
+static int json_begin(struct lw_render_run *run)
+{
+	if (json_list(run))
+		lw_json_begin_list(run->out);
+	return 0;
+}
+
+static int json_report(struct lw_render_run *run, const struct lw_report *r,
+		       size_t index)
+{
+	return lw_render_json(run->out, r, json_list(run), run->written == 0);
+}
+
+static int json_end(struct lw_render_run *run)
+{
+	if (json_list(run))
+		lw_json_end_list(run->out);
+	return 0;
+}
+
+const struct lw_renderer lw_json_renderer = {
+	.name = "json",
+	.begin = json_begin,
+	.report = json_report,
+	.end = json_end,
+};

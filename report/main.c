@@ -143,23 +143,12 @@ void lw_bad_option(int c, char **argv)
 		lw_error("unknown option '%s'", name);
 }
 
-int lw_parse_format(const char *value, enum lw_format *out)
+int lw_parse_format(const char *value, const struct lw_renderer **out)
 {
-	if (strcmp(value, "text") == 0) {
-		*out = LW_FORMAT_TEXT;
-	} else if (strcmp(value, "json") == 0) {
-		*out = LW_FORMAT_JSON;
-	} else if (strcmp(value, "html") == 0) {
-		*out = LW_FORMAT_HTML;
-	} else if (strcmp(value, "perfetto") == 0) {
-		*out = LW_FORMAT_PERFETTO;
-	} else if (strcmp(value, "folded") == 0) {
-		*out = LW_FORMAT_FOLDED;
-	} else if (strcmp(value, "github") == 0) {
-		*out = LW_FORMAT_GITHUB;
-	} else {
-		lw_error("unknown format '%s' (use text, json, html, perfetto, folded or github)",
-			 value);
+	*out = lw_renderer_named(value);
+	if (!*out) {
+		lw_error("unknown format '%s' (use %s)", value,
+			 lw_renderer_names());
 		return -EINVAL;
 	}
 	return 0;
@@ -200,35 +189,25 @@ static void put_file_error(const char *path, const char *message)
 	fflush(stderr);
 }
 
-static const struct lw_renderer *renderer_for(enum lw_format format)
-{
-	switch (format) {
-	case LW_FORMAT_HTML:
-		return &lw_html_renderer;
-	case LW_FORMAT_PERFETTO:
-		return &lw_perfetto_renderer;
-	case LW_FORMAT_FOLDED:
-		return &lw_folded_renderer;
-	case LW_FORMAT_GITHUB:
-		return &lw_github_renderer;
-	default:
-		return NULL;
-	}
-}
-
 int lw_report_files(FILE *out, const char *const *paths, size_t count,
 		    const struct lw_output_options *options)
 {
-	const struct lw_renderer *renderer = renderer_for(options->format);
-	bool json = options->format == LW_FORMAT_JSON;
-	bool list = json && (count != 1 || options->json_list);
-	bool first = true;
+	const struct lw_renderer *renderer =
+		options->format ? options->format : &lw_text_renderer;
+	struct lw_render_run run = {
+		.out = out,
+		.paths = paths,
+		.count = count,
+		.options = &options->report,
+		.list = options->json_list,
+	};
 	int failed = 0;
 
-	if (list)
-		lw_json_begin_list(out);
-	if (renderer && renderer->begin)
-		renderer->begin(out, count);
+	if (renderer->state_size &&
+	    !(run.state = calloc(1, renderer->state_size)))
+		return -ENOMEM;
+	if (renderer->begin && renderer->begin(&run) < 0)
+		failed++;
 	for (size_t i = 0; i < count; i++) {
 		struct lw_trace_file tf;
 		char message[256];
@@ -247,20 +226,11 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 					 strerror(-rc));
 		}
 		if (rc == 0) {
-			if (!json && !renderer && !first)
-				putc('\n', out);
-			if (renderer)
-				rc = renderer->report(out, &tf.report,
-						      &options->report, i);
-			else if (json)
-				rc = lw_render_json(out, &tf.report, list, first);
-			else
-				rc = lw_render_text(out, &tf.report,
-						    &options->report);
+			rc = renderer->report(&run, &tf.report, i);
 			if (rc < 0)
 				snprintf(message, sizeof(message), "%s",
 					 strerror(-rc));
-			first = false;
+			run.written++;
 		}
 		lw_trace_file_close(&tf);
 		/* The report so far first, then the error line. */
@@ -270,13 +240,9 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 			failed++;
 		}
 	}
-	if (list)
-		lw_json_end_list(out);
-	if (renderer && renderer->end)
-		renderer->end(out);
-	if (options->format == LW_FORMAT_TEXT && count > 1 &&
-	    lw_merged_view(out, paths, count, options->report.min_steps) < 0)
+	if (renderer->end && renderer->end(&run) < 0)
 		failed++;
+	free(run.state);
 	if (fflush(out) != 0 || ferror(out))
 		return -(errno ? errno : EIO);
 	return failed;
@@ -404,7 +370,7 @@ static int cmd_report(int argc, char **argv)
 		{ 0 },
 	};
 	struct lw_output_options options = {
-		.format = LW_FORMAT_TEXT,
+		.format = &lw_text_renderer,
 		.report = { .top = LW_DEFAULT_TOP, .frames = LW_DEFAULT_FRAMES },
 	};
 	const char *output = NULL;
@@ -579,7 +545,7 @@ static int cmd_check(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct lw_output_options options = { .format = LW_FORMAT_TEXT };
+	struct lw_output_options options = { .format = &lw_text_renderer };
 	struct lw_rules rules;
 	const char *max_text = NULL, *output = NULL;
 	size_t min_steps = LW_DEFAULT_MIN_STEPS;

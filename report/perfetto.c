@@ -26,16 +26,15 @@
 
 #define PERFETTO_MAX_SITES 8
 
+/* One run of the format over its traces: whether an event was written. */
 struct perfetto_state {
 	bool first;
 };
 
-static struct perfetto_state state;
-
-static void event_sep(FILE *out)
+static void event_sep(FILE *out, struct perfetto_state *s)
 {
-	fputs(state.first ? "\n" : ",\n", out);
-	state.first = false;
+	fputs(s->first ? "\n" : ",\n", out);
+	s->first = false;
 }
 
 static void put_us(FILE *out, uint64_t ns)
@@ -43,7 +42,8 @@ static void put_us(FILE *out, uint64_t ns)
 	fprintf(out, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
 }
 
-static void put_process_name(FILE *out, const struct lw_report *r)
+static void put_process_name(FILE *out, struct perfetto_state *st,
+			     const struct lw_report *r)
 {
 	const struct lw_model *m = r->model;
 	const struct lw_bytes *cmdline = lw_model_info(m, "cmdline");
@@ -66,7 +66,7 @@ static void put_process_name(FILE *out, const struct lw_report *r)
 		fprintf(s, "pid %" PRIu32, m->header.pid);
 	}
 	if (fclose(s) == 0) {
-		event_sep(out);
+		event_sep(out, st);
 		fprintf(out, "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %" PRIu32 ", \"args\": {\"name\": ",
 			m->header.pid);
 		/* Trailing space of a NUL-terminated command line. */
@@ -78,27 +78,29 @@ static void put_process_name(FILE *out, const struct lw_report *r)
 	free(text);
 }
 
-static void put_thread_name(FILE *out, uint32_t pid, int tid, const char *name)
+static void put_thread_name(FILE *out, struct perfetto_state *st,
+			    uint32_t pid, int tid, const char *name)
 {
-	event_sep(out);
+	event_sep(out, st);
 	fprintf(out, "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %" PRIu32 ", \"tid\": %d, \"args\": {\"name\": \"%s\"}}",
 		pid, tid, name);
 }
 
-static void put_counter(FILE *out, uint32_t pid, const char *name,
-			uint64_t ns, uint64_t bytes)
+static void put_counter(FILE *out, struct perfetto_state *st, uint32_t pid,
+			const char *name, uint64_t ns, uint64_t bytes)
 {
-	event_sep(out);
+	event_sep(out, st);
 	fprintf(out, "{\"ph\": \"C\", \"name\": \"%s\", \"pid\": %" PRIu32 ", \"ts\": ",
 		name, pid);
 	put_us(out, ns);
 	fprintf(out, ", \"args\": {\"bytes\": %" PRIu64 "}}", bytes);
 }
 
-static void put_slice_head(FILE *out, uint32_t pid, int tid, uint64_t begin,
+static void put_slice_head(FILE *out, struct perfetto_state *st,
+			   uint32_t pid, int tid, uint64_t begin,
 			   uint64_t end)
 {
-	event_sep(out);
+	event_sep(out, st);
 	fprintf(out, "{\"ph\": \"X\", \"pid\": %" PRIu32 ", \"tid\": %d, \"ts\": ",
 		pid, tid);
 	put_us(out, begin);
@@ -106,7 +108,8 @@ static void put_slice_head(FILE *out, uint32_t pid, int tid, uint64_t begin,
 	put_us(out, end > begin ? end - begin : 0);
 }
 
-static int put_finding(FILE *out, const struct lw_report *r,
+static int put_finding(FILE *out, struct perfetto_state *st,
+		       const struct lw_report *r,
 		       const struct lw_timeline *t,
 		       const struct lw_report_finding *f)
 {
@@ -117,7 +120,7 @@ static int put_finding(FILE *out, const struct lw_report *r,
 	if (f->have_location &&
 	    !(label = lw_frame_label_string(&f->location, &len)))
 		return -ENOMEM;
-	event_sep(out);
+	event_sep(out, st);
 	fprintf(out, "{\"ph\": \"i\", \"s\": \"p\", \"pid\": %" PRIu32 ", \"tid\": 3, \"ts\": ",
 		pid);
 	put_us(out, t->end_ns);
@@ -140,10 +143,12 @@ static int put_finding(FILE *out, const struct lw_report *r,
 	return 0;
 }
 
-static int perfetto_report(FILE *out, const struct lw_report *r,
-			   const struct lw_report_options *options,
-			   size_t index)
+static int perfetto_report(struct lw_render_run *run,
+			   const struct lw_report *r, size_t index)
 {
+	FILE *out = run->out;
+	const struct lw_report_options *options = run->options;
+	struct perfetto_state *st = run->state;
 	const struct lw_model *m = r->model;
 	uint32_t pid = m->header.pid;
 	struct lw_timeline t;
@@ -161,25 +166,25 @@ static int perfetto_report(FILE *out, const struct lw_report *r,
 		memset(&findings, 0, sizeof(findings));
 	if (rc < 0)
 		goto out;
-	put_process_name(out, r);
-	put_thread_name(out, pid, 1, "steps");
-	put_thread_name(out, pid, 2, "phases");
-	put_thread_name(out, pid, 3, "findings");
+	put_process_name(out, st, r);
+	put_thread_name(out, st, pid, 1, "steps");
+	put_thread_name(out, st, pid, 2, "phases");
+	put_thread_name(out, st, pid, 3, "findings");
 
 	points = t.step_count < m->step_point_count ? t.step_count
 						    : m->step_point_count;
-	put_counter(out, pid, "device memory", t.start_ns, 0);
+	put_counter(out, st, pid, "device memory", t.start_ns, 0);
 	for (size_t i = 0; i < points; i++)
-		put_counter(out, pid, "device memory", t.step_ns[i],
+		put_counter(out, st, pid, "device memory", t.step_ns[i],
 			    m->step_points[i].live_bytes);
-	put_counter(out, pid, "device memory", t.end_ns,
+	put_counter(out, st, pid, "device memory", t.end_ns,
 		    lw_model_device_live_bytes_at_end(m));
 
 	for (size_t i = 0; i < points; i++) {
 		const struct lw_step_point *p = &m->step_points[i];
 		uint64_t begin = i ? t.step_ns[i - 1] : t.start_ns;
 
-		put_slice_head(out, pid, 1, begin, t.step_ns[i]);
+		put_slice_head(out, st, pid, 1, begin, t.step_ns[i]);
 		if (m->step_stride > 1)
 			fprintf(out, ", \"name\": \"steps %" PRIu64 "-%" PRIu64 "\"",
 				p->step - m->step_stride + 1, p->step);
@@ -193,7 +198,7 @@ static int perfetto_report(FILE *out, const struct lw_report *r,
 		const struct lw_phase_span *s = &t.phases[i];
 		const struct lw_string *name = lw_model_string(m, s->name_string);
 
-		put_slice_head(out, pid, 2, s->begin_ns, s->end_ns);
+		put_slice_head(out, st, pid, 2, s->begin_ns, s->end_ns);
 		fputs(", \"name\": ", out);
 		if (name)
 			lw_put_json_string(out, name->text.data, name->text.len);
@@ -221,10 +226,10 @@ static int perfetto_report(FILE *out, const struct lw_report *r,
 			break;
 		snprintf(name, sizeof(name), "growing site #%zu", k + 1);
 		for (size_t i = 0; i < points && sites; i++)
-			put_counter(out, pid, name, t.step_ns[i], series[i]);
+			put_counter(out, st, pid, name, t.step_ns[i], series[i]);
 	}
 	for (size_t k = 0; rc == 0 && k < findings.count; k++)
-		rc = put_finding(out, r, &t, &findings.items[k]);
+		rc = put_finding(out, st, r, &t, &findings.items[k]);
 out:
 	free(series);
 	lw_findings_fini(&findings);
@@ -232,21 +237,24 @@ out:
 	return rc;
 }
 
-static int perfetto_begin(FILE *out, size_t count)
+static int perfetto_begin(struct lw_render_run *run)
 {
-	(void)count;
-	state.first = true;
-	fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", out);
+	struct perfetto_state *st = run->state;
+
+	st->first = true;
+	fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", run->out);
 	return 0;
 }
 
-static int perfetto_end(FILE *out)
+static int perfetto_end(struct lw_render_run *run)
 {
-	fputs("\n]}\n", out);
+	fputs("\n]}\n", run->out);
 	return 0;
 }
 
 const struct lw_renderer lw_perfetto_renderer = {
+	.name = "perfetto",
+	.state_size = sizeof(struct perfetto_state),
 	.begin = perfetto_begin,
 	.report = perfetto_report,
 	.end = perfetto_end,

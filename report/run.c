@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "formats.h"
 #include "lw-size.h"
 #include "lw-report-config.h"
 
@@ -421,7 +422,7 @@ static int report_traces(FILE *out, const char *manifest, bool no_report,
 			lw_put_text_str(stderr, paths[i]);
 			putc('\n', stderr);
 		}
-	} else if (count || options->format == LW_FORMAT_JSON) {
+	} else if (count || options->format == &lw_json_renderer) {
 		struct lw_output_options o = *options;
 
 		o.json_list = count == 0;
@@ -466,7 +467,7 @@ int lw_cmd_run(int argc, char **argv)
 		{ 0 },
 	};
 	struct lw_output_options options = {
-		.format = LW_FORMAT_TEXT,
+		.format = &lw_text_renderer,
 		.report = { .top = LW_DEFAULT_TOP, .frames = LW_DEFAULT_FRAMES },
 	};
 	const char *trace_pattern = NULL, *output = NULL, *torch_allocator = NULL;

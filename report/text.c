@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "commands.h"
+#include "formats.h"
 #include "diagnose.h"
 #include "findings.h"
 #include "growth.h"
@@ -947,3 +949,26 @@ int lw_render_text(FILE *out, const struct lw_report *r,
 	}
 	return 0;
 }
+
+static int text_report(struct lw_render_run *run, const struct lw_report *r,
+		       size_t index)
+{
+	if (run->written)
+		putc('\n', run->out);
+	return lw_render_text(run->out, r, run->options);
+}
+
+/* Several traces: what they have in common, after their reports. */
+static int text_end(struct lw_render_run *run)
+{
+	if (run->count < 2)
+		return 0;
+	return lw_merged_view(run->out, run->paths, run->count,
+			      run->options->min_steps);
+}
+
+const struct lw_renderer lw_text_renderer = {
+	.name = "text",
+	.report = text_report,
+	.end = text_end,
+};
