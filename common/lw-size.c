@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* Sizes written by people (lw-size.h): for `leakwatch check --max-growth`
- * and, later, the shim's LEAKWATCH_MAX_GROWTH. */
+/* Sizes written by people and for them (lw-size.h): `leakwatch check
+ * --max-growth` and the shim's LEAKWATCH_MAX_GROWTH read them; the shim
+ * and the reports write them. No libm: the shim links this too. */
 #include "lw-size.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 #include <strings.h>
 
 static const struct {
@@ -82,4 +86,43 @@ int lw_parse_size(const char *text, uint64_t *out)
 		return -EINVAL;
 	*out = (uint64_t)total;
 	return 0;
+}
+
+const char *lw_format_size(char buf[LW_SIZE_BUF], uint64_t bytes)
+{
+	static const char *const names[] = {
+		"KiB", "MiB", "GiB", "TiB", "PiB", "EiB",
+	};
+	double value = (double)bytes / 1024;
+	size_t unit = 0;
+
+	if (bytes < 1024) {
+		snprintf(buf, LW_SIZE_BUF, "%" PRIu64 " B", bytes);
+		return buf;
+	}
+	/* 1023.96 KiB would print as "1024.0 KiB": move up a unit first. */
+	while (value >= 1023.95 && unit + 1 < sizeof(names) / sizeof(names[0])) {
+		value /= 1024;
+		unit++;
+	}
+	snprintf(buf, LW_SIZE_BUF, "%.1f %s", value, names[unit]);
+	return buf;
+}
+
+const char *lw_format_rate(char buf[LW_SIZE_BUF], double bytes_per_step)
+{
+	double magnitude = bytes_per_step < 0 ? -bytes_per_step
+					      : bytes_per_step;
+	char size[LW_SIZE_BUF];
+	size_t n;
+
+	lw_format_size(size, magnitude >= 1.8e19 ? UINT64_MAX
+						 : (uint64_t)(magnitude + 0.5));
+	/* A size is at most "1023.9 EiB" or 20 digits and " B": room for
+	 * the sign, but say so to the compiler. */
+	n = strnlen(size, LW_SIZE_BUF - 2);
+	buf[0] = bytes_per_step < 0 ? '-' : '+';
+	memcpy(buf + 1, size, n);
+	buf[n + 1] = '\0';
+	return buf;
 }

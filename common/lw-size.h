@@ -18,4 +18,16 @@
  */
 int lw_parse_size(const char *text, uint64_t *out);
 
+/*
+ * Sizes written for people, the same everywhere (the shim's exit summary,
+ * live view and growth gate; every report): "512 B", "1.5 MiB" (binary
+ * units, one decimal). buf is returned.
+ */
+#define LW_SIZE_BUF 32
+const char *lw_format_size(char buf[LW_SIZE_BUF], uint64_t bytes);
+
+/* "+1.2 MiB": a rate in bytes per step, rounded to whole bytes ("-..."
+ * when negative). */
+const char *lw_format_rate(char buf[LW_SIZE_BUF], double bytes_per_step);
+
 #endif

@@ -98,16 +98,6 @@ void lw_gate_reset(void)
 	trace_failed = 0;
 }
 
-/* "+512 B", "-1.5 MiB": a rate per step, rounded to whole bytes. */
-static void format_rate(char *out, size_t size, double rate)
-{
-	char bytes[32];
-
-	lw_format_bytes(bytes, sizeof(bytes),
-			(uint64_t)(rate < 0 ? -rate + 0.5 : rate + 0.5));
-	snprintf(out, size, "%s%s", rate < 0 ? "-" : "+", bytes);
-}
-
 static void say(const char *line)
 {
 	lw_write_stderr(line, strlen(line));
@@ -161,7 +151,7 @@ static void gate_at_exit(int status, void *arg)
 		unjudged(status, line);
 		return;
 	}
-	lw_format_bytes(limit, sizeof(limit), max_growth);
+	lw_format_size(limit, max_growth);
 	/* The command that judges this trace as this gate does. */
 	if (min_steps == LW_DEFAULT_MIN_STEPS)
 		snprintf(command, sizeof(command),
@@ -197,8 +187,8 @@ static void gate_at_exit(int status, void *arg)
 	g = lw_judge_series(points, point_count, stride);
 	over = g.verdict == LW_VERDICT_GROWING &&
 	       g.per_step > (double)max_growth;
-	format_rate(rate, sizeof(rate), g.per_step);
-	format_rate(per10k, sizeof(per10k), g.per_step * 10000);
+	lw_format_rate(rate, g.per_step);
+	lw_format_rate(per10k, g.per_step * 10000);
 	if (over)
 		snprintf(line, sizeof(line),
 			 "leakwatch: GROWING: device memory %s per step (%s "

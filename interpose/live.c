@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lw-size.h"
 #include "summary.h"
 
 volatile sig_atomic_t lw_live_requested;
@@ -52,7 +53,7 @@ static void format_line(char *line, size_t size, const char *lead,
 	char live[32], delta[32], rate[32];
 	int n;
 
-	lw_format_bytes(live, sizeof(live), live_bytes);
+	lw_format_size(live, live_bytes);
 	n = snprintf(line, size, "leakwatch: %sstep %" PRIu64 ": %s of device memory live in %" PRIu64 " allocation%s",
 		     lead, steps, live, live_count, live_count == 1 ? "" : "s");
 	if (n < 0 || (size_t)n >= size)
@@ -62,10 +63,8 @@ static void format_line(char *line, size_t size, const char *lead,
 		int64_t d = (int64_t)(live_bytes - last_bytes);
 		int64_t total = (int64_t)(live_bytes - first_bytes);
 
-		lw_format_bytes(delta, sizeof(delta),
-				(uint64_t)(d < 0 ? -d : d));
-		lw_format_bytes(rate, sizeof(rate),
-				(uint64_t)((total < 0 ? -total : total) /
+		lw_format_size(delta, (uint64_t)(d < 0 ? -d : d));
+		lw_format_size(rate, (uint64_t)((total < 0 ? -total : total) /
 					   (int64_t)(steps - first_step)));
 		snprintf(line + n, size - (size_t)n,
 			 "; %s%s over the last %" PRIu64 " step%s, %s%s per step since step %" PRIu64,

@@ -7,22 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-void lw_format_bytes(char *out, size_t size, uint64_t bytes)
-{
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)bytes;
-	int u = -1;
-
-	if (bytes < 1024) {
-		snprintf(out, size, "%llu B", (unsigned long long)bytes);
-		return;
-	}
-	while (v >= 1024.0 && u < 3) {
-		v /= 1024.0;
-		u++;
-	}
-	snprintf(out, size, "%.1f %s", v, units[u]);
-}
+#include "lw-size.h"
 
 void lw_summary_init(struct lw_summary *s, const char *trace_path,
 		     const char *when, uint64_t live_bytes, uint64_t live_count,
@@ -110,7 +95,7 @@ void lw_summary_print(const struct lw_summary *s)
 			     "leakwatch: no device memory live %s\n", s->when);
 		put(line, n, sizeof(line));
 	} else {
-		lw_format_bytes(bytes, sizeof(bytes), s->live_bytes);
+		lw_format_size(bytes, s->live_bytes);
 		n = snprintf(line, sizeof(line),
 			     "leakwatch: %s of device memory live %s in "
 			     "%llu allocation%s from %llu site%s\n", bytes, s->when,
@@ -122,7 +107,7 @@ void lw_summary_print(const struct lw_summary *s)
 	}
 	for (unsigned i = 0; i < s->nsites; i++) {
 		const struct lw_summary_site *site = &s->sites[i];
-		lw_format_bytes(bytes, sizeof(bytes), site->bytes);
+		lw_format_size(bytes, site->bytes);
 		for (unsigned f = 0; f < 3; f++)
 			where[f][0] = '\0';
 		for (unsigned f = 0; f < site->depth; f++)

@@ -51,7 +51,4 @@ void lw_summary_print(const struct lw_summary *s);
  * so it is safe from the hooks' contexts. Gives up silently on error. */
 void lw_write_stderr(const char *text, size_t len);
 
-/* Formats a byte count for people ("1.5 MiB"). */
-void lw_format_bytes(char *out, size_t size, uint64_t bytes);
-
 #endif

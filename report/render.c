@@ -6,44 +6,6 @@
 #include <math.h>
 #include <string.h>
 
-const char *lw_format_size(char buf[LW_SIZE_BUF], uint64_t bytes)
-{
-	static const char *const units[] = {
-		"KiB", "MiB", "GiB", "TiB", "PiB", "EiB",
-	};
-	double value = (double)bytes / 1024;
-	size_t unit = 0;
-
-	if (bytes < 1024) {
-		snprintf(buf, LW_SIZE_BUF, "%" PRIu64 " B", bytes);
-		return buf;
-	}
-	/* 1023.96 KiB would print as "1024.0 KiB": move up a unit first. */
-	while (value >= 1023.95 && unit + 1 < sizeof(units) / sizeof(units[0])) {
-		value /= 1024;
-		unit++;
-	}
-	snprintf(buf, LW_SIZE_BUF, "%.1f %s", value, units[unit]);
-	return buf;
-}
-
-const char *lw_format_rate(char buf[LW_SIZE_BUF], double bytes_per_step)
-{
-	double magnitude = fabs(bytes_per_step);
-	char size[LW_SIZE_BUF];
-	size_t n;
-
-	lw_format_size(size, magnitude >= 1.8e19 ? UINT64_MAX
-						 : (uint64_t)(magnitude + 0.5));
-	/* A size is at most "1023.9 EiB" or 20 digits and " B": room for
-	 * the sign, but say so to the compiler. */
-	n = strnlen(size, LW_SIZE_BUF - 2);
-	buf[0] = bytes_per_step < 0 ? '-' : '+';
-	memcpy(buf + 1, size, n);
-	buf[n + 1] = '\0';
-	return buf;
-}
-
 size_t lw_utf8_sequence(const uint8_t *s, size_t len, uint32_t *cp)
 {
 	uint32_t c = s[0], min;

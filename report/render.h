@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "lw-size.h"
 #include "model.h"
 #include "symbolize.h"
 #include "trace-reader.h"
@@ -115,13 +116,7 @@ void lw_put_torch_text(FILE *out, const struct lw_model *model);
  * out; up to top sites per list (0: all). Returns 0 or -ENOMEM. */
 int lw_put_oom_text(FILE *out, const struct lw_report *report, size_t top);
 
-/* "0 B", "512 B", "400.0 KiB", "1.4 MiB"... */
-#define LW_SIZE_BUF 32
-const char *lw_format_size(char buf[LW_SIZE_BUF], uint64_t bytes);
-
-/* "+1.2 MiB" per 10,000 steps for a rate in bytes per step (a negative
- * rate gives "-..."). */
-const char *lw_format_rate(char buf[LW_SIZE_BUF], double bytes_per_step);
+/* lw_format_size(), lw_format_rate(): lw-size.h. */
 
 /*
  * Writes bytes from a trace for a terminal: valid UTF-8 as it is, control

@@ -817,6 +817,17 @@ def bare_gate_suggestion():
     p = subprocess.run([CLI, *argv[1:]], capture_output=True, text=True,
                        timeout=60)
     check_eq(p.returncode, 1, f"the suggested command agrees: {p.stdout}")
+    # The gate and check write the same number the same way: 1048575
+    # bytes a step is "+1.0 MiB" in both (one formatter, lw-size.c).
+    run = Run([prog("leaky_loop"), "12", "1048575"],
+              env={"LEAKWATCH_MAX_GROWTH": "100", "LEAKWATCH_MIN_STEPS": "3"})
+    p = subprocess.run([CLI, "check", "--max-growth", "100", "--min-steps",
+                        "3", run.trace()], capture_output=True, text=True,
+                       timeout=60)
+    rate = r"([+-][\d.]+ (?:B|[KMGTPE]iB)) per step"
+    gate, cli = re.search(rate, run.stderr), re.search(rate, p.stdout)
+    check(gate and cli and gate.group(1) == cli.group(1) == "+1.0 MiB",
+          f"the same rate from the gate and check: {run.stderr} / {p.stdout}")
     # No steps marked: the bare gate does not judge, and says what does.
     loop = [prog("unchecked_loop"), "60", "1024", "0"]
     run = Run(loop, env={"LEAKWATCH_MAX_GROWTH": "100"})
