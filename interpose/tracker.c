@@ -455,7 +455,7 @@ static void account_live(const struct lw_live *e, int sign)
 		live_bytes[e->kind] += bytes;
 		live_count[e->kind] += count;
 	}
-	if (e->stack && (e->kind == LW_MEM_DEVICE || e->kind == LW_MEM_MANAGED)) {
+	if (e->stack && lw_mem_kind_is_device(e->kind)) {
 		if (sign < 0) {
 			e->stack->device_live_bytes -= bytes;
 			e->stack->device_live_count -= count;
@@ -949,8 +949,7 @@ size_t lw_holder_targets(uint64_t *pairs, size_t max)
 		 * the first step set up, weights and optimizer state, is not
 		 * a suspect, nor what the unfinished step is using now), or
 		 * the phase that made it. */
-		if (!e->addr || (e->kind != LW_MEM_DEVICE &&
-				 e->kind != LW_MEM_MANAGED))
+		if (!e->addr || !lw_mem_kind_is_device(e->kind))
 			continue;
 		if ((e->step < 1 || e->step >= steps_written) &&
 		    (!e->phase || e->phase == 1 + phases_closed % 255))

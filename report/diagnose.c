@@ -68,11 +68,6 @@ const char *lw_confidence_name(enum lw_confidence c)
 	       : c == LW_CONFIDENCE_MEDIUM ? "medium" : "low";
 }
 
-static bool is_device(const struct lw_site *s)
-{
-	return s->kind == LW_MEM_DEVICE || s->kind == LW_MEM_MANAGED;
-}
-
 /* A Python frame's names, NUL-terminated in buf; NULL where unknown. */
 static const char *bytes_str(struct lw_bytes b, char *buf, size_t size)
 {
@@ -678,7 +673,7 @@ int lw_diagnose(const struct lw_report *r, const struct lw_growth_report *gr,
 
 		sd->finding = SIZE_MAX;
 		fs[i].site = i;
-		if (!is_device(&m->sites[i]))
+		if (!lw_mem_kind_is_device(m->sites[i].kind))
 			continue;
 		if ((rc = site_tags(r, i, &sd->tags, &sd->suppressed)) < 0)
 			goto out;

@@ -56,8 +56,8 @@ static int render(struct lw_render_run *run, const struct lw_report *r,
 		struct lw_named_frame *frames;
 		size_t n;
 
-		if (t.live_bytes == 0 || (m->sites[site].kind != LW_MEM_DEVICE &&
-					  m->sites[site].kind != LW_MEM_MANAGED))
+		if (t.live_bytes == 0 ||
+		    !lw_mem_kind_is_device(m->sites[site].kind))
 			continue;
 		rc = lw_named_stack(r, m->sites[site].stack_id, &frames, &n);
 		if (rc < 0)

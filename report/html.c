@@ -220,8 +220,7 @@ static int flame_build(struct flame *fl, const struct lw_report *r)
 		struct lw_totals t = lw_model_site_totals(m, sites[i]);
 		unsigned kind = m->sites[sites[i]].kind;
 
-		if (t.live_bytes == 0 ||
-		    (kind != LW_MEM_DEVICE && kind != LW_MEM_MANAGED))
+		if (t.live_bytes == 0 || !lw_mem_kind_is_device(kind))
 			continue;
 		if (i >= HTML_MAX_SITES)
 			rest += t.live_bytes;

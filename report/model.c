@@ -135,11 +135,6 @@ static void live_remove(struct lw_model *m, size_t i)
 	m->live_used--;
 }
 
-static bool is_device_kind(unsigned kind)
-{
-	return kind == LW_MEM_DEVICE || kind == LW_MEM_MANAGED;
-}
-
 /*
  * Remembers that a site's live totals changed, for the next step point, so
  * that a step point visits only the sites that changed. The list has room
@@ -164,7 +159,7 @@ static void unaccount(struct lw_model *m, const struct lw_live *e)
 	s->totals.live_count--;
 	k->live_bytes -= e->size;
 	k->live_count--;
-	if (is_device_kind(s->kind))
+	if (lw_mem_kind_is_device(s->kind))
 		m->live_device_bytes -= e->size;
 }
 
@@ -356,7 +351,7 @@ static int forget(struct lw_model *m, const struct lw_live *e)
 		if (op)
 			shares_sub(&op->live, e->site, e->size);
 	}
-	if (is_device_kind(m->sites[e->site].kind))
+	if (lw_mem_kind_is_device(m->sites[e->site].kind))
 		return linger_free(m, e);
 	return 0;
 }
@@ -434,7 +429,7 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	k->live_count++;
 	k->allocations++;
 	k->bytes_allocated += size;
-	if (is_device_kind(kind)) {
+	if (lw_mem_kind_is_device(kind)) {
 		m->live_device_bytes += size;
 		if (m->live_device_bytes > m->peak_bytes) {
 			m->peak_bytes = m->live_device_bytes;

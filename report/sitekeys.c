@@ -16,9 +16,7 @@ static void put_raw(FILE *out, const void *data, size_t len)
 /* Device or managed memory: what a diff and the merged view compare. */
 static bool is_device_site(const struct lw_model *m, uint32_t site)
 {
-	unsigned kind = m->sites[site].kind;
-
-	return kind == LW_MEM_DEVICE || kind == LW_MEM_MANAGED;
+	return lw_mem_kind_is_device(m->sites[site].kind);
 }
 
 static char *make_key(const struct lw_model *m, uint32_t site,
