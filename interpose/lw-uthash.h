@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lw-hash.h"
 #include "arena.h"
 
 #define uthash_malloc(size) lw_arena_alloc(size)
@@ -24,7 +25,7 @@ static inline unsigned lw_uthash_key(const void *key, size_t len)
 	if (len == sizeof(uint64_t)) {
 		uint64_t k;
 		memcpy(&k, key, sizeof(k));
-		return (unsigned)((k * 0x9e3779b97f4a7c15ull) >> 32);
+		return (unsigned)((k * LW_HASH_GOLDEN) >> 32);
 	}
 	const unsigned char *p = key;
 	uint32_t h = 2166136261u;

@@ -21,6 +21,7 @@
  * reads _co_linearray, which a thread that starts tracing fills in place.
  */
 #include "pyframes.h"
+#include "lw-hash.h"
 #include "pyeval.h"
 #include "arena.h"
 
@@ -313,7 +314,7 @@ static unsigned line_cache_victim;
 
 static inline uint64_t line_check(uint64_t code, uint64_t where, uint64_t table)
 {
-	uint64_t h = (code ^ (table << 7)) * 0x9e3779b97f4a7c15u;
+	uint64_t h = (code ^ (table << 7)) * LW_HASH_GOLDEN;
 	h ^= where * 0xc2b2ae3d27d4eb4fu;
 	return h ^ (h >> 29);
 }
@@ -331,7 +332,7 @@ static int32_t code_line(const char *code, long offset)
 
 	uint64_t key = (uint64_t)(uintptr_t)code;
 	uint64_t table_key = (uint64_t)(uintptr_t)table;
-	uint64_t mix = (key ^ ((uint64_t)offset << 40)) * 0x9e3779b97f4a7c15u;
+	uint64_t mix = (key ^ ((uint64_t)offset << 40)) * LW_HASH_GOLDEN;
 	struct line_cache_entry *set = line_cache[(mix >> 40) % LINE_CACHE_SETS];
 
 	for (unsigned way = 0; way < LINE_CACHE_WAYS; way++) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lw-hash.h"
 #include "tracker.h"
 
 lw_fnptr lw_real_table[LW_FN_COUNT];
@@ -416,7 +417,7 @@ static unsigned caller_entry(const void *caller)
 	uint64_t key = (uint64_t)(uintptr_t)caller;
 	uint64_t gen = __atomic_load_n(&lw_load_generation, __ATOMIC_ACQUIRE) &
 		       ((1u << GENERATION_BITS) - 1);
-	size_t slot = (size_t)((key * 0x9e3779b97f4a7c15ull) >>
+	size_t slot = (size_t)((key * LW_HASH_GOLDEN) >>
 			       (64 - CALLER_CACHE_BITS));
 	/* Acquire: the runtime's slot was filled before its index was
 	 * cached (release, below). */

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stddef.h>
 
+#include "lw-hash.h"
 #include "arena.h"
 
 /* Open addressing with linear probing, as the live table: segments are few
@@ -19,7 +20,7 @@ static uint64_t live_bytes;
 
 static size_t home(uintptr_t key)
 {
-	return (size_t)((uint64_t)key * 0x9e3779b97f4a7c15ull >> 20) & mask;
+	return (size_t)((uint64_t)key * LW_HASH_GOLDEN >> 20) & mask;
 }
 
 static struct segment *find(uintptr_t key)

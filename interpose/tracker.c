@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lw-hash.h"
 #include "arena.h"
 #include "backward.h"
 #include "config.h"
@@ -468,7 +469,7 @@ static void account_live(const struct lw_live *e, int sign)
 
 static size_t live_home(uintptr_t addr)
 {
-	return (size_t)(((uint64_t)addr * 0x9e3779b97f4a7c15ull) >> live_shift);
+	return (size_t)(((uint64_t)addr * LW_HASH_GOLDEN) >> live_shift);
 }
 
 static struct lw_live *find_live_locked(uintptr_t addr)

@@ -10,6 +10,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include "lw-hash.h"
 #include "arena.h"
 #include "cfi.h"
 
@@ -115,7 +116,7 @@ static uint64_t rule_cache[1u << CACHE_BITS];
 
 static unsigned cache_slot(uintptr_t ip)
 {
-	return (unsigned)(((uint64_t)ip * 0x9e3779b97f4a7c15ull) >>
+	return (unsigned)(((uint64_t)ip * LW_HASH_GOLDEN) >>
 			  (64 - CACHE_BITS));
 }
 

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "lw-hash.h"
+
 #define LW_MAX_FRAMES 128
 
 /*
@@ -23,7 +25,7 @@ void lw_unwind_init(int fast_walk);
 
 static inline uint64_t lw_hash_word(uint64_t h, uintptr_t word)
 {
-	h = (h ^ word) * 0x9e3779b97f4a7c15ull;
+	h = (h ^ word) * LW_HASH_GOLDEN;
 	return (h << 31) | (h >> 33);
 }
 

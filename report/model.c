@@ -17,6 +17,7 @@
  * change times LW_STEP_POINTS_MAX (model.h).
  */
 #include "model.h"
+#include "lw-hash.h"
 #include "torch.h"
 
 #include <errno.h>
@@ -26,8 +27,6 @@
 
 #define LIVE_MIN_CAPACITY 1024
 #define LIVE_MIN_BITS 10
-/* 2^64 / golden ratio: spreads 256-byte aligned addresses over the table. */
-#define HASH_MULTIPLIER 0x9e3779b97f4a7c15ull
 
 /* Makes room for need elements; returns the (maybe moved) array or NULL. */
 static void *grow_array(void *array, size_t *capacity, size_t need,
@@ -70,7 +69,7 @@ static void *alloc_table(size_t bytes)
 
 static size_t live_home(const struct lw_model *m, uint64_t addr)
 {
-	return (size_t)((addr * HASH_MULTIPLIER) >> m->live_shift);
+	return (size_t)(lw_hash_mix(addr) >> m->live_shift);
 }
 
 static int live_resize(struct lw_model *m, size_t capacity, unsigned bits)

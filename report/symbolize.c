@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lw-hash.h"
 #include "lw-report-config.h"
 
 #if LW_HAVE_LIBDW
@@ -467,7 +468,7 @@ static int resolve(struct lw_symbolizer *s, uint64_t address,
 
 static size_t cache_home(const struct lw_symbolizer *s, uint64_t address)
 {
-	return (size_t)((address * 0x9e3779b97f4a7c15ull) >> 32) &
+	return (size_t)((address * LW_HASH_GOLDEN) >> 32) &
 	       (s->cache_capacity - 1);
 }
 
