@@ -179,13 +179,12 @@ void lw_growth_report_fini(struct lw_growth_report *r)
 	r->sites = NULL;
 }
 
-static const struct lw_growth_report *sort_report;
-
-static int compare_growth(const void *a, const void *b)
+static int compare_growth(const void *a, const void *b, void *report)
 {
+	const struct lw_growth_report *r = report;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	double rx = sort_report->sites[x].bytes_per_step;
-	double ry = sort_report->sites[y].bytes_per_step;
+	double rx = r->sites[x].bytes_per_step;
+	double ry = r->sites[y].bytes_per_step;
 
 	if (rx != ry)
 		return rx < ry ? 1 : -1;
@@ -213,9 +212,7 @@ int lw_growing_sites(const struct lw_growth_report *r, uint32_t **out,
 		if (r->sites[i].verdict == LW_VERDICT_GROWING &&
 		    !r->sites[i].suppressed)
 			sites[n++] = i;
-	sort_report = r;
-	qsort(sites, n, sizeof(*sites), compare_growth);
-	sort_report = NULL;
+	qsort_r(sites, n, sizeof(*sites), compare_growth, (void *)r);
 	*out = sites;
 	*count = n;
 	return 0;

@@ -1309,13 +1309,12 @@ const struct lw_phase *lw_model_phase(const struct lw_model *m,
 	return NULL;
 }
 
-static const struct lw_model *sort_model;
-
-static int compare_lingering(const void *a, const void *b)
+static int compare_lingering(const void *a, const void *b, void *model)
 {
+	const struct lw_model *m = model;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	uint64_t mx = sort_model->sites[x].lingering_max;
-	uint64_t my = sort_model->sites[y].lingering_max;
+	uint64_t mx = m->sites[x].lingering_max;
+	uint64_t my = m->sites[y].lingering_max;
 
 	if (mx != my)
 		return mx < my ? 1 : -1;
@@ -1343,9 +1342,7 @@ int lw_model_lingering_sites(const struct lw_model *m, uint32_t **out,
 		if (m->sites[i].lingering_steps &&
 		    !lw_model_site_suppressed(m, i))
 			sites[n++] = i;
-	sort_model = m;
-	qsort(sites, n, sizeof(*sites), compare_lingering);
-	sort_model = NULL;
+	qsort_r(sites, n, sizeof(*sites), compare_lingering, (void *)m);
 	*out = sites;
 	*count = n;
 	return 0;
