@@ -59,10 +59,29 @@ static struct lw_writer writer;
 static enum { TRACE_NONE, TRACE_OPEN, TRACE_FAILED } trace_state;
 /* The process that opened the trace (see lw_flush_before_exec()). */
 static pid_t trace_pid;
-/* The list of CUDA runtimes is in this trace (note_runtimes_locked()). */
-static int runtimes_in_trace;
 static uint32_t trace_gen = 1;
 static char trace_path[PATH_MAX];
+
+/*
+ * What the records of the open trace depend on, under the lock: reset in
+ * one place (trace_context_reset()) when a trace opens, the process's
+ * first or a forked child's.
+ */
+static struct trace_context {
+	/* STEP records written; phases open now, and closed so far. */
+	uint32_t steps_written, phases_open, phases_closed;
+	unsigned step_source_in_trace;	/* enum lw_step_source, 0: none */
+	int runtimes_in_trace;	/* the list of CUDA runtimes is written */
+	unsigned warnings_in_trace_mask;
+	uint64_t dropped_events, dropped_reported;
+	/* What the last records said, so that unchanged context is not
+	 * repeated. */
+	pid_t last_tid;
+	unsigned last_api;
+	int64_t last_device;
+	uint64_t last_stream;
+	uint64_t last_time_ns, last_flush_ns;
+} tc;
 
 /*
  * The live table: open addressing with linear probing, records in place,
@@ -75,30 +94,18 @@ static struct lw_live *live_slots;
 static size_t live_mask; /* slots - 1 */
 static unsigned live_shift; /* 64 - log2(slots) */
 static size_t live_used;
-static uint64_t dropped_events, dropped_reported;
 static uint64_t unknown_frees;
 /* Allocations recorded; allocation calls that failed, and the first. */
 static uint64_t recorded_allocations, failed_allocations;
 static unsigned first_failed_api;
 static int first_failed_error;
 static uint64_t live_bytes[LW_MEM_KIND_MAX + 1], live_count[LW_MEM_KIND_MAX + 1];
-/* STEP records written to this trace; phases open now, and closed so
- * far. Under the lock. */
-static uint32_t steps_written, phases_open, phases_closed;
-
-/* What the last records said, so that unchanged context is not repeated. */
-static pid_t last_tid;
-static unsigned last_api = UINT_MAX;
-static int64_t last_device = INT64_MIN;
-static uint64_t last_stream;
-static uint64_t last_time_ns, last_flush_ns;
 
 static int python_frames;      /* CPython frames can be read */
 static int python_process;     /* running inside CPython */
 static struct lw_summary program_end_summary;
 static int have_program_end_summary;
 
-static unsigned step_source_in_trace; /* enum lw_step_source, 0: none */
 /*
  * An optimizer step is written at the next event the trace records, not at
  * once: if the program marks its steps itself, its first explicit step
@@ -111,7 +118,7 @@ static int explicit_steps;
 static unsigned optimizer_steps_pending;
 
 static char warnings[LW_WARN_COUNT][256];
-static unsigned warned_mask, warnings_in_trace_mask;
+static unsigned warned_mask;
 
 #define FLUSH_INTERVAL_NS 1000000000ull
 
@@ -144,14 +151,14 @@ void lw_warn_once(enum lw_warning kind, const char *fmt, ...)
 static void record_warnings_locked(void)
 {
 	unsigned pending = __atomic_load_n(&warned_mask, __ATOMIC_ACQUIRE) &
-			   ~warnings_in_trace_mask;
+			   ~tc.warnings_in_trace_mask;
 
 	for (unsigned k = 0; pending && k < LW_WARN_COUNT; k++) {
 		if (!(pending & (1u << k)))
 			continue;
 		lw_writer_ext(&writer, LW_REC_WARNING,
 			      (const uint8_t *)warnings[k], strlen(warnings[k]));
-		warnings_in_trace_mask |= 1u << k;
+		tc.warnings_in_trace_mask |= 1u << k;
 		pending &= ~(1u << k);
 	}
 }
@@ -242,6 +249,14 @@ static void append_to_manifest(const char *path, int failed)
 	close(fd);
 }
 
+static void trace_context_reset(void)
+{
+	memset(&tc, 0, sizeof(tc));
+	tc.last_api = UINT_MAX;
+	tc.last_device = INT64_MIN;
+	tc.last_time_ns = tc.last_flush_ns = coarse_now_ns();
+}
+
 /* Opens the trace at the first event. Under the lock. */
 static int ensure_trace_locked(void)
 {
@@ -278,14 +293,7 @@ static int ensure_trace_locked(void)
 		return 0;
 	}
 	trace_state = TRACE_OPEN;
-	step_source_in_trace = 0;
-	steps_written = phases_open = phases_closed = 0;
-	runtimes_in_trace = 0;
-	last_tid = 0;
-	last_api = UINT_MAX;
-	last_device = INT64_MIN;
-	last_stream = 0;
-	last_time_ns = last_flush_ns = coarse_now_ns();
+	trace_context_reset();
 	write_process_info_locked();
 	record_warnings_locked();
 	append_to_manifest(trace_path, 0);
@@ -318,10 +326,10 @@ static void note_runtimes_locked(void)
 {
 	const char *list;
 
-	if (runtimes_in_trace || !(list = lw_real_runtimes()))
+	if (tc.runtimes_in_trace || !(list = lw_real_runtimes()))
 		return;
 	lw_writer_info(&writer, "cudart_runtimes", list, strlen(list));
-	runtimes_in_trace = 1;
+	tc.runtimes_in_trace = 1;
 }
 
 static void flush_locked(void)
@@ -337,7 +345,7 @@ static void flush_locked(void)
 			     "writing the trace %s failed: %s; the trace ends "
 			     "here, the program carries on",
 			     trace_path, strerror(-err));
-	last_flush_ns = coarse_now_ns();
+	tc.last_flush_ns = coarse_now_ns();
 }
 
 /* Writes THREAD and TIME records when they changed; flushes now and then
@@ -356,15 +364,15 @@ static void note_thread_and_time_locked(void)
 					       __ATOMIC_ACQUIRE))
 			write_step_locked(LW_STEP_OPTIMIZER);
 	}
-	if (tid != last_tid) {
+	if (tid != tc.last_tid) {
 		lw_writer_tag_u64(&writer, LW_REC_THREAD, (uint64_t)tid);
-		last_tid = tid;
+		tc.last_tid = tid;
 	}
 	uint64_t now = coarse_now_ns();
-	if (now != last_time_ns) {
-		lw_writer_tag_u64(&writer, LW_REC_TIME, now - last_time_ns);
-		last_time_ns = now;
-		if (now - last_flush_ns >= FLUSH_INTERVAL_NS)
+	if (now != tc.last_time_ns) {
+		lw_writer_tag_u64(&writer, LW_REC_TIME, now - tc.last_time_ns);
+		tc.last_time_ns = now;
+		if (now - tc.last_flush_ns >= FLUSH_INTERVAL_NS)
 			flush_locked();
 	}
 	if (lw_live_take_request()) {
@@ -376,26 +384,26 @@ static void note_thread_and_time_locked(void)
 					  live_count[LW_MEM_MANAGED],
 				  trace_path);
 	}
-	if (dropped_events != dropped_reported) {
+	if (tc.dropped_events != tc.dropped_reported) {
 		uint8_t payload[LW_VARINT_MAX];
 		size_t n = lw_varint_put(payload,
-					 dropped_events - dropped_reported);
+					 tc.dropped_events - tc.dropped_reported);
 		lw_writer_ext(&writer, LW_REC_DROPPED, payload, n);
-		dropped_reported = dropped_events;
+		tc.dropped_reported = tc.dropped_events;
 	}
-	if (warned_mask != warnings_in_trace_mask)
+	if (warned_mask != tc.warnings_in_trace_mask)
 		record_warnings_locked();
 }
 
 static void note_context_locked(enum lw_api api, int64_t device,
 				uint64_t stream)
 {
-	if (api == last_api && device == last_device && stream == last_stream)
+	if (api == tc.last_api && device == tc.last_device && stream == tc.last_stream)
 		return;
 	lw_writer_context(&writer, api, device, stream);
-	last_api = api;
-	last_device = device;
-	last_stream = stream;
+	tc.last_api = api;
+	tc.last_device = device;
+	tc.last_stream = stream;
 }
 
 /* ---- stacks ---- */
@@ -554,8 +562,8 @@ static int add_live_locked(uintptr_t addr, uint64_t size,
 	e->size = size;
 	e->stack = stack;
 	e->kind = (uint8_t)kind;
-	e->step = steps_written;
-	e->phase = phases_open ? (uint8_t)(1 + phases_closed % 255) : 0;
+	e->step = tc.steps_written;
+	e->phase = tc.phases_open ? (uint8_t)(1 + tc.phases_closed % 255) : 0;
 	live_used++;
 	account_live(e, +1);
 	return 1;
@@ -806,13 +814,13 @@ static void write_step_locked(enum lw_step_source source)
 		[LW_STEP_API] = "api", [LW_STEP_OPTIMIZER] = "optimizer",
 	};
 
-	if (step_source_in_trace != source) {
+	if (tc.step_source_in_trace != source) {
 		lw_writer_info(&writer, "step_source", names[source],
 			       strlen(names[source]));
-		step_source_in_trace = source;
+		tc.step_source_in_trace = source;
 	}
 	lw_writer_tag(&writer, LW_REC_STEP);
-	steps_written++;
+	tc.steps_written++;
 	flush_locked();
 	lw_gate_step(live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED]);
 	lw_live_step(live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED],
@@ -853,7 +861,7 @@ void lw_record_phase_begin(const char *name)
 		size_t n = lw_varint_put(payload, lw_strings_intern(
 						  &writer, trace_gen, name));
 		lw_writer_ext(&writer, LW_REC_PHASE_BEGIN, payload, n);
-		phases_open++;
+		tc.phases_open++;
 		flush_locked();
 	}
 	pthread_mutex_unlock(&lock);
@@ -868,9 +876,9 @@ void lw_record_phase_end(void)
 	if (ensure_trace_locked()) {
 		note_thread_and_time_locked();
 		lw_writer_tag(&writer, LW_REC_PHASE_END);
-		if (phases_open) {
-			phases_open--;
-			phases_closed++;
+		if (tc.phases_open) {
+			tc.phases_open--;
+			tc.phases_closed++;
 		}
 		flush_locked();
 	}
@@ -952,8 +960,8 @@ size_t lw_holder_targets(uint64_t *pairs, size_t max)
 		 * the phase that made it. */
 		if (!e->addr || !lw_mem_kind_is_device(e->kind))
 			continue;
-		if ((e->step < 1 || e->step >= steps_written) &&
-		    (!e->phase || e->phase == 1 + phases_closed % 255))
+		if ((e->step < 1 || e->step >= tc.steps_written) &&
+		    (!e->phase || e->phase == 1 + tc.phases_closed % 255))
 			continue;
 		if (n < max) {
 			pairs[2 * n] = e->addr;
@@ -1064,9 +1072,9 @@ static void after_fork_in_child(void)
 	have_program_end_summary = 0;
 	lw_gate_reset();
 	lw_modules_reset();
-	dropped_events = dropped_reported = unknown_frees = 0;
+	unknown_frees = 0;
 	recorded_allocations = failed_allocations = 0;
-	warnings_in_trace_mask = 0;
+	/* The trace context is reset when the child's trace opens. */
 	lw_live_reset();
 	pthread_mutex_unlock(&lock);
 }
@@ -1174,7 +1182,7 @@ void lw_shutdown(void)
 		note_thread_and_time_locked();
 		note_deepbind_locked();
 		note_runtimes_locked();
-		lw_writer_close(&writer, 1, dropped_events);
+		lw_writer_close(&writer, 1, tc.dropped_events);
 		if (have_program_end_summary) {
 			/* In a Python program, what its code left allocated;
 			 * finalization frees much of it afterwards. */
