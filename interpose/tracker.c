@@ -22,7 +22,7 @@
 #include "config.h"
 #include "gate.h"
 #include "holders.h"
-#include "live.h"
+#include "live-view.h"
 #include "modules.h"
 #include "pyframes.h"
 #include "pyhooks.h"
@@ -298,7 +298,7 @@ static int ensure_trace_locked(void)
 	record_warnings_locked();
 	append_to_manifest(trace_path, 0);
 	lw_gate_trace_opened(trace_path);
-	lw_live_trace_opened();
+	lw_live_view_trace_opened();
 	return 1;
 }
 
@@ -375,10 +375,10 @@ static void note_thread_and_time_locked(void)
 		if (now - tc.last_flush_ns >= FLUSH_INTERVAL_NS)
 			flush_locked();
 	}
-	if (lw_live_take_request()) {
+	if (lw_live_view_take_request()) {
 		lw_holders_schedule();
 		flush_locked();
-		lw_live_print_now(live_bytes[LW_MEM_DEVICE] +
+		lw_live_view_print_now(live_bytes[LW_MEM_DEVICE] +
 					  live_bytes[LW_MEM_MANAGED],
 				  live_count[LW_MEM_DEVICE] +
 					  live_count[LW_MEM_MANAGED],
@@ -823,7 +823,7 @@ static void write_step_locked(enum lw_step_source source)
 	tc.steps_written++;
 	flush_locked();
 	lw_gate_step(live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED]);
-	lw_live_step(live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED],
+	lw_live_view_step(live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED],
 		     live_count[LW_MEM_DEVICE] + live_count[LW_MEM_MANAGED]);
 }
 
@@ -1075,7 +1075,7 @@ static void after_fork_in_child(void)
 	unknown_frees = 0;
 	recorded_allocations = failed_allocations = 0;
 	/* The trace context is reset when the child's trace opens. */
-	lw_live_reset();
+	lw_live_view_reset();
 	pthread_mutex_unlock(&lock);
 }
 
@@ -1146,7 +1146,7 @@ static void init_once_fn(void)
 		state = LW_STATE_OFF;
 		goto done;
 	}
-	lw_live_configure(config.live_every, config.use_signal);
+	lw_live_view_configure(config.live_every, config.use_signal);
 	lw_holders_configure(config.holders, config.holders_budget);
 	lw_unwind_init(config.fast_unwind);
 	enum lw_py_status py = lw_py_init();

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "live.h"
+#include "live-view.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@ static uint64_t steps;
 static uint64_t first_bytes, first_step, last_bytes, last_step;
 static int have_first;
 
-void lw_live_configure(unsigned every, int use_signal)
+void lw_live_view_configure(unsigned every, int use_signal)
 {
 	live_every = every;
 	live_signal = use_signal;
@@ -30,7 +30,7 @@ static void on_signal(int signo)
 	lw_live_requested = 1;
 }
 
-void lw_live_trace_opened(void)
+void lw_live_view_trace_opened(void)
 {
 	struct sigaction old, sa;
 
@@ -84,7 +84,7 @@ static void remember(uint64_t live_bytes)
 	last_step = steps;
 }
 
-void lw_live_step(uint64_t live_bytes, uint64_t live_count)
+void lw_live_view_step(uint64_t live_bytes, uint64_t live_count)
 {
 	char line[512];
 
@@ -103,7 +103,7 @@ void lw_live_step(uint64_t live_bytes, uint64_t live_count)
 	remember(live_bytes);
 }
 
-void lw_live_print_now(uint64_t live_bytes, uint64_t live_count,
+void lw_live_view_print_now(uint64_t live_bytes, uint64_t live_count,
 		       const char *trace_path)
 {
 	char line[512 + 4096];
@@ -116,7 +116,7 @@ void lw_live_print_now(uint64_t live_bytes, uint64_t live_count,
 	lw_write_stderr(line, strlen(line));
 }
 
-void lw_live_reset(void)
+void lw_live_view_reset(void)
 {
 	steps = first_step = last_step = 0;
 	have_first = 0;

@@ -5,31 +5,31 @@
  * trace and the same line at the next event, so that `leakwatch report` can
  * be run on the trace of a job that is still running.
  */
-#ifndef LW_LIVE_H
-#define LW_LIVE_H
+#ifndef LW_LIVE_VIEW_H
+#define LW_LIVE_VIEW_H
 
 #include <signal.h>
 #include <stdint.h>
 
-/* Set by the signal handler, cleared by lw_live_take_request(). */
+/* Set by the signal handler, cleared by lw_live_view_take_request(). */
 extern volatile sig_atomic_t lw_live_requested;
 
 /* every: 0 for no periodic line; use_signal: install the handler. */
-void lw_live_configure(unsigned every, int use_signal);
+void lw_live_view_configure(unsigned every, int use_signal);
 
 /*
  * The process opened its trace: installs the SIGUSR2 handler, only if the
  * signal's disposition is still the default one (a program that handles
  * SIGUSR2 itself keeps it).
  */
-void lw_live_trace_opened(void);
+void lw_live_view_trace_opened(void);
 
 /* A step ended with this much device memory live: prints the line every
  * N steps. Under the tracker's lock. */
-void lw_live_step(uint64_t live_bytes, uint64_t live_count);
+void lw_live_view_step(uint64_t live_bytes, uint64_t live_count);
 
 /* Whether a signal asked for a line (and clears the request). */
-static inline int lw_live_take_request(void)
+static inline int lw_live_view_take_request(void)
 {
 	if (!lw_live_requested)
 		return 0;
@@ -38,10 +38,10 @@ static inline int lw_live_take_request(void)
 }
 
 /* The line asked for by the signal, after the trace was flushed. */
-void lw_live_print_now(uint64_t live_bytes, uint64_t live_count,
+void lw_live_view_print_now(uint64_t live_bytes, uint64_t live_count,
 		       const char *trace_path);
 
 /* In a forked child: steps count from 0 again. */
-void lw_live_reset(void);
+void lw_live_view_reset(void);
 
 #endif
