@@ -458,25 +458,12 @@ LW_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(
 		funcPtr, cudaVersion, flags, driverStatus);
 }
 
-/* The hooks a resolver may hand out in place of libcuda's functions. */
-#define HOOK(fn, hook) [fn] = (lw_fnptr)hook
+/* The hooks a resolver may hand out in place of libcuda's functions: each
+ * driver hook of hooks.def, the function of the symbol's name. */
 const lw_fnptr lw_driver_hooks[LW_FN_COUNT] = {
-	HOOK(LW_FN_CU_GET_PROC_ADDRESS, cuGetProcAddress),
-	HOOK(LW_FN_CU_GET_PROC_ADDRESS_V2, cuGetProcAddress_v2),
-	HOOK(LW_FN_CU_MEM_ALLOC_V2, cuMemAlloc_v2),
-	HOOK(LW_FN_CU_MEM_ALLOC_PITCH_V2, cuMemAllocPitch_v2),
-	HOOK(LW_FN_CU_MEM_ALLOC_MANAGED, cuMemAllocManaged),
-	HOOK(LW_FN_CU_MEM_ALLOC_HOST_V2, cuMemAllocHost_v2),
-	HOOK(LW_FN_CU_MEM_HOST_ALLOC, cuMemHostAlloc),
-	HOOK(LW_FN_CU_MEM_FREE_V2, cuMemFree_v2),
-	HOOK(LW_FN_CU_MEM_FREE_HOST, cuMemFreeHost),
-	HOOK(LW_FN_CU_MEM_ALLOC_ASYNC, cuMemAllocAsync),
-	HOOK(LW_FN_CU_MEM_ALLOC_ASYNC_PTSZ, cuMemAllocAsync_ptsz),
-	HOOK(LW_FN_CU_MEM_ALLOC_FROM_POOL_ASYNC, cuMemAllocFromPoolAsync),
-	HOOK(LW_FN_CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ,
-	     cuMemAllocFromPoolAsync_ptsz),
-	HOOK(LW_FN_CU_MEM_FREE_ASYNC, cuMemFreeAsync),
-	HOOK(LW_FN_CU_MEM_FREE_ASYNC_PTSZ, cuMemFreeAsync_ptsz),
-	HOOK(LW_FN_CU_MEM_CREATE, cuMemCreate),
-	HOOK(LW_FN_CU_MEM_RELEASE, cuMemRelease),
+#define LW_RUNTIME_HOOK(id, symbol)
+#define LW_DRIVER_HOOK(id, symbol) [LW_FN_##id] = (lw_fnptr)symbol,
+#include "hooks.def"
+#undef LW_RUNTIME_HOOK
+#undef LW_DRIVER_HOOK
 };

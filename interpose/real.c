@@ -15,46 +15,11 @@
 lw_fnptr lw_real_table[LW_FN_COUNT];
 
 static const char *const fn_names[LW_FN_COUNT] = {
-	[LW_FN_CUDA_MALLOC] = "cudaMalloc",
-	[LW_FN_CUDA_FREE] = "cudaFree",
-	[LW_FN_CUDA_MALLOC_ASYNC] = "cudaMallocAsync",
-	[LW_FN_CUDA_MALLOC_ASYNC_PTSZ] = "cudaMallocAsync_ptsz",
-	[LW_FN_CUDA_FREE_ASYNC] = "cudaFreeAsync",
-	[LW_FN_CUDA_FREE_ASYNC_PTSZ] = "cudaFreeAsync_ptsz",
-	[LW_FN_CUDA_MALLOC_FROM_POOL_ASYNC] = "cudaMallocFromPoolAsync",
-	[LW_FN_CUDA_MALLOC_FROM_POOL_ASYNC_PTSZ] = "cudaMallocFromPoolAsync_ptsz",
-	[LW_FN_CUDA_MALLOC_MANAGED] = "cudaMallocManaged",
-	[LW_FN_CUDA_MALLOC_PITCH] = "cudaMallocPitch",
-	[LW_FN_CUDA_MALLOC_3D] = "cudaMalloc3D",
-	[LW_FN_CUDA_MALLOC_HOST] = "cudaMallocHost",
-	[LW_FN_CUDA_HOST_ALLOC] = "cudaHostAlloc",
-	[LW_FN_CUDA_FREE_HOST] = "cudaFreeHost",
-	[LW_FN_CUDA_HOST_REGISTER] = "cudaHostRegister",
-	[LW_FN_CUDA_HOST_UNREGISTER] = "cudaHostUnregister",
-	[LW_FN_CUDA_GET_DRIVER_ENTRY_POINT] = "cudaGetDriverEntryPoint",
-	[LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_PTSZ] = "cudaGetDriverEntryPoint_ptsz",
-	[LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION] =
-		"cudaGetDriverEntryPointByVersion",
-	[LW_FN_CUDA_GET_DRIVER_ENTRY_POINT_BY_VERSION_PTSZ] =
-		"cudaGetDriverEntryPointByVersion_ptsz",
-	[LW_FN_CU_GET_PROC_ADDRESS] = "cuGetProcAddress",
-	[LW_FN_CU_GET_PROC_ADDRESS_V2] = "cuGetProcAddress_v2",
-	[LW_FN_CU_MEM_ALLOC_V2] = "cuMemAlloc_v2",
-	[LW_FN_CU_MEM_ALLOC_PITCH_V2] = "cuMemAllocPitch_v2",
-	[LW_FN_CU_MEM_ALLOC_MANAGED] = "cuMemAllocManaged",
-	[LW_FN_CU_MEM_ALLOC_HOST_V2] = "cuMemAllocHost_v2",
-	[LW_FN_CU_MEM_HOST_ALLOC] = "cuMemHostAlloc",
-	[LW_FN_CU_MEM_FREE_V2] = "cuMemFree_v2",
-	[LW_FN_CU_MEM_FREE_HOST] = "cuMemFreeHost",
-	[LW_FN_CU_MEM_ALLOC_ASYNC] = "cuMemAllocAsync",
-	[LW_FN_CU_MEM_ALLOC_ASYNC_PTSZ] = "cuMemAllocAsync_ptsz",
-	[LW_FN_CU_MEM_ALLOC_FROM_POOL_ASYNC] = "cuMemAllocFromPoolAsync",
-	[LW_FN_CU_MEM_ALLOC_FROM_POOL_ASYNC_PTSZ] =
-		"cuMemAllocFromPoolAsync_ptsz",
-	[LW_FN_CU_MEM_FREE_ASYNC] = "cuMemFreeAsync",
-	[LW_FN_CU_MEM_FREE_ASYNC_PTSZ] = "cuMemFreeAsync_ptsz",
-	[LW_FN_CU_MEM_CREATE] = "cuMemCreate",
-	[LW_FN_CU_MEM_RELEASE] = "cuMemRelease",
+#define LW_RUNTIME_HOOK(id, symbol) [LW_FN_##id] = #symbol,
+#define LW_DRIVER_HOOK(id, symbol) [LW_FN_##id] = #symbol,
+#include "hooks.def"
+#undef LW_RUNTIME_HOOK
+#undef LW_DRIVER_HOOK
 };
 
 static char runtime_path[PATH_MAX];

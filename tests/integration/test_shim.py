@@ -590,8 +590,13 @@ def exports():
     out = subprocess.run(["nm", "-D", "--defined-only", LIB],
                          capture_output=True, text=True, check=True).stdout
     got = sorted(l.split()[-1] for l in out.splitlines() if l.strip())
+    # The CUDA hooks of hooks.def, and the other exports of exports.txt.
+    with open(os.environ["LW_HOOKS"]) as f:
+        want = re.findall(r"^LW_(?:RUNTIME|DRIVER)_HOOK\(\w+, (\w+)\)$",
+                          f.read(), re.M)
+    check(len(want) > 30, f"hooks listed in hooks.def: {want}")
     with open(os.environ["LW_EXPORTS"]) as f:
-        want = sorted(l.strip() for l in f if l.strip())
+        want = sorted(want + [l.strip() for l in f if l.strip()])
     check_eq(got, want, "symbols exported by libleakwatch.so")
     needed = subprocess.run(["readelf", "-d", LIB], capture_output=True,
                             text=True, check=True).stdout
