@@ -22,6 +22,10 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from lwcheck import check, failures  # noqa: E402
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 COMMANDS = ("report", "check", "diff", "run")
 # Options of other programs that the docs show in their command lines.
@@ -35,14 +39,6 @@ OTHER_TOOLS = {
                                                     "--steps"},
 }
 OPTION = re.compile(r"(?<![\w./-])(--?[a-zA-Z][\w-]*)")
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def read(path):

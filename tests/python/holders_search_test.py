@@ -7,20 +7,17 @@ that it keeps no reference, runs no collection, and stops at its budget.
     holders_search_test.py SCRIPTS_DIR
 """
 import gc
+import os
 import struct
 import sys
 import weakref
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from lwcheck import check, failures  # noqa: E402
+
 sys.path.insert(0, sys.argv[1])
 from leakwatch import _holders  # noqa: E402
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 class Buffer(object):

@@ -14,6 +14,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from lwcheck import check, failures  # noqa: E402
+
 REPORT_KEYS = [
     "leakwatch_report", "trace", "pid", "command", "exe", "truncated",
     "events", "allocations", "frees", "steps", "live_bytes_at_exit",
@@ -72,14 +76,6 @@ SITE_KEYS = ["id", "kind", "live_bytes", "live_count", "allocations",
 DEVICE_KINDS = ("device", "managed")
 FRAME_KEYS = ["function", "file", "line", "python", "module", "address",
               "module_offset"]
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def is_uint(v):

@@ -15,14 +15,12 @@ import subprocess
 import sys
 import tempfile
 
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from lwcheck import fail, failures  # noqa: E402
+
 HOSTILE_FILE = "</script><script>document.title='pwned'</script>,v2:a.py"
 HOSTILE_FUNCTION = "log_loss\u2028<img src=x onerror=alert(1)>\u2029\"&'"
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg)
 
 
 def run(argv, cwd):

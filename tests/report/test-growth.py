@@ -14,6 +14,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from lwcheck import fail, failures  # noqa: E402
+
 # scenario: (run verdict, stack id of the first growing site or None,
 #            check exit status with --max-growth 0)
 LEAKS = {
@@ -39,13 +43,6 @@ CONTROLS = {
     "no-leak": ("not-enough-steps", None, 0),  # 4 steps
     "kinds": ("not-enough-steps", None, 0),  # no steps
 }
-
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL:", msg)
 
 
 def run(argv, cwd):

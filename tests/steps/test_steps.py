@@ -17,6 +17,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from lwcheck import check, failures  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "train.py")
 GROWTH_EXIT = 23
@@ -45,14 +49,6 @@ CASES = {
     "phase-survivor": ("phase-survivor", True, {"stable", "sawtooth-flat",
                                                 "plateau"}, None, "api"),
 }
-
-failures = []
-
-
-def check(cond, msg):
-    if not cond:
-        failures.append(msg)
-        print("FAIL:", msg)
 
 
 def markers():
