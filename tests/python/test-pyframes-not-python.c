@@ -2,7 +2,7 @@
 /* In a process without Python, the frame reader says so and reads nothing. */
 #include <stdint.h>
 
-#include "../unit/lw-test.h"
+#include "../lw-test.h"
 #include "pyframes.h"
 
 int main(void)

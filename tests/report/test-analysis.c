@@ -14,17 +14,7 @@
 #include "analysis.h"
 #include "commands.h"
 #include "formats.h"
-
-static int failures;
-
-static void check(int ok, const char *what, long long got, long long want)
-{
-	if (!ok) {
-		fprintf(stderr, "FAIL: %s: %lld, expected %lld\n", what, got,
-			want);
-		failures++;
-	}
-}
+#include "lw-test.h"
 
 /* Runs f and checks it judged growth and diagnosed `want` times each. */
 static void counts(const char *what, int rc, uint64_t growth0,
@@ -32,14 +22,16 @@ static void counts(const char *what, int rc, uint64_t growth0,
 {
 	uint64_t g = lw_analysis_growth_runs() - growth0;
 	uint64_t d = lw_analysis_diagnosis_runs() - diag0;
-	char label[128];
 
-	snprintf(label, sizeof(label), "%s: status", what);
-	check(rc >= 0, label, rc, 0);
-	snprintf(label, sizeof(label), "%s: growth judged", what);
-	check(g == want, label, (long long)g, (long long)want);
-	snprintf(label, sizeof(label), "%s: diagnoses", what);
-	check(d == want, label, (long long)d, (long long)want);
+	if (rc < 0)
+		lw_test_fail("%s: status %d", what, rc);
+	if (g != want)
+		lw_test_fail("%s: growth judged %llu times, expected %llu",
+			     what, (unsigned long long)g,
+			     (unsigned long long)want);
+	if (d != want)
+		lw_test_fail("%s: %llu diagnoses, expected %llu", what,
+			     (unsigned long long)d, (unsigned long long)want);
 }
 
 int main(int argc, char **argv)
@@ -73,8 +65,7 @@ int main(int argc, char **argv)
 		int rc = lw_report_files(out, one, 1, &o);
 
 		if (!o.format) {
-			fprintf(stderr, "FAIL: no format %s\n", formats[i]);
-			failures++;
+			lw_test_fail("no format %s", formats[i]);
 			continue;
 		}
 		counts(formats[i], rc, g0, d0, 1);
@@ -89,8 +80,5 @@ int main(int argc, char **argv)
 	remove(a);
 	remove(b);
 	fclose(out);
-	if (failures)
-		return 1;
-	printf("ok\n");
-	return 0;
+	return lw_test_done("test-analysis");
 }

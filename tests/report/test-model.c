@@ -15,18 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lw-test.h"
 #include "model.h"
 #include "trace-builder.h"
 #include "trace-reader.h"
-
-#define CHECK(cond)                                                        \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: check failed: %s\n",       \
-				__FILE__, __LINE__, #cond);                \
-			exit(1);                                           \
-		}                                                          \
-	} while (0)
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 
@@ -55,11 +47,11 @@ static void check_totals(const struct lw_model *m, const bool *live,
 		site_count += m->sites[i].totals.live_count;
 		site_bytes += m->sites[i].totals.live_bytes;
 	}
-	CHECK(m->live_used == count);
-	CHECK(lw_model_device_live_bytes(m) == bytes);
-	CHECK(lw_model_device_live_count(m) == count);
-	CHECK(site_count == count && site_bytes == bytes);
-	CHECK(m->peak_bytes >= bytes);
+	REQUIRE(m->live_used == count);
+	REQUIRE(lw_model_device_live_bytes(m) == bytes);
+	REQUIRE(lw_model_device_live_count(m) == count);
+	REQUIRE(site_count == count && site_bytes == bytes);
+	REQUIRE(m->peak_bytes >= bytes);
 }
 
 static void test_live_table(void)
@@ -70,9 +62,9 @@ static void test_live_table(void)
 	uint64_t frame = 0x401000, unknown = 0, reused = 0;
 	struct lw_model m;
 
-	CHECK(lw_model_init(&m) == 0);
+	REQUIRE(lw_model_init(&m) == 0);
 	for (uint64_t id = 1; id <= STACKS; id++)
-		CHECK(ops->stack(&m, id, &frame, 1) == 0);
+		REQUIRE(ops->stack(&m, id, &frame, 1) == 0);
 	for (unsigned i = 0; i < POOL; i++) {
 		/* Clustered, aligned addresses, as a CUDA allocator gives;
 		 * a few that differ only in high bits. */
@@ -91,36 +83,36 @@ static void test_live_table(void)
 		if (!live[i]) {
 			if (filling || r >> 32 & 1) {
 				sizes[i] = 1 + (r >> 8) % 100000;
-				CHECK(ops->alloc(&m, kind, addrs[i], sizes[i],
+				REQUIRE(ops->alloc(&m, kind, addrs[i], sizes[i],
 						 1 + (r >> 16) % STACKS) == 0);
 				live[i] = true;
 			} else {
-				CHECK(ops->free(&m, addrs[i]) == 0);
+				REQUIRE(ops->free(&m, addrs[i]) == 0);
 				unknown += addrs[i] != 0;
 			}
 		} else if ((r >> 20) % 50 == 0) {
 			sizes[i] = 1 + (r >> 8) % 100000;
-			CHECK(ops->alloc(&m, kind, addrs[i], sizes[i], 0) == 0);
+			REQUIRE(ops->alloc(&m, kind, addrs[i], sizes[i], 0) == 0);
 			reused++;
 		} else if (!filling || (r >> 24) % 4 == 0) {
-			CHECK(ops->free(&m, addrs[i]) == 0);
+			REQUIRE(ops->free(&m, addrs[i]) == 0);
 			live[i] = false;
 		}
 		if (op % 997 == 0)
 			check_totals(&m, live, sizes);
 	}
 	check_totals(&m, live, sizes);
-	CHECK(m.unknown_frees == unknown);
-	CHECK(m.reused_live_addresses == reused);
+	REQUIRE(m.unknown_frees == unknown);
+	REQUIRE(m.reused_live_addresses == reused);
 	for (unsigned i = 0; i < POOL; i++) {
 		if (live[i]) {
-			CHECK(ops->free(&m, addrs[i]) == 0);
+			REQUIRE(ops->free(&m, addrs[i]) == 0);
 			live[i] = false;
 		}
 	}
 	check_totals(&m, live, sizes);
-	CHECK(m.unknown_frees == unknown);
-	CHECK(m.live_used == 0);
+	REQUIRE(m.unknown_frees == unknown);
+	REQUIRE(m.live_used == 0);
 	lw_model_fini(&m);
 }
 
@@ -163,7 +155,7 @@ static void build_sample(struct out *o)
 static int read_model(const uint8_t *buf, size_t len, struct lw_model *m,
 		      struct lw_trace_result *res)
 {
-	CHECK(lw_model_init(m) == 0);
+	REQUIRE(lw_model_init(m) == 0);
 	return lw_trace_read(buf, len, &lw_model_ops, m, res);
 }
 
@@ -175,11 +167,11 @@ static void test_prefixes(void)
 	uint64_t last_events = 0;
 
 	build_sample(&o);
-	CHECK(read_model(o.data, 0, &m, &res) == -ENODATA);
+	REQUIRE(read_model(o.data, 0, &m, &res) == -ENODATA);
 	lw_model_fini(&m);
 	for (size_t len = 1; len < LW_TRACE_HEADER_SIZE; len++) {
-		CHECK(read_model(o.data, len, &m, &res) == -EINVAL);
-		CHECK(res.message[0]);
+		REQUIRE(read_model(o.data, len, &m, &res) == -EINVAL);
+		REQUIRE(res.message[0]);
 		lw_model_fini(&m);
 	}
 	for (size_t len = LW_TRACE_HEADER_SIZE; len <= o.len; len++) {
@@ -187,15 +179,15 @@ static void test_prefixes(void)
 
 		if (rc != 0)
 			fprintf(stderr, "prefix %zu: %s\n", len, res.message);
-		CHECK(rc == 0);
-		CHECK(res.truncated == (len < o.len));
-		CHECK(res.complete == (len == o.len));
-		CHECK(res.end_offset <= len);
-		CHECK(m.events >= last_events);
+		REQUIRE(rc == 0);
+		REQUIRE(res.truncated == (len < o.len));
+		REQUIRE(res.complete == (len == o.len));
+		REQUIRE(res.end_offset <= len);
+		REQUIRE(m.events >= last_events);
 		last_events = m.events;
 		lw_model_fini(&m);
 	}
-	CHECK(last_events == o.events);
+	REQUIRE(last_events == o.events);
 	free(o.data);
 }
 
@@ -209,7 +201,7 @@ static void test_corruption(void)
 
 	build_sample(&o);
 	copy = malloc(o.len);
-	CHECK(copy);
+	REQUIRE(copy);
 	for (unsigned iter = 0; iter < 20000; iter++) {
 		unsigned flips = 1 + (unsigned)(rng() % 3);
 		int rc;
@@ -218,16 +210,16 @@ static void test_corruption(void)
 		for (unsigned f = 0; f < flips; f++)
 			copy[rng() % o.len] ^= (uint8_t)(1u << (rng() % 8));
 		rc = read_model(copy, o.len - (size_t)(rng() % 4), &m, &res);
-		CHECK(rc == 0 || rc == -EINVAL || rc == -EBADMSG ||
+		REQUIRE(rc == 0 || rc == -EINVAL || rc == -EBADMSG ||
 		      rc == -EPROTONOSUPPORT);
-		CHECK(rc == 0 || res.message[0]);
+		REQUIRE(rc == 0 || res.message[0]);
 		if (rc == 0)
 			readable++;
 		else
 			errors++;
 		lw_model_fini(&m);
 	}
-	CHECK(errors > 0 && readable > 0);
+	REQUIRE(errors > 0 && readable > 0);
 	free(copy);
 	free(o.data);
 }
@@ -245,10 +237,10 @@ static void test_varints(void)
 	rec_free(&o, 0);
 	rec_free(&o, UINT64_MAX);
 	rec_end(&o, 0);
-	CHECK(read_model(o.data, o.len, &m, &res) == 0);
-	CHECK(res.complete && !res.truncated);
-	CHECK(m.kinds[LW_MEM_DEVICE].bytes_allocated == UINT64_MAX);
-	CHECK(m.live_used == 0 && m.unknown_frees == 0);
+	REQUIRE(read_model(o.data, o.len, &m, &res) == 0);
+	REQUIRE(res.complete && !res.truncated);
+	REQUIRE(m.kinds[LW_MEM_DEVICE].bytes_allocated == UINT64_MAX);
+	REQUIRE(m.live_used == 0 && m.unknown_frees == 0);
 	lw_model_fini(&m);
 
 	/* An eleventh byte is malformed, not truncated. */
@@ -257,18 +249,18 @@ static void test_varints(void)
 	for (unsigned i = 0; i < 10; i++)
 		put_u8(&o, 0xff);
 	put_u8(&o, 0x01);
-	CHECK(read_model(o.data, o.len, &m, &res) == -EBADMSG);
-	CHECK(strstr(res.message, "offset 32: malformed varint"));
+	REQUIRE(read_model(o.data, o.len, &m, &res) == -EBADMSG);
+	REQUIRE(strstr(res.message, "offset 32: malformed varint"));
 	lw_model_fini(&m);
 	/* Bits above 64 in the tenth byte too. */
 	o.len = LW_TRACE_HEADER_SIZE + 1 + 9;
 	put_u8(&o, 0x02);
-	CHECK(read_model(o.data, o.len, &m, &res) == -EBADMSG);
+	REQUIRE(read_model(o.data, o.len, &m, &res) == -EBADMSG);
 	lw_model_fini(&m);
 	/* But a varint cut by the end of the file is truncation. */
 	cut = LW_TRACE_HEADER_SIZE + 1 + 5;
-	CHECK(read_model(o.data, cut, &m, &res) == 0);
-	CHECK(res.truncated && res.end_offset == LW_TRACE_HEADER_SIZE);
+	REQUIRE(read_model(o.data, cut, &m, &res) == 0);
+	REQUIRE(res.truncated && res.end_offset == LW_TRACE_HEADER_SIZE);
 	lw_model_fini(&m);
 	free(o.data);
 }
@@ -292,22 +284,22 @@ static void test_python_merge(void)
 	rec_stack(&o, 2, native, 4);
 	rec_pystack(&o, 2, py, 3, bad_evals, 1);
 	rec_end(&o, 0);
-	CHECK(read_model(o.data, o.len, &m, &res) == 0);
+	REQUIRE(read_model(o.data, o.len, &m, &res) == 0);
 
 	/* 0x10, py1 (for the eval frame 0x20), py2 py3 (for 0x30), 0x40 */
-	CHECK(lw_model_stack(&m, 1, &f, &n) == 0 && n == 5);
-	CHECK(!f[0].python && f[0].address == 0x10);
-	CHECK(f[1].python && f[1].py->code_id == 1);
-	CHECK(f[2].python && f[2].py->code_id == 2 && f[2].py->line == 2);
-	CHECK(f[3].python && f[3].py->code_id == 3);
-	CHECK(!f[4].python && f[4].address == 0x40);
+	REQUIRE(lw_model_stack(&m, 1, &f, &n) == 0 && n == 5);
+	REQUIRE(!f[0].python && f[0].address == 0x10);
+	REQUIRE(f[1].python && f[1].py->code_id == 1);
+	REQUIRE(f[2].python && f[2].py->code_id == 2 && f[2].py->line == 2);
+	REQUIRE(f[3].python && f[3].py->code_id == 3);
+	REQUIRE(!f[4].python && f[4].address == 0x40);
 	free(f);
 	/* Two activations, one evaluation frame: Python innermost. */
-	CHECK(lw_model_stack(&m, 2, &f, &n) == 0 && n == 7);
-	CHECK(f[0].python && f[1].python && f[2].python && !f[3].python);
-	CHECK(f[3].address == 0x10 && f[6].address == 0x40);
+	REQUIRE(lw_model_stack(&m, 2, &f, &n) == 0 && n == 7);
+	REQUIRE(f[0].python && f[1].python && f[2].python && !f[3].python);
+	REQUIRE(f[3].address == 0x10 && f[6].address == 0x40);
 	free(f);
-	CHECK(lw_model_stack(&m, 0, &f, &n) == 0 && n == 0 && !f);
+	REQUIRE(lw_model_stack(&m, 0, &f, &n) == 0 && n == 0 && !f);
 	lw_model_fini(&m);
 	free(o.data);
 }

@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "lw-origin.h"
-
-static int failures;
+#include "lw-test.h"
 
 static void check_python(const char *path, enum lw_code_origin expected)
 {
@@ -19,7 +18,7 @@ static void check_python(const char *path, enum lw_code_origin expected)
 	if (got != expected) {
 		fprintf(stderr, "%s: %s, expected %s\n", path, names[got],
 			names[expected]);
-		failures++;
+		lw_test_failures++;
 	}
 }
 
@@ -28,7 +27,7 @@ static void check_cuda(const char *path, bool expected)
 	if (lw_module_is_cuda(path) != expected) {
 		fprintf(stderr, "%s: %sCUDA, expected the opposite\n", path,
 			expected ? "not " : "");
-		failures++;
+		lw_test_failures++;
 	}
 }
 
@@ -65,11 +64,11 @@ int main(void)
 	if (lw_python_file_origin("/usr/lib/python3.11/x.py", 9) !=
 	    LW_CODE_USER) {
 		fprintf(stderr, "read past len\n");
-		failures++;
+		lw_test_failures++;
 	}
 	if (lw_python_file_origin(NULL, 0) != LW_CODE_USER) {
 		fprintf(stderr, "NULL, 0\n");
-		failures++;
+		lw_test_failures++;
 	}
 
 	check_cuda("/usr/local/cuda/lib64/libcudart.so.12", true);
@@ -88,10 +87,5 @@ int main(void)
 	check_cuda("/usr/bin/python3.11", false);
 	check_cuda("", false);
 
-	if (failures) {
-		fprintf(stderr, "%d failures\n", failures);
-		return 1;
-	}
-	printf("ok\n");
-	return 0;
+	return lw_test_done("test-origin");
 }

@@ -12,8 +12,7 @@
 
 #include "growth.h"
 #include "lw-size.h"
-
-static int failures;
+#include "lw-test.h"
 
 static void check_size(const char *text, uint64_t expected)
 {
@@ -23,7 +22,7 @@ static void check_size(const char *text, uint64_t expected)
 	if (rc != 0 || got != expected) {
 		fprintf(stderr, "'%s': rc %d, %" PRIu64 "; expected %" PRIu64 "\n",
 			text, rc, got, expected);
-		failures++;
+		lw_test_failures++;
 	}
 }
 
@@ -35,7 +34,7 @@ static void check_bad(const char *text)
 	if (rc != -EINVAL || got != 12345) {
 		fprintf(stderr, "'%s': rc %d, %" PRIu64 "; expected -EINVAL, untouched\n",
 			text, rc, got);
-		failures++;
+		lw_test_failures++;
 	}
 }
 
@@ -47,7 +46,7 @@ static void check_verdict(const char *what, const double *v, size_t n,
 	if (g.verdict != expected) {
 		fprintf(stderr, "%s: %s, expected %s\n", what,
 			lw_verdict_name(g.verdict), lw_verdict_name(expected));
-		failures++;
+		lw_test_failures++;
 	}
 }
 
@@ -85,7 +84,7 @@ static void test_series_cap(void)
 		fprintf(stderr, "series cap: ok %d, %u growing, %u unjudged, run %s %g\n",
 			ok, growing, unjudged, lw_verdict_name(g.run.verdict),
 			g.run.per_step);
-		failures++;
+		lw_test_failures++;
 	}
 	lw_growth_report_fini(&g);
 	lw_model_fini(&m);
@@ -157,8 +156,5 @@ int main(void)
 
 	test_series_cap();
 
-	if (failures)
-		fprintf(stderr, "%d failure%s\n", failures,
-			failures == 1 ? "" : "s");
-	return failures ? 1 : 0;
+	return lw_test_done("test-size");
 }

@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* A minimal harness for the unit tests: CHECK() reports and counts failures,
- * and lw_test_done() turns them into the exit status. */
+/*
+ * The harness of the C tests: CHECK() reports a failed condition and counts
+ * it, REQUIRE() ends the test at once (where going on would only crash),
+ * lw_test_fail() counts a failure worded by the test, and lw_test_done()
+ * turns the count into the exit status (0 passed, 1 failed).
+ */
 #ifndef LW_TEST_H
 #define LW_TEST_H
 
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int lw_test_failures;
 
@@ -14,6 +20,15 @@ static int lw_test_failures;
 			fprintf(stderr, "%s:%d: check failed: %s\n",          \
 				__FILE__, __LINE__, #cond);                   \
 			lw_test_failures++;                                   \
+		}                                                             \
+	} while (0)
+
+#define REQUIRE(cond)                                                         \
+	do {                                                                  \
+		if (!(cond)) {                                                \
+			fprintf(stderr, "%s:%d: check failed: %s\n",          \
+				__FILE__, __LINE__, #cond);                   \
+			exit(1);                                              \
 		}                                                             \
 	} while (0)
 
@@ -28,6 +43,19 @@ static int lw_test_failures;
 			lw_test_failures++;                                   \
 		}                                                             \
 	} while (0)
+
+/* Counts a failure, described as printf() would. */
+static inline __attribute__((format(printf, 1, 2), unused)) void
+lw_test_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	lw_test_failures++;
+}
 
 static inline int lw_test_done(const char *name)
 {
