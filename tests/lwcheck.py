@@ -44,6 +44,17 @@ def finish(passed="ok"):
     return 0
 
 
+def conclude(found, passed="ok"):
+    """For a script that gathers its own list of failures: prints each,
+    and returns the exit status (1 after any, else 0, passed printed)."""
+    for what in found:
+        print("FAIL:", what)
+    if found:
+        return 1
+    print(passed)
+    return 0
+
+
 def skip(why):
     """Ends the script as skipped, saying why."""
     print(why + ": skipped")

@@ -20,6 +20,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from lwcheck import conclude  # noqa: E402
+
 BROWSER_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--no-first-run", "--disable-background-networking",
                  "--disable-extensions", "--hide-scrollbars",
@@ -116,12 +120,7 @@ def main():
                                timeout=120)
             if p.returncode != 0 or not os.path.exists(shot):
                 failures.append("no README screenshot was taken")
-    for f in failures:
-        print("FAIL:", f)
-    if failures:
-        return 1
-    print("ok")
-    return 0
+    return conclude(failures)
 
 
 if __name__ == "__main__":

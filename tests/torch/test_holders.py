@@ -18,6 +18,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from lwcheck import conclude  # noqa: E402
+
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "scripts")
@@ -125,12 +129,7 @@ def main():
                        "torchtitan-off")
         if err or any(f["held_by"] for f in got[0]["findings"]):
             failures.append(f"LEAKWATCH_HOLDERS=0 still searched: {err}")
-    for f in failures:
-        print("FAIL:", f)
-    if failures:
-        return 1
-    print("ok")
-    return 0
+    return conclude(failures)
 
 
 if __name__ == "__main__":

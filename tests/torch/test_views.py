@@ -28,6 +28,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from lwcheck import conclude  # noqa: E402
+
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = "eval_graph.py"
@@ -238,12 +242,7 @@ def main():
             failures.append(f"the icicle starts at {tops[:3]}, not at "
                             "the script")
         screenshot(page, os.path.abspath(args.screenshot))
-    for f in failures:
-        print("FAIL:", f)
-    if failures:
-        return 1
-    print("ok")
-    return 0
+    return conclude(failures)
 
 
 if __name__ == "__main__":
