@@ -16,12 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lw-hash.h"
 #include "arena.h"
 #include "backward.h"
 #include "config.h"
 #include "gate.h"
 #include "holders.h"
+#include "live-table.h"
 #include "live-view.h"
 #include "modules.h"
 #include "pyframes.h"
@@ -38,18 +38,6 @@ __thread int lw_in_hook __attribute__((tls_model("initial-exec")));
 int lw_state = LW_STATE_UNINIT;
 
 static __thread pid_t thread_id __attribute__((tls_model("initial-exec")));
-
-/* A live allocation: a slot of the live table, empty when addr is 0. */
-struct lw_live {
-	uintptr_t addr;
-	uint64_t size;
-	struct lw_stack_entry *stack;
-	uint8_t kind;
-	/* Made inside a phase: 1 + the phases closed by then, mod 255; 0
-	 * outside any phase. */
-	uint8_t phase;
-	uint32_t step;	/* steps written before it was made */
-};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -83,17 +71,8 @@ static struct trace_context {
 	uint64_t last_time_ns, last_flush_ns;
 } tc;
 
-/*
- * The live table: open addressing with linear probing, records in place,
- * at most three quarters full, deletions shift later records back (no
- * tombstones). An allocation or a free costs a probe or two and no call to
- * the arena; only growing the table does. Under the lock.
- */
-#define LIVE_MIN_SLOTS 1024
-static struct lw_live *live_slots;
-static size_t live_mask; /* slots - 1 */
-static unsigned live_shift; /* 64 - log2(slots) */
-static size_t live_used;
+/* The allocations live now (live-table.h). Under the lock. */
+static struct lw_live_table live;
 static uint64_t unknown_frees;
 /* Allocations recorded; allocation calls that failed, and the first. */
 static uint64_t recorded_allocations, failed_allocations;
@@ -475,74 +454,15 @@ static void account_live(const struct lw_live *e, int sign)
 	}
 }
 
-static size_t live_home(uintptr_t addr)
-{
-	return (size_t)(((uint64_t)addr * LW_HASH_GOLDEN) >> live_shift);
-}
-
 static struct lw_live *find_live_locked(uintptr_t addr)
 {
-	if (!live_slots)
-		return NULL;
-	for (size_t i = live_home(addr);; i = (i + 1) & live_mask) {
-		if (live_slots[i].addr == addr)
-			return &live_slots[i];
-		if (!live_slots[i].addr)
-			return NULL;
-	}
-}
-
-/* The slot where addr, not in the table, goes. */
-static struct lw_live *free_slot_locked(uintptr_t addr)
-{
-	size_t i = live_home(addr);
-
-	while (live_slots[i].addr)
-		i = (i + 1) & live_mask;
-	return &live_slots[i];
-}
-
-static int grow_live_locked(void)
-{
-	size_t slots = live_slots ? 2 * (live_mask + 1) : LIVE_MIN_SLOTS;
-	struct lw_live *old = live_slots;
-	size_t old_slots = old ? live_mask + 1 : 0;
-	unsigned bits = 0;
-
-	if (slots > SIZE_MAX / sizeof(*old))
-		return 0;
-	struct lw_live *fresh = lw_arena_alloc(slots * sizeof(*fresh));
-	if (!fresh)
-		return 0;
-	while (((size_t)1 << bits) < slots)
-		bits++;
-	live_slots = fresh;
-	live_mask = slots - 1;
-	live_shift = 64 - bits;
-	for (size_t i = 0; i < old_slots; i++)
-		if (old[i].addr)
-			*free_slot_locked(old[i].addr) = old[i];
-	lw_arena_free(old);
-	return 1;
+	return lw_live_table_find(&live, addr);
 }
 
 static void remove_live_locked(struct lw_live *e)
 {
-	size_t i = (size_t)(e - live_slots);
-
 	account_live(e, -1);
-	/* Shift back each later record of the run whose home is not after
-	 * the hole, so that every record stays reachable from its home. */
-	for (size_t j = (i + 1) & live_mask; live_slots[j].addr;
-	     j = (j + 1) & live_mask) {
-		size_t home = live_home(live_slots[j].addr);
-		if (((j - home) & live_mask) >= ((j - i) & live_mask)) {
-			live_slots[i] = live_slots[j];
-			i = j;
-		}
-	}
-	live_slots[i].addr = 0;
-	live_used--;
+	lw_live_table_remove(&live, e);
 }
 
 /* Adds a live allocation; false if leakwatch's memory is exhausted. */
@@ -553,18 +473,14 @@ static int add_live_locked(uintptr_t addr, uint64_t size,
 
 	if (e) /* freed through a path leakwatch does not see */
 		remove_live_locked(e);
-	if ((live_used + 1) * 4 > (live_mask + 1) * 3 || !live_slots) {
-		if (!grow_live_locked())
-			return 0;
-	}
-	e = free_slot_locked(addr);
-	e->addr = addr;
+	e = lw_live_table_insert(&live, addr);
+	if (!e)
+		return 0;
 	e->size = size;
 	e->stack = stack;
 	e->kind = (uint8_t)kind;
 	e->step = tc.steps_written;
 	e->phase = tc.phases_open ? (uint8_t)(1 + tc.phases_closed % 255) : 0;
-	live_used++;
 	account_live(e, +1);
 	return 1;
 }
@@ -951,8 +867,8 @@ size_t lw_holder_targets(uint64_t *pairs, size_t max)
 	size_t n = 0;
 
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; live_slots && i <= live_mask; i++) {
-		const struct lw_live *e = &live_slots[i];
+	for (size_t i = 0; i < lw_live_table_slots(&live); i++) {
+		const struct lw_live *e = &live.slots[i];
 
 		/* Device memory that outlived the step that made it (what
 		 * the first step set up, weights and optimizer state, is not
@@ -1059,10 +975,7 @@ static void after_fork_in_child(void)
 		lw_writer_abandon(&writer);
 	trace_state = TRACE_NONE;
 	trace_gen++;
-	lw_arena_free(live_slots);
-	live_slots = NULL;
-	live_mask = 0;
-	live_used = 0;
+	lw_live_table_clear(&live);
 	memset(live_bytes, 0, sizeof(live_bytes));
 	memset(live_count, 0, sizeof(live_count));
 	lw_segments_reset();
