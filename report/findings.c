@@ -293,25 +293,20 @@ int lw_site_location(const struct lw_report *r, uint32_t site,
 		     struct lw_named_frame *out, bool *found)
 {
 	const struct lw_model *m = r->model;
-	struct lw_location loc;
-	struct lw_frame *frames;
-	size_t count;
-	int rc;
+	struct lw_site_stack st;
+	const struct lw_location *loc = &st.location;
+	int rc = lw_site_stack(r, site, &st);
 
 	*found = false;
-	rc = lw_model_stack(m, m->sites[site].stack_id, &frames, &count);
-	if (rc < 0 || count == 0)
-		return rc;
-	rc = lw_find_location(r, frames, count, &loc);
-	if (rc == 0 && loc.frame) {
+	if (rc == 0 && loc->frame) {
 		*found = true;
-		if (loc.frame->python)
-			name_pyframe(m, loc.frame->py, out);
+		if (loc->frame->python)
+			name_pyframe(m, loc->frame->py, out);
 		else
-			name_native(m, loc.symbol, &loc.symbol->frames[0], false,
-				    out);
+			name_native(m, loc->symbol, &loc->symbol->frames[0],
+				    false, out);
 	}
-	free(frames);
+	lw_site_stack_fini(&st);
 	return rc;
 }
 

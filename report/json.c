@@ -251,15 +251,9 @@ static int put_site(FILE *out, const struct lw_report *r,
 	struct lw_live_count end = lw_model_site_live_at_end(m, site);
 	struct lw_live_count at_mark;
 	bool have_mark = lw_model_site_live_at_program_end(m, site, &at_mark);
-	struct lw_location loc;
-	struct lw_frame *frames;
-	size_t count;
-	int rc;
+	struct lw_site_stack st;
+	int rc = lw_site_stack(r, site, &st);
 
-	rc = lw_model_stack(m, s->stack_id, &frames, &count);
-	if (rc < 0)
-		return rc;
-	rc = lw_find_location(r, frames, count, &loc);
 	if (rc < 0)
 		goto out;
 	newline(out, indent);
@@ -277,14 +271,14 @@ static int put_site(FILE *out, const struct lw_report *r,
 	put_key(out, indent + 2, "bytes_allocated");
 	fprintf(out, "%" PRIu64 ",", t.bytes_allocated);
 	put_key(out, indent + 2, "frames");
-	if ((rc = put_frames(out, r, frames, count, indent + 2)) < 0)
+	if ((rc = put_frames(out, r, st.frames, st.count, indent + 2)) < 0)
 		goto out;
 	putc(',', out);
 	put_key(out, indent + 2, "location");
-	if (!loc.frame)
+	if (!st.location.frame)
 		fputs("null", out);
 	else
-		put_location(out, m, &loc);
+		put_location(out, m, &st.location);
 	putc(',', out);
 	put_key(out, indent + 2, "native_thread");
 	fputs(lw_model_site_native_thread(m, site) ? "true," : "false,", out);
@@ -317,7 +311,7 @@ static int put_site(FILE *out, const struct lw_report *r,
 	newline(out, indent);
 	putc('}', out);
 out:
-	free(frames);
+	lw_site_stack_fini(&st);
 	return rc;
 }
 
@@ -325,23 +319,16 @@ out:
 static int put_site_location(FILE *out, const struct lw_report *r,
 			     uint32_t site)
 {
-	const struct lw_model *m = r->model;
-	struct lw_location loc;
-	struct lw_frame *frames;
-	size_t count;
-	int rc;
+	struct lw_site_stack st;
+	int rc = lw_site_stack(r, site, &st);
 
-	rc = lw_model_stack(m, m->sites[site].stack_id, &frames, &count);
-	if (rc < 0)
-		return rc;
-	rc = lw_find_location(r, frames, count, &loc);
 	if (rc == 0) {
-		if (!loc.frame)
+		if (!st.location.frame)
 			fputs("null", out);
 		else
-			put_location(out, m, &loc);
+			put_location(out, r->model, &st.location);
 	}
-	free(frames);
+	lw_site_stack_fini(&st);
 	return rc;
 }
 

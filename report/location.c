@@ -4,6 +4,7 @@
  * line a user would go and fix.
  */
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lw-origin.h"
@@ -119,4 +120,24 @@ int lw_find_location(const struct lw_report *r, const struct lw_frame *frames,
 				    &out->symbol);
 	}
 	return 0;
+}
+
+int lw_site_stack(const struct lw_report *r, uint32_t site,
+		  struct lw_site_stack *out)
+{
+	const struct lw_model *m = r->model;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = lw_model_stack(m, m->sites[site].stack_id, &out->frames,
+			    &out->count);
+	if (rc < 0 || out->count == 0)
+		return rc;
+	return lw_find_location(r, out->frames, out->count, &out->location);
+}
+
+void lw_site_stack_fini(struct lw_site_stack *s)
+{
+	free(s->frames);
+	memset(s, 0, sizeof(*s));
 }

@@ -101,6 +101,21 @@ int lw_find_location(const struct lw_report *report,
 		     const struct lw_frame *frames, size_t count,
 		     struct lw_location *out);
 
+/* A site's stack and its location, which points into its frames. */
+struct lw_site_stack {
+	struct lw_frame *frames;	/* innermost first; malloc'ed */
+	size_t count;
+	struct lw_location location;	/* frame NULL when count is 0 */
+};
+
+/*
+ * The stack and location of site, every view's way to a site's line.
+ * Returns 0 or a negative errno; call lw_site_stack_fini() either way.
+ */
+int lw_site_stack(const struct lw_report *report, uint32_t site,
+		  struct lw_site_stack *out);
+void lw_site_stack_fini(struct lw_site_stack *stack);
+
 /*
  * The growth section of the text report (also `leakwatch check`): the
  * location line of a site ("    at FUNCTION  FILE:LINE"), with a newline.

@@ -373,22 +373,20 @@ static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 			  size_t max_frames)
 {
 	const struct lw_model *m = r->model;
-	const struct lw_site *s = &m->sites[site];
-	struct lw_location loc;
+	struct lw_site_stack st;
 	struct lw_frame *frames;
 	size_t count, shown;
-	int rc;
+	int rc = lw_site_stack(r, site, &st);
 
-	rc = lw_model_stack(m, s->stack_id, &frames, &count);
+	frames = st.frames;
+	count = st.count;
 	if (rc < 0)
-		return rc;
+		goto out;
 	if (count == 0) {
 		fputs(FRAME_LEAD "(no stack was captured)\n", out);
-		return 0;
-	}
-	if ((rc = lw_find_location(r, frames, count, &loc)) < 0)
 		goto out;
-	put_location(out, m, &loc);
+	}
+	put_location(out, m, &st.location);
 	if (lw_model_site_native_thread(m, site))
 		fputs("  (native thread: no Python frames)", out);
 	putc('\n', out);
@@ -424,7 +422,7 @@ static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 		fprintf(out, FRAME_LEAD "... %zu more frame%s\n", count - shown,
 			count - shown == 1 ? "" : "s");
 out:
-	free(frames);
+	lw_site_stack_fini(&st);
 	return rc;
 }
 
@@ -474,24 +472,16 @@ static int put_location_entry(FILE *out, const struct lw_report *r,
 
 int lw_put_site_location(FILE *out, const struct lw_report *r, uint32_t site)
 {
-	const struct lw_model *m = r->model;
-	struct lw_location loc;
-	struct lw_frame *frames;
-	size_t count;
-	int rc;
+	struct lw_site_stack st;
+	int rc = lw_site_stack(r, site, &st);
 
-	rc = lw_model_stack(m, m->sites[site].stack_id, &frames, &count);
-	if (rc < 0)
-		return rc;
-	if (count == 0) {
+	if (rc == 0 && st.count == 0) {
 		fputs(LOCATION_LEAD "(no stack was captured)\n", out);
-		return 0;
-	}
-	if ((rc = lw_find_location(r, frames, count, &loc)) == 0) {
-		put_location(out, m, &loc);
+	} else if (rc == 0) {
+		put_location(out, r->model, &st.location);
 		putc('\n', out);
 	}
-	free(frames);
+	lw_site_stack_fini(&st);
 	return rc;
 }
 
