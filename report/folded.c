@@ -15,26 +15,23 @@
  * and U+2029 included, which some readers split lines at); the last space
  * of a line comes before the number, so spaces are fine.
  */
+static bool escape_folded(FILE *out, uint32_t cp, const uint8_t *s,
+			  size_t n, const void *ctx)
+{
+	if (n == 0 || lw_is_control(cp))
+		putc('?', out);
+	else if (cp == ';')
+		putc(',', out);
+	else if (cp == 0x2028 || cp == 0x2029)
+		putc(' ', out);
+	else
+		return false;
+	return true;
+}
+
 static void put_folded(FILE *out, const void *data, size_t len)
 {
-	const uint8_t *s = data;
-	size_t i = 0;
-
-	while (i < len) {
-		uint32_t cp;
-		size_t n = lw_utf8_sequence(s + i, len - i, &cp);
-
-		if (n == 0 || cp < 0x20 || cp == 0x7f ||
-		    (cp >= 0x80 && cp < 0xa0))
-			putc('?', out);
-		else if (cp == ';')
-			putc(',', out);
-		else if (cp == 0x2028 || cp == 0x2029)
-			putc(' ', out);
-		else
-			fwrite(s + i, 1, n, out);
-		i += n ? n : 1;
-	}
+	lw_put_escaped(out, data, len, escape_folded, NULL);
 }
 
 static int render(struct lw_render_run *run, const struct lw_report *r,

@@ -12,34 +12,36 @@
 #include <inttypes.h>
 #include <string.h>
 
+/* For a workflow command: %, CR and LF percent-encoded, and in a property
+ * also ':' and ','; other controls as spaces, bytes that are not UTF-8 as
+ * U+FFFD. */
+static bool escape_github(FILE *out, uint32_t cp, const uint8_t *s,
+			  size_t n, const void *property)
+{
+	if (n == 0)
+		fputs("\xef\xbf\xbd", out);
+	else if (cp == '%')
+		fputs("%25", out);
+	else if (cp == '\r')
+		fputs("%0D", out);
+	else if (cp == '\n')
+		fputs("%0A", out);
+	else if (property && cp == ':')
+		fputs("%3A", out);
+	else if (property && cp == ',')
+		fputs("%2C", out);
+	else if (lw_is_control(cp))
+		putc(' ', out);
+	else
+		return false;
+	return true;
+}
+
 static void put_escaped(FILE *out, const void *data, size_t len,
 			bool property)
 {
-	const uint8_t *s = data;
-	size_t i = 0;
-
-	while (i < len) {
-		uint32_t cp;
-		size_t n = lw_utf8_sequence(s + i, len - i, &cp);
-
-		if (n == 0)
-			fputs("\xef\xbf\xbd", out);
-		else if (cp == '%')
-			fputs("%25", out);
-		else if (cp == '\r')
-			fputs("%0D", out);
-		else if (cp == '\n')
-			fputs("%0A", out);
-		else if (property && cp == ':')
-			fputs("%3A", out);
-		else if (property && cp == ',')
-			fputs("%2C", out);
-		else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
-			putc(' ', out);
-		else
-			fwrite(s + i, 1, n, out);
-		i += n ? n : 1;
-	}
+	lw_put_escaped(out, data, len, escape_github,
+		       property ? "property" : NULL);
 }
 
 static void put_property(FILE *out, const void *data, size_t len)

@@ -47,61 +47,33 @@
 /* Frames shown for each site of a finding's breakdown. */
 #define HTML_BREAKDOWN_FRAMES 12
 
-void lw_put_script_json_string(FILE *out, const void *data, size_t len)
+/* For HTML text and attribute values: the five special characters as
+ * entities; controls, and bytes that are not UTF-8, as U+FFFD. */
+static bool escape_html(FILE *out, uint32_t cp, const uint8_t *s, size_t n,
+			const void *ctx)
 {
-	const uint8_t *s = data;
-	size_t i = 0;
-
-	putc('"', out);
-	while (i < len) {
-		uint32_t cp;
-		size_t n = lw_utf8_sequence(s + i, len - i, &cp);
-
-		if (n == 0) {
-			fputs("\\ufffd", out);
-			i++;
-			continue;
-		}
-		if (cp == '"' || cp == '\\')
-			fprintf(out, "\\%c", (char)cp);
-		else if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0) ||
-			 cp == '<' || cp == '>' || cp == '&' ||
-			 cp == 0x2028 || cp == 0x2029)
-			fprintf(out, "\\u%04x", (unsigned)cp);
-		else
-			fwrite(s + i, 1, n, out);
-		i += n;
-	}
-	putc('"', out);
+	if (n == 0)
+		fputs("\xef\xbf\xbd", out);
+	else if (cp == '&')
+		fputs("&amp;", out);
+	else if (cp == '<')
+		fputs("&lt;", out);
+	else if (cp == '>')
+		fputs("&gt;", out);
+	else if (cp == '"')
+		fputs("&quot;", out);
+	else if (cp == '\'')
+		fputs("&#39;", out);
+	else if (lw_is_control(cp))
+		fputs("&#xfffd;", out);
+	else
+		return false;
+	return true;
 }
 
 static void put_html(FILE *out, const void *data, size_t len)
 {
-	const uint8_t *s = data;
-	size_t i = 0;
-
-	while (i < len) {
-		uint32_t cp;
-		size_t n = lw_utf8_sequence(s + i, len - i, &cp);
-
-		if (n == 0)
-			fputs("\xef\xbf\xbd", out);
-		else if (cp == '&')
-			fputs("&amp;", out);
-		else if (cp == '<')
-			fputs("&lt;", out);
-		else if (cp == '>')
-			fputs("&gt;", out);
-		else if (cp == '"')
-			fputs("&quot;", out);
-		else if (cp == '\'')
-			fputs("&#39;", out);
-		else if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
-			fprintf(out, "&#xfffd;");
-		else
-			fwrite(s + i, 1, n, out);
-		i += n ? n : 1;
-	}
+	lw_put_escaped(out, data, len, escape_html, NULL);
 }
 
 static void put_html_str(FILE *out, const char *s)

@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "formats.h"
+
 size_t lw_utf8_sequence(const uint8_t *s, size_t len, uint32_t *cp)
 {
 	uint32_t c = s[0], min;
@@ -43,31 +45,42 @@ size_t lw_utf8_sequence(const uint8_t *s, size_t len, uint32_t *cp)
 	return n;
 }
 
-void lw_put_text(FILE *out, const void *data, size_t len)
+void lw_put_escaped(FILE *out, const void *text, size_t len,
+		    lw_escape_fn escape, const void *ctx)
 {
-	const uint8_t *s = data;
+	const uint8_t *s = text;
 	size_t i = 0;
 
 	while (i < len) {
-		uint32_t cp;
+		uint32_t cp = 0;
 		size_t n = lw_utf8_sequence(s + i, len - i, &cp);
 
-		if (n == 1 && cp >= 0x20 && cp != 0x7f) {
-			putc((int)cp, out);
-		} else if (n > 1 && !(cp >= 0x80 && cp < 0xa0)) {
+		if (!escape(out, cp, s + i, n, ctx))
 			fwrite(s + i, 1, n, out);
-		} else if (n == 1 && cp == '\n') {
-			fputs("\\n", out);
-		} else if (n == 1 && cp == '\t') {
-			fputs("\\t", out);
-		} else {
-			/* A C0/C1 control or a byte that is not UTF-8: escape
-			 * each byte. */
-			for (size_t j = 0; j < (n ? n : 1); j++)
-				fprintf(out, "\\x%02x", s[i + j]);
-		}
 		i += n ? n : 1;
 	}
+}
+
+/* For a terminal: controls and bytes that are not UTF-8 as \n, \t, \xNN,
+ * so that a trace cannot move the cursor or change colours. */
+static bool escape_text(FILE *out, uint32_t cp, const uint8_t *s, size_t n,
+			const void *ctx)
+{
+	if (n && !lw_is_control(cp))
+		return false;
+	if (cp == '\n' && n == 1)
+		fputs("\\n", out);
+	else if (cp == '\t' && n == 1)
+		fputs("\\t", out);
+	else
+		for (size_t j = 0; j < (n ? n : 1); j++)
+			fprintf(out, "\\x%02x", s[j]);
+	return true;
+}
+
+void lw_put_text(FILE *out, const void *data, size_t len)
+{
+	lw_put_escaped(out, data, len, escape_text, NULL);
 }
 
 void lw_put_text_str(FILE *out, const char *s)
@@ -75,32 +88,37 @@ void lw_put_text_str(FILE *out, const char *s)
 	lw_put_text(out, s, strlen(s));
 }
 
+/*
+ * For JSON: quote and backslash escaped; controls (valid JSON raw, but not
+ * safe to show on a terminal) as \u escapes; with ctx, also what may not
+ * stand raw inside an HTML <script> element (see formats.h).
+ */
+static bool escape_json(FILE *out, uint32_t cp, const uint8_t *s, size_t n,
+			const void *script)
+{
+	if (n == 0)
+		fputs("\\ufffd", out);
+	else if (cp == '"' || cp == '\\')
+		fprintf(out, "\\%c", (char)cp);
+	else if (lw_is_control(cp) ||
+		 (script && (cp == '<' || cp == '>' || cp == '&' ||
+			     cp == 0x2028 || cp == 0x2029)))
+		fprintf(out, "\\u%04x", (unsigned)cp);
+	else
+		return false;
+	return true;
+}
+
 void lw_put_json_string(FILE *out, const void *data, size_t len)
 {
-	const uint8_t *s = data;
-	size_t i = 0;
-
 	putc('"', out);
-	while (i < len) {
-		uint32_t cp;
-		size_t n = lw_utf8_sequence(s + i, len - i, &cp);
+	lw_put_escaped(out, data, len, escape_json, NULL);
+	putc('"', out);
+}
 
-		if (n == 0) {
-			fputs("\\ufffd", out);
-			i++;
-			continue;
-		}
-		if (cp == '"' || cp == '\\') {
-			putc('\\', out);
-			putc((int)cp, out);
-		} else if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) {
-			/* C0, DEL and C1 controls: valid JSON raw, but not
-			 * safe to show on a terminal. */
-			fprintf(out, "\\u%04x", (unsigned)cp);
-		} else {
-			fwrite(s + i, 1, n, out);
-		}
-		i += n;
-	}
+void lw_put_script_json_string(FILE *out, const void *data, size_t len)
+{
+	putc('"', out);
+	lw_put_escaped(out, data, len, escape_json, "script");
 	putc('"', out);
 }

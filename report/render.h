@@ -145,6 +145,26 @@ void lw_put_text_str(FILE *out, const char *s);
 void lw_put_json_string(FILE *out, const void *data, size_t len);
 
 /*
+ * What a format writes for one character of text from a trace: the code
+ * point cp of the n bytes at s, or, when n is 0, the byte s[0], which
+ * starts no UTF-8 sequence. Returns false to have the bytes written as
+ * they are.
+ */
+typedef bool (*lw_escape_fn)(FILE *out, uint32_t cp, const uint8_t *s,
+			     size_t n, const void *ctx);
+
+/* Writes text through escape, one character at a time: the one walker
+ * under every format's escaping (text, JSON, HTML, folded, GitHub). */
+void lw_put_escaped(FILE *out, const void *text, size_t len,
+		    lw_escape_fn escape, const void *ctx);
+
+/* C0, DEL and C1 controls: what no format shows raw. */
+static inline bool lw_is_control(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp < 0xa0);
+}
+
+/*
  * Length of the valid UTF-8 sequence at s (1 to 4), or 0 if s does not
  * start one (overlong forms, surrogates and code points above U+10FFFF
  * are invalid). *cp receives the code point.
