@@ -151,7 +151,10 @@ enum lw_record_tag {
 	/* END: varint number of events written, varint events dropped. */
 	LW_REC_END = 0x46,
 	/* DROPPED: varint number of events that could not be recorded since the
-	 * previous DROPPED record (leakwatch's own memory exhausted, ...). */
+	 * previous DROPPED record. Read, for a writer that would drop events
+	 * while its trace is writable; this shim never does (it records every
+	 * event or stops for good when a write fails, and then counts what the
+	 * trace lacks on stderr at exit), so its END says 0. */
 	LW_REC_DROPPED = 0x47,
 	/* PYCODE: a Python code object, written before the first PYSTACK that
 	 * uses it: varint code id (ids start at 1), varint file-name string

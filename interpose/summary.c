@@ -139,6 +139,16 @@ void lw_summary_print(const struct lw_summary *s)
 			     s->failed_api, s->failed_error);
 		put(line, n, sizeof(line));
 	}
+	if (s->lost_events) {
+		n = snprintf(line, sizeof(line),
+			     "leakwatch: about %llu event%s (allocations, "
+			     "frees, steps) from when the trace stopped being "
+			     "written %s not in it\n",
+			     (unsigned long long)s->lost_events,
+			     s->lost_events == 1 ? "" : "s",
+			     s->lost_events == 1 ? "is" : "are");
+		put(line, n, sizeof(line));
+	}
 	if (s->unknown_frees) {
 		n = snprintf(line, sizeof(line),
 			     "leakwatch: %llu free%s of memory allocated "

@@ -32,6 +32,8 @@ struct lw_summary {
 	uint64_t failed_allocations;
 	const char *failed_api;	/* a literal */
 	int failed_error;
+	/* Events the trace lacks: after a write to it failed. */
+	uint64_t lost_events;
 };
 
 void lw_summary_init(struct lw_summary *s, const char *trace_path,

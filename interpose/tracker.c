@@ -61,7 +61,6 @@ static struct trace_context {
 	unsigned step_source_in_trace;	/* enum lw_step_source, 0: none */
 	int runtimes_in_trace;	/* the list of CUDA runtimes is written */
 	unsigned warnings_in_trace_mask;
-	uint64_t dropped_events, dropped_reported;
 	/* What the last records said, so that unchanged context is not
 	 * repeated. */
 	pid_t last_tid;
@@ -362,13 +361,6 @@ static void note_thread_and_time_locked(void)
 				  live_count[LW_MEM_DEVICE] +
 					  live_count[LW_MEM_MANAGED],
 				  trace_path);
-	}
-	if (tc.dropped_events != tc.dropped_reported) {
-		uint8_t payload[LW_VARINT_MAX];
-		size_t n = lw_varint_put(payload,
-					 tc.dropped_events - tc.dropped_reported);
-		lw_writer_ext(&writer, LW_REC_DROPPED, payload, n);
-		tc.dropped_reported = tc.dropped_events;
 	}
 	if (warned_mask != tc.warnings_in_trace_mask)
 		record_warnings_locked();
@@ -1095,7 +1087,7 @@ void lw_shutdown(void)
 		note_thread_and_time_locked();
 		note_deepbind_locked();
 		note_runtimes_locked();
-		lw_writer_close(&writer, 1, tc.dropped_events);
+		lw_writer_close(&writer, 1, 0);
 		if (have_program_end_summary) {
 			/* In a Python program, what its code left allocated;
 			 * finalization frees much of it afterwards. */
@@ -1110,6 +1102,7 @@ void lw_shutdown(void)
 			summary.failed_allocations = failed_allocations;
 			summary.failed_api = lw_api_name(first_failed_api);
 			summary.failed_error = first_failed_error;
+			summary.lost_events = writer.lost;
 		}
 	}
 	__atomic_store_n(&lw_state, LW_STATE_CLOSED, __ATOMIC_RELEASE);

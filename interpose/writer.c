@@ -114,6 +114,8 @@ int lw_writer_open(struct lw_writer *w, char *path, size_t path_size,
 	w->file_offset = 0;
 	w->prev_addr = 0;
 	w->events = 0;
+	w->lost = 0;
+	w->events_flushed = 0;
 	/* Writing past RLIMIT_FSIZE raises SIGXFSZ, which kills the program
 	 * by default: stop short of the limit instead. */
 	w->file_limit = UINT64_MAX;
@@ -144,6 +146,8 @@ int lw_writer_flush(struct lw_writer *w)
 		w->failed = 1;
 		w->failure_errno = EFBIG;
 		w->used = 0;
+		w->lost += w->events - w->events_flushed;
+		w->events_flushed = w->events;
 		return -EFBIG;
 	}
 	while (done < w->used) {
@@ -164,6 +168,9 @@ int lw_writer_flush(struct lw_writer *w)
 	}
 	w->file_offset += done;
 	w->used = 0;
+	if (w->failed)
+		w->lost += w->events - w->events_flushed;
+	w->events_flushed = w->events;
 	return w->failed ? -w->failure_errno : 0;
 }
 
@@ -210,8 +217,10 @@ static inline void put_addr(struct lw_writer *w, uint64_t addr)
 void lw_writer_alloc(struct lw_writer *w, unsigned kind, uint64_t addr,
 		     uint64_t size, uint64_t stack_id)
 {
-	if (!reserve(w, HOT_RECORD_MAX))
+	if (!reserve(w, HOT_RECORD_MAX)) {
+		w->lost += w->failed;
 		return;
+	}
 	w->buf[w->used++] = (uint8_t)(LW_REC_ALLOC_BASE + kind);
 	put_addr(w, addr);
 	w->used += lw_varint_put(w->buf + w->used, size);
@@ -221,8 +230,10 @@ void lw_writer_alloc(struct lw_writer *w, unsigned kind, uint64_t addr,
 
 void lw_writer_free(struct lw_writer *w, uint64_t addr)
 {
-	if (!reserve(w, HOT_RECORD_MAX))
+	if (!reserve(w, HOT_RECORD_MAX)) {
+		w->lost += w->failed;
 		return;
+	}
 	w->buf[w->used++] = LW_REC_FREE;
 	put_addr(w, addr);
 	w->events++;
@@ -230,8 +241,10 @@ void lw_writer_free(struct lw_writer *w, uint64_t addr)
 
 void lw_writer_tag(struct lw_writer *w, uint8_t tag)
 {
-	if (!reserve(w, 1))
+	if (!reserve(w, 1)) {
+		w->lost += w->failed;
 		return;
+	}
 	w->buf[w->used++] = tag;
 	w->events++;
 }

@@ -24,6 +24,11 @@ struct lw_writer {
 	uint64_t file_limit; /* RLIMIT_FSIZE, or UINT64_MAX */
 	uint64_t prev_addr;  /* for delta-coding addresses */
 	uint64_t events;
+	/* Allocations, frees and steps not written because a write failed
+	 * (those in the buffer it was writing, and every one after it): the
+	 * events this trace lacks. */
+	uint64_t lost;
+	uint64_t events_flushed;	/* events before the buffer */
 	uint8_t buf[LW_WRITER_BUFFER_SIZE];
 };
 
