@@ -103,12 +103,9 @@ LW_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	if (!lw_enter())
 		return real(dptr, bytesize);
 	CUresult res = real(dptr, bytesize);
-	if (res == CUDA_SUCCESS && dptr)
-		lw_record_alloc(LW_API_CU_MEM_ALLOC, LW_MEM_DEVICE,
-				as_ptr(*dptr), bytesize, 0);
-	else if (res != CUDA_SUCCESS)
-		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC, LW_MEM_DEVICE,
-				       bytesize, (int)res);
+	lw_record_alloc_result(LW_API_CU_MEM_ALLOC, LW_MEM_DEVICE, (int)res,
+			       res == CUDA_SUCCESS && dptr ? as_ptr(*dptr) : NULL,
+			       bytesize, 0);
 	lw_leave();
 	return res;
 }
@@ -150,12 +147,10 @@ LW_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize,
 	if (!lw_enter())
 		return real(dptr, bytesize, flags);
 	CUresult res = real(dptr, bytesize, flags);
-	if (res == CUDA_SUCCESS && dptr)
-		lw_record_alloc(LW_API_CU_MEM_ALLOC_MANAGED, LW_MEM_MANAGED,
-				as_ptr(*dptr), bytesize, 0);
-	else if (res != CUDA_SUCCESS)
-		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_MANAGED,
-				       LW_MEM_MANAGED, bytesize, (int)res);
+	lw_record_alloc_result(LW_API_CU_MEM_ALLOC_MANAGED, LW_MEM_MANAGED,
+			       (int)res,
+			       res == CUDA_SUCCESS && dptr ? as_ptr(*dptr) : NULL,
+			       bytesize, 0);
 	lw_leave();
 	return res;
 }
@@ -169,12 +164,9 @@ LW_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 	if (!lw_enter())
 		return real(pp, bytesize);
 	CUresult res = real(pp, bytesize);
-	if (res == CUDA_SUCCESS && pp)
-		lw_record_alloc(LW_API_CU_MEM_ALLOC_HOST, LW_MEM_PINNED_HOST,
-				*pp, bytesize, 0);
-	else if (res != CUDA_SUCCESS)
-		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_HOST,
-				       LW_MEM_PINNED_HOST, bytesize, (int)res);
+	lw_record_alloc_result(LW_API_CU_MEM_ALLOC_HOST, LW_MEM_PINNED_HOST,
+			       (int)res, res == CUDA_SUCCESS && pp ? *pp : NULL,
+			       bytesize, 0);
 	lw_leave();
 	return res;
 }
@@ -189,12 +181,9 @@ LW_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize,
 	if (!lw_enter())
 		return real(pp, bytesize, Flags);
 	CUresult res = real(pp, bytesize, Flags);
-	if (res == CUDA_SUCCESS && pp)
-		lw_record_alloc(LW_API_CU_MEM_HOST_ALLOC, LW_MEM_PINNED_HOST,
-				*pp, bytesize, 0);
-	else if (res != CUDA_SUCCESS)
-		lw_record_alloc_failed(LW_API_CU_MEM_HOST_ALLOC,
-				       LW_MEM_PINNED_HOST, bytesize, (int)res);
+	lw_record_alloc_result(LW_API_CU_MEM_HOST_ALLOC, LW_MEM_PINNED_HOST,
+			       (int)res, res == CUDA_SUCCESS && pp ? *pp : NULL,
+			       bytesize, 0);
 	lw_leave();
 	return res;
 }
@@ -208,12 +197,10 @@ static CUresult alloc_async(enum lw_fn fn, CUdeviceptr *dptr, size_t size,
 	if (!lw_enter())
 		return real(dptr, size, stream);
 	CUresult res = real(dptr, size, stream);
-	if (res == CUDA_SUCCESS && dptr)
-		lw_record_alloc(LW_API_CU_MEM_ALLOC_ASYNC, LW_MEM_DEVICE,
-				as_ptr(*dptr), size, stream_id(stream));
-	else if (res != CUDA_SUCCESS)
-		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_ASYNC, LW_MEM_DEVICE,
-				       size, (int)res);
+	lw_record_alloc_result(LW_API_CU_MEM_ALLOC_ASYNC, LW_MEM_DEVICE,
+			       (int)res,
+			       res == CUDA_SUCCESS && dptr ? as_ptr(*dptr) : NULL,
+			       size, stream_id(stream));
 	lw_leave();
 	return res;
 }
@@ -240,13 +227,10 @@ static CUresult alloc_from_pool(enum lw_fn fn, CUdeviceptr *dptr, size_t size,
 	if (!lw_enter())
 		return real(dptr, size, pool, stream);
 	CUresult res = real(dptr, size, pool, stream);
-	if (res == CUDA_SUCCESS && dptr)
-		lw_record_alloc(LW_API_CU_MEM_ALLOC_FROM_POOL_ASYNC,
-				LW_MEM_DEVICE, as_ptr(*dptr), size,
-				stream_id(stream));
-	else if (res != CUDA_SUCCESS)
-		lw_record_alloc_failed(LW_API_CU_MEM_ALLOC_FROM_POOL_ASYNC,
-				       LW_MEM_DEVICE, size, (int)res);
+	lw_record_alloc_result(LW_API_CU_MEM_ALLOC_FROM_POOL_ASYNC,
+			       LW_MEM_DEVICE, (int)res,
+			       res == CUDA_SUCCESS && dptr ? as_ptr(*dptr) : NULL,
+			       size, stream_id(stream));
 	lw_leave();
 	return res;
 }

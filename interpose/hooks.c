@@ -90,12 +90,10 @@ static cudaError_t malloc_async(const void *caller, enum lw_fn fn, void **ptr,
 	if (!lw_enter())
 		return real(ptr, size, stream);
 	cudaError_t err = real(ptr, size, stream);
-	if (err == cudaSuccess && ptr)
-		lw_record_alloc(LW_API_CUDA_MALLOC_ASYNC, LW_MEM_DEVICE, *ptr,
-				size, stream_id(stream));
-	else if (err != cudaSuccess)
-		lw_record_alloc_failed(LW_API_CUDA_MALLOC_ASYNC, LW_MEM_DEVICE,
-				       size, (int)err);
+	lw_record_alloc_result(LW_API_CUDA_MALLOC_ASYNC, LW_MEM_DEVICE,
+			       (int)err,
+			       err == cudaSuccess && ptr ? *ptr : NULL, size,
+			       stream_id(stream));
 	lw_leave();
 	return err;
 }
@@ -124,12 +122,10 @@ static cudaError_t malloc_from_pool(const void *caller, enum lw_fn fn,
 	if (!lw_enter())
 		return real(ptr, size, pool, stream);
 	cudaError_t err = real(ptr, size, pool, stream);
-	if (err == cudaSuccess && ptr)
-		lw_record_alloc(LW_API_CUDA_MALLOC_FROM_POOL_ASYNC,
-				LW_MEM_DEVICE, *ptr, size, stream_id(stream));
-	else if (err != cudaSuccess)
-		lw_record_alloc_failed(LW_API_CUDA_MALLOC_FROM_POOL_ASYNC,
-				       LW_MEM_DEVICE, size, (int)err);
+	lw_record_alloc_result(LW_API_CUDA_MALLOC_FROM_POOL_ASYNC,
+			       LW_MEM_DEVICE, (int)err,
+			       err == cudaSuccess && ptr ? *ptr : NULL, size,
+			       stream_id(stream));
 	lw_leave();
 	return err;
 }
@@ -160,12 +156,10 @@ LW_EXPORT cudaError_t cudaMallocManaged(void **ptr, size_t size,
 	if (!lw_enter())
 		return real(ptr, size, flags);
 	cudaError_t err = real(ptr, size, flags);
-	if (err == cudaSuccess && ptr)
-		lw_record_alloc(LW_API_CUDA_MALLOC_MANAGED, LW_MEM_MANAGED,
-				*ptr, size, 0);
-	else if (err != cudaSuccess)
-		lw_record_alloc_failed(LW_API_CUDA_MALLOC_MANAGED,
-				       LW_MEM_MANAGED, size, (int)err);
+	lw_record_alloc_result(LW_API_CUDA_MALLOC_MANAGED, LW_MEM_MANAGED,
+			       (int)err,
+			       err == cudaSuccess && ptr ? *ptr : NULL, size,
+			       0);
 	lw_leave();
 	return err;
 }
@@ -256,12 +250,10 @@ LW_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
 	if (!lw_enter())
 		return real(ptr, size);
 	cudaError_t err = real(ptr, size);
-	if (err == cudaSuccess && ptr)
-		lw_record_alloc(LW_API_CUDA_MALLOC_HOST, LW_MEM_PINNED_HOST,
-				*ptr, size, 0);
-	else if (err != cudaSuccess)
-		lw_record_alloc_failed(LW_API_CUDA_MALLOC_HOST,
-				       LW_MEM_PINNED_HOST, size, (int)err);
+	lw_record_alloc_result(LW_API_CUDA_MALLOC_HOST, LW_MEM_PINNED_HOST,
+			       (int)err,
+			       err == cudaSuccess && ptr ? *ptr : NULL, size,
+			       0);
 	lw_leave();
 	return err;
 }
@@ -275,12 +267,10 @@ LW_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size,
 	if (!lw_enter())
 		return real(ptr, size, flags);
 	cudaError_t err = real(ptr, size, flags);
-	if (err == cudaSuccess && ptr)
-		lw_record_alloc(LW_API_CUDA_HOST_ALLOC, LW_MEM_PINNED_HOST,
-				*ptr, size, 0);
-	else if (err != cudaSuccess)
-		lw_record_alloc_failed(LW_API_CUDA_HOST_ALLOC,
-				       LW_MEM_PINNED_HOST, size, (int)err);
+	lw_record_alloc_result(LW_API_CUDA_HOST_ALLOC, LW_MEM_PINNED_HOST,
+			       (int)err,
+			       err == cudaSuccess && ptr ? *ptr : NULL, size,
+			       0);
 	lw_leave();
 	return err;
 }

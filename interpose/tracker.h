@@ -95,6 +95,22 @@ void lw_record_oom(uint64_t size, uint64_t allocated, uint64_t reserved,
 void lw_record_alloc_failed(enum lw_api api, enum lw_mem_kind kind,
 			    uint64_t size, int error);
 
+/*
+ * The one record call of an allocation hook: with error 0, the allocation
+ * at ptr (nothing when ptr is NULL: the call gave nothing back); else the
+ * failed call, of size bytes asked for.
+ */
+static inline void lw_record_alloc_result(enum lw_api api,
+					  enum lw_mem_kind kind, int error,
+					  const void *ptr, uint64_t size,
+					  uint64_t stream)
+{
+	if (error)
+		lw_record_alloc_failed(api, kind, size, error);
+	else if (ptr)
+		lw_record_alloc(api, kind, ptr, size, stream);
+}
+
 /* Allocations recorded and allocation calls that failed, so far; takes
  * no lock. */
 void lw_allocation_counts(uint64_t *recorded, uint64_t *failed);
