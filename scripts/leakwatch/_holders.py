@@ -13,6 +13,7 @@ guarded, so that an object whose attribute access raises or runs code
 cannot stop it. It never runs the garbage collector and keeps no reference
 once it returns.
 """
+import array
 import bisect
 import gc
 import re
@@ -87,7 +88,7 @@ class _Search(object):
         # the order met. Labels are worked out again only for the nodes
         # on a path found (_label), so that a node costs two appends.
         self.objs = []
-        self.parent = []
+        self.parent = array.array("q")
         self.root = {}        # node of a root -> (name, where)
         self.seen = set()
         self.kinds = {}       # type -> what its objects are to the walk
@@ -524,9 +525,8 @@ def search(targets, budget):
         return found, s.cut
     finally:
         # Nothing of the program stays referenced, even if something of
-        # the walk outlives this call.
-        for part in (s.objs, s.parent, s.root, s.seen, s.found, s.labels,
-                     s.kinds):
+        # the walk outlives this call (the parents are numbers).
+        for part in (s.objs, s.root, s.seen, s.found, s.labels, s.kinds):
             part.clear()
         del s
         caught.__exit__(None, None, None)
