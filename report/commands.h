@@ -93,6 +93,25 @@ int lw_parse_min_steps(const char *value, size_t *out);
 int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 		     const char **output);
 
+/* Those options' getopt_long() entries, for a command's table, and their
+ * defaults (with formats.h). */
+#define LW_OUTPUT_LONG_OPTIONS                                                \
+	{ "format", required_argument, NULL, 'F' },                           \
+	{ "output", required_argument, NULL, 'o' },                           \
+	{ "top", required_argument, NULL, 'T' },                              \
+	{ "frames", required_argument, NULL, 'N' },                           \
+	{ "native", no_argument, NULL, 'n' },                                 \
+	{ "sites", no_argument, NULL, 'L' },                                  \
+	{ "min-steps", required_argument, NULL, 'S' },                        \
+	{ "rules", required_argument, NULL, 'U' },                            \
+	{ "suppressions", required_argument, NULL, 'P' }
+#define LW_OUTPUT_OPTIONS_DEFAULT                                             \
+	{                                                                     \
+		.format = &lw_text_renderer,                                  \
+		.report = { .top = LW_DEFAULT_TOP,                            \
+			    .frames = LW_DEFAULT_FRAMES },                    \
+	}
+
 /*
  * Reads the diagnosis rules into rules (initialised here): the shipped
  * rules.conf, then $LEAKWATCH_RULES and the --rules files, then

@@ -357,22 +357,11 @@ int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 static int cmd_report(int argc, char **argv)
 {
 	static const struct option long_options[] = {
-		{ "format", required_argument, NULL, 'F' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "top", required_argument, NULL, 'T' },
-		{ "frames", required_argument, NULL, 'N' },
-		{ "native", no_argument, NULL, 'n' },
-		{ "sites", no_argument, NULL, 'L' },
-		{ "min-steps", required_argument, NULL, 'S' },
-		{ "rules", required_argument, NULL, 'U' },
-		{ "suppressions", required_argument, NULL, 'P' },
+		LW_OUTPUT_LONG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct lw_output_options options = {
-		.format = &lw_text_renderer,
-		.report = { .top = LW_DEFAULT_TOP, .frames = LW_DEFAULT_FRAMES },
-	};
+	struct lw_output_options options = LW_OUTPUT_OPTIONS_DEFAULT;
 	const char *output = NULL;
 	struct lw_rules rules;
 	FILE *out = stdout;

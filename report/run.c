@@ -451,25 +451,14 @@ int lw_cmd_run(int argc, char **argv)
 {
 	static const struct option long_options[] = {
 		{ "trace", required_argument, NULL, 't' },
-		{ "format", required_argument, NULL, 'F' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "top", required_argument, NULL, 'T' },
-		{ "frames", required_argument, NULL, 'N' },
-		{ "native", no_argument, NULL, 'n' },
-		{ "sites", no_argument, NULL, 'L' },
+		LW_OUTPUT_LONG_OPTIONS,
 		{ "no-report", no_argument, NULL, 'R' },
-		{ "min-steps", required_argument, NULL, 'S' },
 		{ "max-growth", required_argument, NULL, 'G' },
-		{ "rules", required_argument, NULL, 'U' },
-		{ "suppressions", required_argument, NULL, 'P' },
 		{ "torch-allocator", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct lw_output_options options = {
-		.format = &lw_text_renderer,
-		.report = { .top = LW_DEFAULT_TOP, .frames = LW_DEFAULT_FRAMES },
-	};
+	struct lw_output_options options = LW_OUTPUT_OPTIONS_DEFAULT;
 	const char *trace_pattern = NULL, *output = NULL, *torch_allocator = NULL;
 	char library[PATH_MAX], manifest[PATH_MAX];
 	bool no_report = false, gate = false;
