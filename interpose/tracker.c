@@ -71,7 +71,7 @@ static struct trace_context {
 } tc;
 
 /* The allocations live now (live-table.h). Under the lock. */
-static struct lw_live_table live;
+static struct lw_addr_table live = LW_LIVE_TABLE_INIT;
 static uint64_t unknown_frees;
 /* Allocations recorded; allocation calls that failed, and the first. */
 static uint64_t recorded_allocations, failed_allocations;
@@ -454,20 +454,20 @@ static struct lw_live *find_live_locked(uintptr_t addr)
 static void remove_live_locked(struct lw_live *e)
 {
 	account_live(e, -1);
-	lw_live_table_remove(&live, e);
+	lw_addr_table_remove(&live, e);
 }
 
 /* Adds a live allocation; false if leakwatch's memory is exhausted. */
 static int add_live_locked(uintptr_t addr, uint64_t size,
 			   struct lw_stack_entry *stack, unsigned kind)
 {
-	struct lw_live *e = find_live_locked(addr);
+	bool found;
+	struct lw_live *e = lw_live_table_put(&live, addr, &found);
 
-	if (e) /* freed through a path leakwatch does not see */
-		remove_live_locked(e);
-	e = lw_live_table_insert(&live, addr);
 	if (!e)
 		return 0;
+	if (found) /* freed through a path leakwatch does not see */
+		account_live(e, -1);
 	e->size = size;
 	e->stack = stack;
 	e->kind = (uint8_t)kind;
@@ -859,14 +859,14 @@ size_t lw_holder_targets(uint64_t *pairs, size_t max)
 	size_t n = 0;
 
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < lw_live_table_slots(&live); i++) {
-		const struct lw_live *e = &live.slots[i];
+	for (size_t i = 0; i < lw_addr_table_slots(&live); i++) {
+		const struct lw_live *e = lw_live_table_slot(&live, i);
 
 		/* Device memory that outlived the step that made it (what
 		 * the first step set up, weights and optimizer state, is not
 		 * a suspect, nor what the unfinished step is using now), or
 		 * the phase that made it. */
-		if (!e->addr || !lw_mem_kind_is_device(e->kind))
+		if (!e || !lw_mem_kind_is_device(e->kind))
 			continue;
 		if ((e->step < 1 || e->step >= tc.steps_written) &&
 		    (!e->phase || e->phase == 1 + tc.phases_closed % 255))
@@ -967,7 +967,7 @@ static void after_fork_in_child(void)
 		lw_writer_abandon(&writer);
 	trace_state = TRACE_NONE;
 	trace_gen++;
-	lw_live_table_clear(&live);
+	lw_addr_table_clear(&live);
 	memset(live_bytes, 0, sizeof(live_bytes));
 	memset(live_count, 0, sizeof(live_count));
 	lw_segments_reset();

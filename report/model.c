@@ -25,9 +25,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define LIVE_MIN_CAPACITY 1024
-#define LIVE_MIN_BITS 10
-
 /* Makes room for need elements; returns the (maybe moved) array or NULL. */
 static void *grow_array(void *array, size_t *capacity, size_t need,
 			size_t elem_size)
@@ -67,72 +64,13 @@ static void *alloc_table(size_t bytes)
 	return p;
 }
 
-static size_t live_home(const struct lw_model *m, uint64_t addr)
-{
-	return (size_t)(lw_hash_mix(addr) >> m->live_shift);
-}
-
-static int live_resize(struct lw_model *m, size_t capacity, unsigned bits)
-{
-	struct lw_live *old = m->live, *table;
-	size_t old_capacity = m->live_capacity;
-
-	if (capacity > SIZE_MAX / sizeof(*table))
-		return -ENOMEM;
-	table = alloc_table(capacity * sizeof(*table));
-	if (!table)
-		return -ENOMEM;
-	/* All ones: site == LW_NO_SITE marks every slot empty. */
-	memset(table, 0xff, capacity * sizeof(*table));
-	m->live = table;
-	m->live_capacity = capacity;
-	m->live_shift = 64 - bits;
-	for (size_t i = 0; i < old_capacity; i++) {
-		size_t mask = capacity - 1, j;
-
-		if (old[i].site == LW_NO_SITE)
-			continue;
-		for (j = live_home(m, old[i].addr); table[j].site != LW_NO_SITE;
-		     j = (j + 1) & mask)
-			;
-		table[j] = old[i];
-	}
-	free(old);
-	return 0;
-}
-
-/* The slot holding addr, or the empty slot where it would go. */
-static size_t live_slot(const struct lw_model *m, uint64_t addr)
-{
-	size_t mask = m->live_capacity - 1, i = live_home(m, addr);
-
-	while (m->live[i].site != LW_NO_SITE && m->live[i].addr != addr)
-		i = (i + 1) & mask;
-	return i;
-}
-
-/* Empties slot i, moving later entries of its probe run back into it. */
-static void live_remove(struct lw_model *m, size_t i)
-{
-	size_t mask = m->live_capacity - 1, j = i;
-
-	for (;;) {
-		struct lw_live *e;
-
-		j = (j + 1) & mask;
-		e = &m->live[j];
-		if (e->site == LW_NO_SITE)
-			break;
-		/* e may fill the hole if the hole lies between its home
-		 * slot and j (cyclically): it would have been probed. */
-		if (((j - live_home(m, e->addr)) & mask) >= ((j - i) & mask)) {
-			m->live[i] = *e;
-			i = j;
-		}
-	}
-	m->live[i].site = LW_NO_SITE;
-	m->live_used--;
-}
+static const struct lw_addr_table_kind live_kind = {
+	.slot_size = sizeof(struct lw_live),
+	.empty = LW_NO_ADDR,
+	.alloc = alloc_table,
+	.release = free,
+	.max_load = 128,
+};
 
 /*
  * Remembers that a site's live totals changed, for the next step point, so
@@ -365,10 +303,11 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	struct lw_site *s;
 	struct lw_totals *k;
 	uint32_t site;
-	size_t i;
+	bool found;
 	int rc;
 
-	if (stack_id >= m->stack_count || kind < 1 || kind > LW_MEM_KIND_MAX)
+	if (stack_id >= m->stack_count || kind < 1 || kind > LW_MEM_KIND_MAX ||
+	    addr == LW_NO_ADDR)
 		return -EINVAL; /* the reader rules these out */
 	if (m->step_anchor && stack_id == m->step_anchor) {
 		if (m->anchor_seen && (rc = end_step(m)) < 0)
@@ -382,26 +321,16 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	if (site == LW_NO_SITE && (rc = new_site(m, stack_id, kind, &site)) < 0)
 		return rc;
 
-	i = live_slot(m, addr);
-	e = &m->live[i];
-	if (e->site != LW_NO_SITE) {
+	e = lw_addr_table_put(&m->live, addr, &found);
+	if (!e)
+		return -ENOMEM;
+	if (found) {
 		/* The address was never freed in the trace (a missed free):
 		 * the old allocation is gone now. */
 		if ((rc = forget(m, e)) < 0)
 			return rc;
 		m->reused_live_addresses++;
-	} else {
-		if ((m->live_used + 1) * 2 > m->live_capacity) {
-			unsigned bits = 64 - m->live_shift + 1;
-
-			if ((rc = live_resize(m, m->live_capacity * 2,
-					      bits)) < 0)
-				return rc;
-			e = &m->live[live_slot(m, addr)];
-		}
-		m->live_used++;
 	}
-	e->addr = addr;
 	e->size = size;
 	e->site = site;
 	e->birth_step = m->steps;
@@ -475,21 +404,21 @@ static void note_lifetime(struct lw_model *m, const struct lw_live *e)
 static int model_free(void *ctx, uint64_t addr)
 {
 	struct lw_model *m = ctx;
-	size_t i = live_slot(m, addr);
+	struct lw_live *e = lw_addr_table_find(&m->live, addr);
 	int rc;
 
 	m->frees++;
 	m->events++;
-	if (m->live[i].site == LW_NO_SITE) {
+	if (!e) {
 		/* cudaFree(NULL) is a legal no-op, not an unknown free. */
 		if (addr != 0)
 			m->unknown_frees++;
 		return 0;
 	}
 	if (!m->have_program_end)
-		note_lifetime(m, &m->live[i]);
-	rc = forget(m, &m->live[i]);
-	live_remove(m, i);
+		note_lifetime(m, e);
+	rc = forget(m, e);
+	lw_addr_table_remove(&m->live, e);
 	return rc;
 }
 
@@ -1057,7 +986,7 @@ static int model_holder(void *ctx, uint64_t address, uint64_t path,
 {
 	struct lw_model *m = ctx;
 	struct lw_holder *grown;
-	size_t i;
+	const struct lw_live *e;
 
 	if (flags & LW_HOLDER_CUT)
 		m->holders_cut = true;
@@ -1066,10 +995,10 @@ static int model_holder(void *ctx, uint64_t address, uint64_t path,
 	m->holder_events = m->events;
 	if (address == 0)
 		return 0;
-	i = live_slot(m, address);
+	e = lw_addr_table_find(&m->live, address);
 	/* Written while the allocation was live; anything else is a trace
 	 * that was cut and joined, and says nothing. */
-	if (m->live[i].site == LW_NO_SITE)
+	if (!e)
 		return 0;
 	/* Room for 4, then doubled each time it is full. */
 	if (m->holder_count == 0 ||
@@ -1083,7 +1012,7 @@ static int model_holder(void *ctx, uint64_t address, uint64_t path,
 		m->holders = grown;
 	}
 	m->holders[m->holder_count++] = (struct lw_holder){
-		m->live[i].site, path, root, objects, graph, flags,
+		e->site, path, root, objects, graph, flags,
 		m->holder_searches,
 	};
 	return 0;
@@ -1259,12 +1188,13 @@ int lw_model_init(struct lw_model *m)
 	m->stacks[0].first_site = LW_NO_SITE;
 	m->stack_count = 1;
 	m->step_stride = 1;
-	return live_resize(m, LIVE_MIN_CAPACITY, LIVE_MIN_BITS);
+	lw_addr_table_init(&m->live, &live_kind);
+	return 0;
 }
 
 void lw_model_fini(struct lw_model *m)
 {
-	free(m->live);
+	lw_addr_table_clear(&m->live);
 	free(m->sites);
 	free(m->stacks);
 	free(m->frames);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lw-addr-table.h"
 #include "lw-format.h"
 #include "trace-reader.h"
 
@@ -180,7 +181,13 @@ struct lw_frame {
 	bool folded_start;
 };
 
-/* A live allocation; an empty hash slot has site == LW_NO_SITE. */
+/*
+ * No allocation is at the last address (it would have no room for a byte):
+ * the live table's empty slot. The reader rejects a trace that says one is.
+ */
+#define LW_NO_ADDR UINT64_MAX
+
+/* A live allocation, keyed by addr in the model's live table. */
 struct lw_live {
 	uint64_t addr;
 	uint64_t size;
@@ -295,11 +302,8 @@ struct lw_info {
 struct lw_model {
 	struct lw_trace_header header;
 
-	/* Live allocations: open addressing, linear probing, keyed by addr. */
-	struct lw_live *live;
-	size_t live_capacity;	/* a power of two */
-	size_t live_used;
-	unsigned live_shift;	/* 64 - log2(live_capacity) */
+	/* Live allocations (struct lw_live), keyed by addr. */
+	struct lw_addr_table live;
 
 	struct lw_site *sites;
 	uint32_t site_count;

@@ -47,7 +47,7 @@ static void check_totals(const struct lw_model *m, const bool *live,
 		site_count += m->sites[i].totals.live_count;
 		site_bytes += m->sites[i].totals.live_bytes;
 	}
-	REQUIRE(m->live_used == count);
+	REQUIRE(m->live.used == count);
 	REQUIRE(lw_model_device_live_bytes(m) == bytes);
 	REQUIRE(lw_model_device_live_count(m) == count);
 	REQUIRE(site_count == count && site_bytes == bytes);
@@ -112,7 +112,7 @@ static void test_live_table(void)
 	}
 	check_totals(&m, live, sizes);
 	REQUIRE(m.unknown_frees == unknown);
-	REQUIRE(m.live_used == 0);
+	REQUIRE(m.live.used == 0);
 	lw_model_fini(&m);
 }
 
@@ -231,16 +231,29 @@ static void test_varints(void)
 	struct lw_model m;
 	size_t cut;
 
-	/* The largest size there is: a ten-byte varint. */
+	/* The largest size there is: a ten-byte varint; an address as far
+	 * from the last as a delta can be (zigzag UINT64_MAX), another. */
 	std_header(&o);
-	rec_alloc(&o, LW_MEM_DEVICE, UINT64_MAX, UINT64_MAX, 0);
+	rec_alloc(&o, LW_MEM_DEVICE, 1ull << 63, UINT64_MAX, 0);
 	rec_free(&o, 0);
+	rec_free(&o, 1ull << 63);
 	rec_free(&o, UINT64_MAX);
 	rec_end(&o, 0);
 	REQUIRE(read_model(o.data, o.len, &m, &res) == 0);
 	REQUIRE(res.complete && !res.truncated);
 	REQUIRE(m.kinds[LW_MEM_DEVICE].bytes_allocated == UINT64_MAX);
-	REQUIRE(m.live_used == 0 && m.unknown_frees == 0);
+	REQUIRE(m.live.used == 0 && m.unknown_frees == 1);
+	lw_model_fini(&m);
+
+	/* No allocation fits at the last address: the trace is corrupt
+	 * there (the live table's empty key is that address). */
+	o.len = 0;
+	o.prev_addr = 0;
+	std_header(&o);
+	rec_alloc(&o, LW_MEM_DEVICE, UINT64_MAX, 1, 0);
+	rec_end(&o, 0);
+	REQUIRE(read_model(o.data, o.len, &m, &res) != 0);
+	REQUIRE(strstr(res.message, "ALLOC at the last address"));
 	lw_model_fini(&m);
 
 	/* An eleventh byte is malformed, not truncated. */

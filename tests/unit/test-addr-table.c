@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The address table (common/lw-addr-table.c) against a plain array of what
+ * should be in it, in both of its uses: the shim's live table (empty key 0,
+ * memory from the arena) and the report's (empty key UINT64_MAX, where 0 is
+ * a key like any other). Random puts and removes, addresses that share their
+ * home slot, growth past the first size, every record still found after
+ * each backward shift, and a put of a key already there finding it.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "live-table.h"
+#include "lw-test.h"
+
+#define KEYS 50000
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* A record of another size than the shim's: key, value, padding. */
+struct wide {
+	uint64_t key;
+	uint64_t value;
+	uint64_t pad[3];
+};
+
+static const struct lw_addr_table_kind wide_kind = {
+	.slot_size = sizeof(struct wide),
+	.empty = UINT64_MAX,
+	.alloc = malloc,
+	.release = free,
+	.max_load = 128,
+};
+
+static uint64_t value_of(const struct lw_addr_table *t, const void *r)
+{
+	return t->kind == &wide_kind ? ((const struct wide *)r)->value
+				     : ((const struct lw_live *)r)->size;
+}
+
+static void set_value(const struct lw_addr_table *t, void *r, uint64_t v)
+{
+	if (t->kind == &wide_kind)
+		((struct wide *)r)->value = v;
+	else
+		((struct lw_live *)r)->size = v;
+}
+
+static void run(const struct lw_addr_table_kind *kind, const uint64_t *keys,
+		const char *name)
+{
+	static unsigned char in[KEYS];
+	struct lw_addr_table t;
+	size_t count = 0;
+	bool found;
+
+	memset(in, 0, sizeof(in));
+	lw_addr_table_init(&t, kind);
+	CHECK(lw_addr_table_find(&t, keys[0]) == NULL);
+	CHECK(lw_addr_table_put(&t, kind->empty, &found) == NULL);
+	for (unsigned round = 0; round < 400000; round++) {
+		size_t k = rng() % KEYS;
+		void *r;
+
+		if (!in[k] || round % 7 == 0) {
+			/* A put of a key already in finds its record. */
+			r = lw_addr_table_put(&t, keys[k], &found);
+			REQUIRE(r);
+			if (found != (in[k] != 0)) {
+				lw_test_fail("%s: put of key %zu: found %d", name,
+					     k, found);
+				return;
+			}
+			if (found)
+				CHECK_EQ_U64(value_of(&t, r), k);
+			set_value(&t, r, k);
+			count += !in[k];
+			in[k] = 1;
+		} else {
+			r = lw_addr_table_find(&t, keys[k]);
+			REQUIRE(r);
+			CHECK_EQ_U64(value_of(&t, r), k);
+			lw_addr_table_remove(&t, r);
+			in[k] = 0;
+			count--;
+		}
+	}
+	CHECK_EQ_U64(t.used, count);
+	for (size_t k = 0; k < KEYS; k++) {
+		void *r = lw_addr_table_find(&t, keys[k]);
+
+		if (in[k] != (r != NULL) || (r && value_of(&t, r) != k)) {
+			lw_test_fail("%s: key %zu: %s", name, k,
+				     in[k] ? "lost" : "still there");
+			break;
+		}
+	}
+	/* The slots visited hold exactly the keys that are in. */
+	size_t seen = 0;
+
+	for (size_t i = 0; i < lw_addr_table_slots(&t); i++)
+		seen += lw_addr_table_slot(&t, i) != NULL;
+	CHECK_EQ_U64(seen, count);
+	lw_addr_table_clear(&t);
+	CHECK(lw_addr_table_find(&t, keys[0]) == NULL);
+	CHECK_EQ_U64(lw_addr_table_slots(&t), 0);
+}
+
+int main(void)
+{
+	static uint64_t keys[KEYS];
+
+	/* Aligned addresses, as allocators give them, many a page apart. */
+	for (size_t i = 0; i < KEYS; i++)
+		keys[i] = 0x7f0000000000ull + (uint64_t)i * 0x1000;
+	run(&lw_live_table_kind, keys, "live table");
+	/* Addresses from a trace: 0 among them, some differing only in
+	 * their high bits. */
+	for (size_t i = 0; i < KEYS; i++)
+		keys[i] = i % 3 ? 0x7f0000000000ull + (uint64_t)i * 0x200
+				: ((uint64_t)i << 40) + 0x100;
+	keys[7] = 0;
+	run(&wide_kind, keys, "trace table");
+	return lw_test_done("test-addr-table");
+}
