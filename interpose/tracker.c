@@ -6,12 +6,10 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,15 +32,12 @@
 #include "unwind.h"
 #include "writer.h"
 
-__thread int lw_in_hook __attribute__((tls_model("initial-exec")));
-int lw_state = LW_STATE_UNINIT;
-
 static __thread pid_t thread_id __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
-static struct lw_config config;
+/* The process's configuration (process.c reads it). */
+static const struct lw_config *config;
 static struct lw_writer writer;
 static enum { TRACE_NONE, TRACE_OPEN, TRACE_FAILED } trace_state;
 /* The process that opened the trace (see lw_flush_before_exec()). */
@@ -51,9 +46,10 @@ static uint32_t trace_gen = 1;
 static char trace_path[PATH_MAX];
 
 /*
- * What the records of the open trace depend on, under the lock: reset in
- * one place (trace_context_reset()) when a trace opens, the process's
- * first or a forked child's.
+ * The open trace's state, under the lock: what its records depend on and
+ * what it has recorded live. Reset in one place, trace_context_reset(),
+ * when a trace opens (the process's first or a forked child's) and in a
+ * forked child at once (the parent's allocations are not the child's).
  */
 static struct trace_context {
 	/* STEP records written; phases open now, and closed so far. */
@@ -68,21 +64,27 @@ static struct trace_context {
 	int64_t last_device;
 	uint64_t last_stream;
 	uint64_t last_time_ns, last_flush_ns;
-} tc;
+	/* The allocations live now (live-table.h), their totals by kind,
+	 * frees of memory the trace never saw allocated. */
+	struct lw_addr_table live;
+	uint64_t live_bytes[LW_MEM_KIND_MAX + 1];
+	uint64_t live_count[LW_MEM_KIND_MAX + 1];
+	uint64_t unknown_frees;
+	/* Allocations recorded (read without the lock: atomic stores). */
+	uint64_t recorded_allocations;
+	/* What was live when the program's code finished (PROGRAM_END). */
+	struct lw_summary program_end_summary;
+	int have_program_end_summary;
+} tc = { .live = LW_LIVE_TABLE_INIT };
 
-/* The allocations live now (live-table.h). Under the lock. */
-static struct lw_addr_table live = LW_LIVE_TABLE_INIT;
-static uint64_t unknown_frees;
-/* Allocations recorded; allocation calls that failed, and the first. */
-static uint64_t recorded_allocations, failed_allocations;
+/* Allocation calls that failed, and the first (counted whether or not a
+ * trace could be opened). */
+static uint64_t failed_allocations;
 static unsigned first_failed_api;
 static int first_failed_error;
-static uint64_t live_bytes[LW_MEM_KIND_MAX + 1], live_count[LW_MEM_KIND_MAX + 1];
 
 static int python_frames;      /* CPython frames can be read */
 static int python_process;     /* running inside CPython */
-static struct lw_summary program_end_summary;
-static int have_program_end_summary;
 
 /*
  * An optimizer step is written at the next event the trace records, not at
@@ -179,9 +181,9 @@ static void write_process_info_locked(void)
 	if (getcwd(buf, sizeof(buf)))
 		lw_writer_info(&writer, "cwd", buf, strlen(buf));
 	lw_writer_info(&writer, "leakwatch", LW_VERSION, strlen(LW_VERSION));
-	if (config.rank[0])
-		lw_writer_info(&writer, "rank", config.rank,
-			       strlen(config.rank));
+	if (config->rank[0])
+		lw_writer_info(&writer, "rank", config->rank,
+			       strlen(config->rank));
 	if (python_frames) {
 		lw_writer_info(&writer, "python", lw_py_version(),
 			       strlen(lw_py_version()));
@@ -206,16 +208,16 @@ static void append_to_manifest(const char *path, int failed)
 	char line[PATH_MAX + 2];
 	size_t len = strlen(path), at = failed ? 1 : 0;
 
-	if (!config.manifest[0] || len >= PATH_MAX)
+	if (!config->manifest[0] || len >= PATH_MAX)
 		return;
-	int fd = open(config.manifest,
+	int fd = open(config->manifest,
 		      O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
 		      0644);
 	if (fd < 0) {
 		lw_warn_once(LW_WARN_MANIFEST,
 			     "LEAKWATCH_MANIFEST=%s cannot be opened: %s; the "
 			     "trace's path is not listed there",
-			     config.manifest, strerror(errno));
+			     config->manifest, strerror(errno));
 		return;
 	}
 	line[0] = 0;
@@ -227,9 +229,22 @@ static void append_to_manifest(const char *path, int failed)
 	close(fd);
 }
 
+/* Device and managed memory live now, as the reports count it. */
+static uint64_t device_live_bytes(void)
+{
+	return tc.live_bytes[LW_MEM_DEVICE] + tc.live_bytes[LW_MEM_MANAGED];
+}
+
+static uint64_t device_live_count(void)
+{
+	return tc.live_count[LW_MEM_DEVICE] + tc.live_count[LW_MEM_MANAGED];
+}
+
 static void trace_context_reset(void)
 {
+	lw_addr_table_clear(&tc.live);
 	memset(&tc, 0, sizeof(tc));
+	tc.live = (struct lw_addr_table)LW_LIVE_TABLE_INIT;
 	tc.last_api = UINT_MAX;
 	tc.last_device = INT64_MIN;
 	tc.last_time_ns = tc.last_flush_ns = coarse_now_ns();
@@ -245,7 +260,7 @@ static int ensure_trace_locked(void)
 
 	pid_t pid = getpid();
 	__atomic_store_n(&trace_pid, pid, __ATOMIC_RELEASE);
-	if (lw_config_trace_path(&config, pid, trace_path,
+	if (lw_config_trace_path(config, pid, trace_path,
 				 sizeof(trace_path)) < 0) {
 		trace_state = TRACE_FAILED;
 		lw_warn_once(LW_WARN_TRACE_OPEN,
@@ -356,10 +371,8 @@ static void note_thread_and_time_locked(void)
 	if (lw_live_view_take_request()) {
 		lw_holders_schedule();
 		flush_locked();
-		lw_live_view_print_now(live_bytes[LW_MEM_DEVICE] +
-					  live_bytes[LW_MEM_MANAGED],
-				  live_count[LW_MEM_DEVICE] +
-					  live_count[LW_MEM_MANAGED],
+		lw_live_view_print_now(device_live_bytes(),
+				  device_live_count(),
 				  trace_path);
 	}
 	if (warned_mask != tc.warnings_in_trace_mask)
@@ -429,11 +442,11 @@ static void account_live(const struct lw_live *e, int sign)
 	uint64_t count = 1, bytes = e->size;
 
 	if (sign < 0) {
-		live_bytes[e->kind] -= bytes;
-		live_count[e->kind] -= count;
+		tc.live_bytes[e->kind] -= bytes;
+		tc.live_count[e->kind] -= count;
 	} else {
-		live_bytes[e->kind] += bytes;
-		live_count[e->kind] += count;
+		tc.live_bytes[e->kind] += bytes;
+		tc.live_count[e->kind] += count;
 	}
 	if (e->stack && lw_mem_kind_is_device(e->kind)) {
 		if (sign < 0) {
@@ -448,13 +461,13 @@ static void account_live(const struct lw_live *e, int sign)
 
 static struct lw_live *find_live_locked(uintptr_t addr)
 {
-	return lw_live_table_find(&live, addr);
+	return lw_live_table_find(&tc.live, addr);
 }
 
 static void remove_live_locked(struct lw_live *e)
 {
 	account_live(e, -1);
-	lw_addr_table_remove(&live, e);
+	lw_addr_table_remove(&tc.live, e);
 }
 
 /* Adds a live allocation; false if leakwatch's memory is exhausted. */
@@ -462,7 +475,7 @@ static int add_live_locked(uintptr_t addr, uint64_t size,
 			   struct lw_stack_entry *stack, unsigned kind)
 {
 	bool found;
-	struct lw_live *e = lw_live_table_put(&live, addr, &found);
+	struct lw_live *e = lw_live_table_put(&tc.live, addr, &found);
 
 	if (!e)
 		return 0;
@@ -513,7 +526,7 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 	if (!ptr)
 		return;
 	/* The expensive part, done before taking any lock. */
-	depth = lw_unwind(frames, config.max_frames, &native_hash);
+	depth = lw_unwind(frames, config->max_frames, &native_hash);
 	if (python_frames) {
 		py_depth = capture_python(frames + depth);
 		py_depth = lw_backward_attribute(frames, depth,
@@ -538,7 +551,7 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 			stack ? stack->id : 0);
 	/* A plain increment under the lock; an atomic store, because
 	 * lw_allocation_counts() reads it without the lock. */
-	__atomic_store_n(&recorded_allocations, recorded_allocations + 1,
+	__atomic_store_n(&tc.recorded_allocations, tc.recorded_allocations + 1,
 			 __ATOMIC_RELAXED);
 out:
 	pthread_mutex_unlock(&lock);
@@ -581,7 +594,7 @@ void lw_allocation_counts(uint64_t *recorded, uint64_t *failed)
 {
 	/* Without the lock: called at exit, where a thread still inside a
 	 * hook may hold it. */
-	*recorded = __atomic_load_n(&recorded_allocations, __ATOMIC_RELAXED);
+	*recorded = __atomic_load_n(&tc.recorded_allocations, __ATOMIC_RELAXED);
 	*failed = __atomic_load_n(&failed_allocations, __ATOMIC_RELAXED);
 }
 
@@ -700,7 +713,7 @@ void lw_free_end(struct lw_pending_free *pending, int succeeded)
 	} else if (succeeded) {
 		/* Memory leakwatch never saw allocated (before tracing, or on
 		 * a path it does not hook): the report counts it as unknown. */
-		unknown_frees++;
+		tc.unknown_frees++;
 		lw_writer_free(&writer, pending->addr);
 	} else {
 		/* The real free failed: the allocation is still live. */
@@ -730,9 +743,9 @@ static void write_step_locked(enum lw_step_source source)
 	lw_writer_tag(&writer, LW_REC_STEP);
 	tc.steps_written++;
 	flush_locked();
-	lw_gate_step(live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED]);
-	lw_live_view_step(live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED],
-		     live_count[LW_MEM_DEVICE] + live_count[LW_MEM_MANAGED]);
+	lw_gate_step(device_live_bytes());
+	lw_live_view_step(device_live_bytes(),
+		     device_live_count());
 }
 
 void lw_record_step(enum lw_step_source source)
@@ -824,9 +837,9 @@ static void summarize_locked(struct lw_summary *summary, const char *when,
 	struct summary_ctx ctx = { summary, with_python };
 
 	lw_summary_init(summary, trace_path, when,
-			live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED],
-			live_count[LW_MEM_DEVICE] + live_count[LW_MEM_MANAGED],
-			unknown_frees);
+			device_live_bytes(),
+			device_live_count(),
+			tc.unknown_frees);
 	lw_stacks_for_each(summarize_stack, &ctx);
 }
 
@@ -844,10 +857,10 @@ void lw_record_mark(enum lw_mark mark)
 		/* GC passes are frequent; only the program's end flushes. */
 		if (mark == LW_MARK_PROGRAM_END)
 			flush_locked();
-		if (mark == LW_MARK_PROGRAM_END && !config.quiet) {
-			summarize_locked(&program_end_summary,
+		if (mark == LW_MARK_PROGRAM_END && !config->quiet) {
+			summarize_locked(&tc.program_end_summary,
 					 "when the program's code finished", 1);
-			have_program_end_summary = 1;
+			tc.have_program_end_summary = 1;
 		}
 	}
 	pthread_mutex_unlock(&lock);
@@ -859,8 +872,8 @@ size_t lw_holder_targets(uint64_t *pairs, size_t max)
 	size_t n = 0;
 
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < lw_addr_table_slots(&live); i++) {
-		const struct lw_live *e = lw_live_table_slot(&live, i);
+	for (size_t i = 0; i < lw_addr_table_slots(&tc.live); i++) {
+		const struct lw_live *e = lw_live_table_slot(&tc.live, i);
 
 		/* Device memory that outlived the step that made it (what
 		 * the first step set up, weights and optimizer state, is not
@@ -913,23 +926,25 @@ int lw_device_live(uint64_t *bytes, uint64_t *count)
 		return -1;
 	pthread_mutex_lock(&lock);
 	if (trace_state != TRACE_FAILED) {
-		*bytes = live_bytes[LW_MEM_DEVICE] + live_bytes[LW_MEM_MANAGED];
-		*count = live_count[LW_MEM_DEVICE] + live_count[LW_MEM_MANAGED];
+		*bytes = device_live_bytes();
+		*count = device_live_count();
 		rc = 0;
 	}
 	pthread_mutex_unlock(&lock);
 	return rc;
 }
 
-/* ---- process life ---- */
+/* ---- process life (process.c) ---- */
 
-void lw_flush_before_exec(void)
+void lw_tracker_start(const struct lw_config *c, enum lw_py_status py)
 {
-	int saved_errno = errno;
+	config = c;
+	python_process = py != LW_PY_NOT_PYTHON;
+	python_frames = py == LW_PY_SUPPORTED;
+}
 
-	if (lw_in_hook ||
-	    __atomic_load_n(&lw_state, __ATOMIC_ACQUIRE) != LW_STATE_ACTIVE)
-		return;
+void lw_tracker_flush_before_exec(void)
+{
 	/* getpid() asks the kernel: a vfork() child gets its own pid, not
 	 * the one of the process whose trace this memory describes. */
 	if (getpid() != __atomic_load_n(&trace_pid, __ATOMIC_ACQUIRE))
@@ -939,139 +954,45 @@ void lw_flush_before_exec(void)
 			flush_locked();
 		pthread_mutex_unlock(&lock);
 	}
-	errno = saved_errno;
 }
 
-static void before_fork(void)
+void lw_tracker_flush_on_fatal_signal(void)
 {
-	pthread_mutex_lock(&lock);
-	lw_arena_lock_for_fork();
-}
-
-static void after_fork_in_parent(void)
-{
-	lw_arena_unlock_after_fork();
-	pthread_mutex_unlock(&lock);
-}
-
-/*
- * The child must never write into its parent's trace: it drops the
- * inherited buffer and file, forgets the parent's allocations, and opens a
- * trace of its own if it allocates.
- */
-static void after_fork_in_child(void)
-{
-	lw_arena_unlock_after_fork();
-	thread_id = 0;
-	if (trace_state == TRACE_OPEN)
-		lw_writer_abandon(&writer);
-	trace_state = TRACE_NONE;
-	trace_gen++;
-	lw_addr_table_clear(&live);
-	memset(live_bytes, 0, sizeof(live_bytes));
-	memset(live_count, 0, sizeof(live_count));
-	lw_segments_reset();
-	lw_backward_reset();
-	/* Stack, code and string ids start again at 1 in the child's trace. */
-	lw_stacks_reset();
-	have_program_end_summary = 0;
-	lw_gate_reset();
-	lw_modules_reset();
-	unknown_frees = 0;
-	recorded_allocations = failed_allocations = 0;
-	/* The trace context is reset when the child's trace opens. */
-	lw_live_view_reset();
-	pthread_mutex_unlock(&lock);
-}
-
-/*
- * A program that crashes (SIGSEGV, abort()) would lose what was recorded
- * since the last flush. Where the program has no handler of its own for a
- * fatal signal, the shim writes the buffer out and lets the signal kill
- * the process as it would have: it restores the default action and raises
- * the signal again. It flushes only if it can take the lock at once (a
- * crash inside a hook, or while another thread writes, skips the flush);
- * write() is safe in a signal handler. The trace has no end record, so the
- * report says it was cut short. A handler the program installs later
- * replaces this one.
- */
-static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
-
-static void flush_on_fatal_signal(int sig)
-{
-	int saved_errno = errno;
-	struct sigaction dfl;
-
 	if (pthread_mutex_trylock(&lock) == 0) {
 		if (trace_state == TRACE_OPEN)
 			lw_writer_flush(&writer);
 		pthread_mutex_unlock(&lock);
 	}
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	sigemptyset(&dfl.sa_mask);
-	sigaction(sig, &dfl, NULL);
-	/* Blocked while this handler runs: delivered, with the default
-	 * action, as it returns (a fault would also recur then). */
-	raise(sig);
-	errno = saved_errno;
 }
 
-static void install_fatal_signal_handlers(void)
+void lw_tracker_before_fork(void)
 {
-	struct sigaction sa, old;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = flush_on_fatal_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_ONSTACK;
-	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]);
-	     i++) {
-		int sig = fatal_signals[i];
-		/* Look first: a handler of the program's is never replaced,
-		 * not even for an instant. */
-		if (sigaction(sig, NULL, &old) == 0 &&
-		    !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
-			sigaction(sig, &sa, NULL);
-	}
+	pthread_mutex_lock(&lock);
 }
 
-static void init_once_fn(void)
+void lw_tracker_after_fork_in_parent(void)
 {
-	int state = LW_STATE_ACTIVE;
-
-	lw_in_hook = 1; /* nothing below may be recorded */
-	if (getauxval(AT_SECURE)) {
-		/* setuid and other secure-execution programs: hands off. */
-		state = LW_STATE_OFF;
-		goto done;
-	}
-	lw_config_load(&config);
-	if (config.disabled) {
-		state = LW_STATE_OFF;
-		goto done;
-	}
-	lw_live_view_configure(config.live_every, config.use_signal);
-	lw_holders_configure(config.holders, config.holders_budget);
-	lw_unwind_init(config.fast_unwind);
-	enum lw_py_status py = lw_py_init();
-	python_process = py != LW_PY_NOT_PYTHON;
-	python_frames = py == LW_PY_SUPPORTED;
-	if (py == LW_PY_UNSUPPORTED)
-		lw_warn_once(LW_WARN_PYTHON,
-			     "Python %s is not supported for Python frames; "
-			     "allocation sites show native frames only",
-			     lw_py_version());
-	pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
-	install_fatal_signal_handlers();
-done:
-	lw_in_hook = 0;
-	__atomic_store_n(&lw_state, state, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&lock);
 }
 
-void lw_init(void)
+void lw_tracker_after_fork_in_child(void)
 {
-	pthread_once(&init_once, init_once_fn);
+	thread_id = 0;
+	if (trace_state == TRACE_OPEN)
+		lw_writer_abandon(&writer);
+	trace_state = TRACE_NONE;
+	trace_gen++;
+	/* The parent's allocations are not the child's; its stack, code and
+	 * string ids start again at 1 in the child's trace. */
+	trace_context_reset();
+	failed_allocations = 0;
+	lw_segments_reset();
+	lw_backward_reset();
+	lw_stacks_reset();
+	lw_gate_reset();
+	lw_modules_reset();
+	lw_live_view_reset();
+	pthread_mutex_unlock(&lock);
 }
 
 void lw_shutdown(void)
@@ -1088,12 +1009,12 @@ void lw_shutdown(void)
 		note_deepbind_locked();
 		note_runtimes_locked();
 		lw_writer_close(&writer, 1, 0);
-		if (have_program_end_summary) {
+		if (tc.have_program_end_summary) {
 			/* In a Python program, what its code left allocated;
 			 * finalization frees much of it afterwards. */
-			summary = program_end_summary;
+			summary = tc.program_end_summary;
 			have_summary = 1;
-		} else if (!config.quiet) {
+		} else if (!config->quiet) {
 			summarize_locked(&summary, "at exit", 0);
 			have_summary = 1;
 		}
@@ -1110,9 +1031,4 @@ void lw_shutdown(void)
 	if (have_summary)
 		lw_summary_print(&summary);
 	lw_in_hook = 0;
-}
-
-__attribute__((destructor)) static void leakwatch_fini(void)
-{
-	lw_shutdown();
 }

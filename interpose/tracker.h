@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The tracker: what the hooks call. It keeps the live allocations and the
- * distinct stacks, owns the trace, and handles the process's life (lazy
- * start, fork, exit).
+ * distinct stacks and owns the trace; process.c tells it of the process's
+ * life (lazy start, fork, exec, fatal signals, exit).
  *
  * A hook does: if (lw_enter()) { call the real function; record; lw_leave(); }
  * else { call the real function }. lw_enter() is false when the thread is
@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "lw-format.h"
+#include "pyframes.h"
 
 enum lw_state {
 	LW_STATE_UNINIT = 0,
@@ -189,5 +190,22 @@ void lw_flush_before_exec(void);
 
 /* Closes the trace and prints the exit summary (the library destructor). */
 void lw_shutdown(void);
+
+/*
+ * The tracker's part in the process's life (process.c, which decides when).
+ * lw_tracker_start() begins tracking with the configuration, which must
+ * outlive the process's use of it, and what lw_py_init() found.
+ * The flushes take the lock only if it is free at once, and never block.
+ * Before a fork the tracker's lock is taken; after it, released, in the
+ * child once the child's state is that of a process that has recorded
+ * nothing.
+ */
+struct lw_config;
+void lw_tracker_start(const struct lw_config *config, enum lw_py_status py);
+void lw_tracker_flush_before_exec(void);
+void lw_tracker_flush_on_fatal_signal(void);
+void lw_tracker_before_fork(void);
+void lw_tracker_after_fork_in_parent(void);
+void lw_tracker_after_fork_in_child(void);
 
 #endif

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The process's life as the shim sees it: the lazy start (configuration,
+ * unwinder, Python), fork, exec, a fatal signal and exit. The tracker does
+ * the work of each (lw_tracker_*); this file decides when.
+ */
+#include "tracker.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+#include "arena.h"
+#include "config.h"
+#include "holders.h"
+#include "live-view.h"
+#include "pyframes.h"
+#include "unwind.h"
+
+__thread int lw_in_hook __attribute__((tls_model("initial-exec")));
+int lw_state = LW_STATE_UNINIT;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+void lw_flush_before_exec(void)
+{
+	int saved_errno = errno;
+
+	if (lw_in_hook ||
+	    __atomic_load_n(&lw_state, __ATOMIC_ACQUIRE) != LW_STATE_ACTIVE)
+		return;
+	lw_tracker_flush_before_exec();
+	errno = saved_errno;
+}
+
+/* The tracker's lock, then the arena's: every lock a hook may hold. */
+static void before_fork(void)
+{
+	lw_tracker_before_fork();
+	lw_arena_lock_for_fork();
+}
+
+static void after_fork_in_parent(void)
+{
+	lw_arena_unlock_after_fork();
+	lw_tracker_after_fork_in_parent();
+}
+
+/*
+ * The child must never write into its parent's trace: the tracker drops
+ * the inherited buffer and file, forgets the parent's allocations, and
+ * opens a trace of the child's own if it allocates.
+ */
+static void after_fork_in_child(void)
+{
+	lw_arena_unlock_after_fork();
+	lw_tracker_after_fork_in_child();
+}
+
+/*
+ * A program that crashes (SIGSEGV, abort()) would lose what was recorded
+ * since the last flush. Where the program has no handler of its own for a
+ * fatal signal, the shim writes the buffer out and lets the signal kill
+ * the process as it would have: it restores the default action and raises
+ * the signal again. It flushes only if it can take the lock at once (a
+ * crash inside a hook, or while another thread writes, skips the flush);
+ * write() is safe in a signal handler. The trace has no end record, so the
+ * report says it was cut short. A handler the program installs later
+ * replaces this one.
+ */
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+
+static void flush_on_fatal_signal(int sig)
+{
+	int saved_errno = errno;
+	struct sigaction dfl;
+
+	lw_tracker_flush_on_fatal_signal();
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	/* Blocked while this handler runs: delivered, with the default
+	 * action, as it returns (a fault would also recur then). */
+	raise(sig);
+	errno = saved_errno;
+}
+
+static void install_fatal_signal_handlers(void)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = flush_on_fatal_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_ONSTACK;
+	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]);
+	     i++) {
+		int sig = fatal_signals[i];
+		/* Look first: a handler of the program's is never replaced,
+		 * not even for an instant. */
+		if (sigaction(sig, NULL, &old) == 0 &&
+		    !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
+			sigaction(sig, &sa, NULL);
+	}
+}
+
+/* Read once, at the start; the tracker keeps a pointer. */
+static struct lw_config config;
+
+static void init_once_fn(void)
+{
+	int state = LW_STATE_ACTIVE;
+
+	lw_in_hook = 1; /* nothing below may be recorded */
+	if (getauxval(AT_SECURE)) {
+		/* setuid and other secure-execution programs: hands off. */
+		state = LW_STATE_OFF;
+		goto done;
+	}
+	lw_config_load(&config);
+	if (config.disabled) {
+		state = LW_STATE_OFF;
+		goto done;
+	}
+	lw_live_view_configure(config.live_every, config.use_signal);
+	lw_holders_configure(config.holders, config.holders_budget);
+	lw_unwind_init(config.fast_unwind);
+	enum lw_py_status py = lw_py_init();
+	if (py == LW_PY_UNSUPPORTED)
+		lw_warn_once(LW_WARN_PYTHON,
+			     "Python %s is not supported for Python frames; "
+			     "allocation sites show native frames only",
+			     lw_py_version());
+	lw_tracker_start(&config, py);
+	pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+	install_fatal_signal_handlers();
+done:
+	lw_in_hook = 0;
+	__atomic_store_n(&lw_state, state, __ATOMIC_RELEASE);
+}
+
+void lw_init(void)
+{
+	pthread_once(&init_once, init_once_fn);
+}
+
+__attribute__((destructor)) static void leakwatch_fini(void)
+{
+	lw_shutdown();
+}
