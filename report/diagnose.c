@@ -94,7 +94,7 @@ static int site_tags(const struct lw_report *r, uint32_t site, uint32_t *tags,
 	*suppressed = false;
 	if (!r->rules)
 		return 0;
-	rc = lw_model_stack(m, m->sites[site].stack_id, &frames, &count);
+	rc = lw_model_stack(m, m->sites.items[site].stack_id, &frames, &count);
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < count && rc == 0; i++) {
@@ -147,7 +147,7 @@ static void site_evidence(const struct lw_model *m,
 			  const struct lw_site_growth *sg, uint32_t site,
 			  struct lw_evidence *ev)
 {
-	const struct lw_site *s = &m->sites[site];
+	const struct lw_site *s = &m->sites.items[site];
 	struct lw_totals t = lw_model_site_totals(m, site);
 
 	memset(ev, 0, sizeof(*ev));
@@ -160,10 +160,10 @@ static void site_evidence(const struct lw_model *m,
 					       (double)s->frees : 0;
 	ev->max_lifetime = s->lifetime_max;
 	ev->gc_frees = s->gc_frees;
-	ev->gc_passes = m->gc_passes;
+	ev->gc_passes = m->counts.gc_passes;
 	ev->lingering_steps = s->lingering_steps;
 	ev->lingering_bytes = s->lingering_max;
-	ev->peak_bytes = m->peak_bytes;
+	ev->peak_bytes = m->peak.bytes;
 	ev->mean_size = t.allocations ? t.bytes_allocated / t.allocations : 0;
 	ev->sites = 1;
 }
@@ -175,8 +175,8 @@ static const struct lw_site_share *transient_share(const struct lw_report *r,
 {
 	const struct lw_model *m = r->model;
 
-	for (size_t i = 0; i < m->phase_count; i++) {
-		const struct lw_phase *ph = &m->phases[i];
+	for (size_t i = 0; i < m->phases.count; i++) {
+		const struct lw_phase *ph = &m->phases.items[i];
 		const struct lw_string *name = lw_model_string(m, ph->string_id);
 		char buf[256];
 
@@ -210,7 +210,7 @@ static void classify_site(const struct lw_report *r,
 			  uint32_t tags, struct lw_finding *f)
 {
 	const struct lw_model *m = r->model;
-	const struct lw_site *s = &m->sites[site];
+	const struct lw_site *s = &m->sites.items[site];
 	struct lw_evidence *ev = &f->evidence;
 	bool growing = sg->verdict == LW_VERDICT_GROWING;
 	bool copy = tags & (LW_TAG_COPY | LW_TAG_METRIC);
@@ -222,7 +222,7 @@ static void classify_site(const struct lw_report *r,
 	bool gc = mostly(s->gc_frees, s->frees) &&
 		  (growing || s->lingering_steps || s->lifetime_max > 1);
 	/* Frees after the last step are teardown, not the loop's doing. */
-	bool teardown = m->steps && s->tail_step == m->steps;
+	bool teardown = m->counts.steps && s->tail_step == m->counts.steps;
 	uint64_t loop_frees = s->frees - (teardown ? s->tail_frees : 0);
 	uint64_t loop_long = s->long_frees - (teardown ? s->tail_long_frees : 0);
 	bool kept = mostly(loop_long, loop_frees);
@@ -245,21 +245,21 @@ static void classify_site(const struct lw_report *r,
 			    ev->mean_lifetime;
 	} else if (growing) {
 		f->category = LW_CATEGORY_GROWTH; /* settled by the groups */
-		f->weight = sg->bytes_per_step * (double)m->steps;
+		f->weight = sg->bytes_per_step * (double)m->counts.steps;
 	} else if (kept && ev->mean_size <= SMALL_BLOCK) {
 		f->category = LW_CATEGORY_RETAINED_LOSS;
 		f->confidence = tags & LW_TAG_LOSS ? LW_CONFIDENCE_HIGH
 						   : LW_CONFIDENCE_MEDIUM;
 		f->reason = "small per-step blocks kept across many steps, released only in batches";
 		f->weight = (double)ev->mean_size * ev->mean_lifetime;
-	} else if (s->lingering_steps >= 3 && s->lingering_steps * 4 >= m->steps &&
+	} else if (s->lingering_steps >= 3 && s->lingering_steps * 4 >= m->counts.steps &&
 		   s->lingering_max >= LINGER_BYTES_MIN &&
 		   (double)s->lingering_max >=
-			   LINGER_SHARE_MIN * (double)m->peak_bytes) {
+			   LINGER_SHARE_MIN * (double)m->peak.bytes) {
 		f->category = LW_CATEGORY_LINGERING;
 		f->confidence = (double)s->lingering_max >=
 						LINGER_SHARE_HIGH *
-							(double)m->peak_bytes
+							(double)m->peak.bytes
 					? LW_CONFIDENCE_HIGH
 					: LW_CONFIDENCE_MEDIUM;
 		f->reason = "a step's blocks are still alive at the next step's peak, and freed during it";
@@ -282,7 +282,7 @@ static void classify_site(const struct lw_report *r,
 		f->category = LW_CATEGORY_NOT_A_LEAK;
 		f->reason = "a cache, kept on purpose";
 	} else if (ev->live_bytes && (tags & LW_TAG_OPTIMIZER) &&
-		   s->last_birth_step <= 1 && m->steps) {
+		   s->last_birth_step <= 1 && m->counts.steps) {
 		f->category = LW_CATEGORY_NOT_A_LEAK;
 		f->reason = "optimizer state, made lazily at the first step";
 	}
@@ -300,7 +300,7 @@ static uint32_t count_at_rate(const struct lw_model *m,
 {
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < m->site_count; i++)
+	for (uint32_t i = 0; i < m->sites.count; i++)
 		n += fs[i].category == LW_CATEGORY_GROWTH &&
 		     same_rate(g->sites[i].count_per_step, rate);
 	return n;
@@ -333,24 +333,24 @@ static void classify_groups(const struct lw_report *r,
 	uint32_t members, lead = LW_NO_SITE;
 	bool forward = false;
 
-	for (uint32_t i = 0; i < m->site_count; i++)
+	for (uint32_t i = 0; i < m->sites.count; i++)
 		if (fs[i].category == LW_CATEGORY_GROWTH &&
 		    (d->sites[i].tags & LW_TAG_FORWARD) &&
 		    g->sites[i].count_per_step > rate) {
 			rate = g->sites[i].count_per_step;
 			forward = true;
 		}
-	for (uint32_t i = 0; i < m->site_count && rate <= 0; i++)
+	for (uint32_t i = 0; i < m->sites.count && rate <= 0; i++)
 		if (fs[i].category == LW_CATEGORY_GROWTH &&
 		    count_at_rate(m, g, fs, g->sites[i].count_per_step) >=
 			    GRAPH_MIN_SITES)
 			rate = g->sites[i].count_per_step;
 	members = 0;
-	for (uint32_t i = 0; i < m->site_count && rate > 0; i++)
+	for (uint32_t i = 0; i < m->sites.count && rate > 0; i++)
 		members += fs[i].category == LW_CATEGORY_GROWTH &&
 			   in_graph(g->sites[i].count_per_step, rate, forward);
 	if (members >= GRAPH_MIN_SITES || (forward && members >= 2)) {
-		for (uint32_t i = 0; i < m->site_count; i++) {
+		for (uint32_t i = 0; i < m->sites.count; i++) {
 			double key;
 
 			if (fs[i].category != LW_CATEGORY_GROWTH ||
@@ -365,7 +365,7 @@ static void classify_groups(const struct lw_report *r,
 			}
 		}
 	}
-	for (uint32_t i = 0; i < m->site_count; i++) {
+	for (uint32_t i = 0; i < m->sites.count; i++) {
 		struct lw_finding *f = &fs[i];
 
 		if (f->category != LW_CATEGORY_GROWTH)
@@ -378,7 +378,7 @@ static void classify_groups(const struct lw_report *r,
 			f->reason = "many sites of a forward pass kept together, once per step: a whole graph survives each step";
 			f->site = lead;
 		} else if (f->evidence.mean_size <= SMALL_BLOCK) {
-			const struct lw_site *s = &m->sites[i];
+			const struct lw_site *s = &m->sites.items[i];
 
 			f->category = LW_CATEGORY_RETAINED_LOSS;
 			f->confidence = (d->sites[i].tags & LW_TAG_LOSS) ||
@@ -388,7 +388,7 @@ static void classify_groups(const struct lw_report *r,
 			/* The wording matches the evidence's frees. */
 			if (!s->frees)
 				f->reason = "one small block kept per step and never released";
-			else if (s->tail_step == m->steps &&
+			else if (s->tail_step == m->counts.steps &&
 				 s->tail_frees == s->frees)
 				f->reason = "one small block kept per step, released only after the last step";
 			else
@@ -444,18 +444,18 @@ static int group_by_location(const struct lw_report *r,
 
 	if (!r->locations)
 		return 0;
-	for (uint32_t i = 0; i < m->site_count; i++)
+	for (uint32_t i = 0; i < m->sites.count; i++)
 		n += fs[i].category != LW_CATEGORY_NONE && fs[i].site == i;
 	if (n < 2)
 		goto out;
 	keys = calloc(n, sizeof(*keys));
-	lead_of = malloc(m->site_count * sizeof(*lead_of));
+	lead_of = malloc(m->sites.count * sizeof(*lead_of));
 	if (!keys || !lead_of) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	n = 0;
-	for (uint32_t i = 0; i < m->site_count; i++) {
+	for (uint32_t i = 0; i < m->sites.count; i++) {
 		struct lead_key *k;
 
 		lead_of[i] = i;
@@ -482,7 +482,7 @@ static int group_by_location(const struct lw_report *r,
 			i++;
 		}
 	}
-	for (uint32_t i = 0; i < m->site_count; i++)
+	for (uint32_t i = 0; i < m->sites.count; i++)
 		if (fs[i].category != LW_CATEGORY_NONE)
 			fs[i].site = lead_of[fs[i].site];
 out:
@@ -511,7 +511,7 @@ static bool has_python_frame(const struct lw_model *m, uint32_t site)
 	size_t count;
 	bool python = false;
 
-	if (lw_model_stack(m, m->sites[site].stack_id, &frames, &count) < 0)
+	if (lw_model_stack(m, m->sites.items[site].stack_id, &frames, &count) < 0)
 		return false;
 	for (size_t i = 0; i < count && !python; i++)
 		python = frames[i].python;
@@ -542,12 +542,12 @@ static int cache_growth(const struct lw_report *r,
 		return rc;
 	if (reserved.verdict != LW_VERDICT_GROWING)
 		return 0;
-	for (uint32_t i = 0; i < m->site_count; i++)
-		if (m->sites[i].torch_block &&
+	for (uint32_t i = 0; i < m->sites.count; i++)
+		if (m->sites.items[i].torch_block &&
 		    fs[i].category == LW_CATEGORY_NONE &&
 		    (lead == LW_NO_SITE ||
-		     m->sites[i].totals.bytes_allocated >
-			     m->sites[lead].totals.bytes_allocated))
+		     m->sites.items[i].totals.bytes_allocated >
+			     m->sites.items[lead].totals.bytes_allocated))
 			lead = i;
 	if (lead == LW_NO_SITE)
 		return 0;
@@ -576,7 +576,7 @@ static int collect(const struct lw_report *r, const struct lw_growth_report *g,
 	if ((rc = cache_growth(r, g, fs, &cache)) < 0)
 		return rc;
 	n = cache.category != LW_CATEGORY_NONE;
-	for (uint32_t i = 0; i < m->site_count; i++)
+	for (uint32_t i = 0; i < m->sites.count; i++)
 		n += fs[i].category != LW_CATEGORY_NONE && fs[i].site == i;
 	d->findings = n ? calloc(n, sizeof(*d->findings)) : NULL;
 	if (n && !d->findings)
@@ -588,12 +588,12 @@ static int collect(const struct lw_report *r, const struct lw_growth_report *g,
 				    ? r->rules->fixes[cache.category]
 				    : generic_fixes[cache.category];
 		cache.weight = cache.evidence.bytes_per_step *
-			       (double)(m->steps ? m->steps : 1);
+			       (double)(m->counts.steps ? m->counts.steps : 1);
 		d->findings[d->finding_count++] = cache;
 		d->sites[cache.site].category = cache.category;
 		d->sites[cache.site].confidence = cache.confidence;
 	}
-	for (uint32_t i = 0; i < m->site_count; i++) {
+	for (uint32_t i = 0; i < m->sites.count; i++) {
 		struct lw_finding *f = &fs[i];
 
 		if (f->category == LW_CATEGORY_NONE || f->site != i)
@@ -608,7 +608,7 @@ static int collect(const struct lw_report *r, const struct lw_growth_report *g,
 		d->findings[d->finding_count++] = *f;
 	}
 	/* Group members add their numbers to the lead's. */
-	for (uint32_t i = 0; i < m->site_count; i++) {
+	for (uint32_t i = 0; i < m->sites.count; i++) {
 		struct lw_finding *f = &fs[i], *lead = NULL;
 
 		if (f->category == LW_CATEGORY_NONE || f->site == i)
@@ -630,7 +630,7 @@ static int collect(const struct lw_report *r, const struct lw_growth_report *g,
 		if (f->category == LW_CATEGORY_RETAINED_GRAPH ||
 		    f->category == LW_CATEGORY_GROWTH)
 			f->weight = f->evidence.bytes_per_step *
-				    (double)(m->steps ? m->steps : 1);
+				    (double)(m->counts.steps ? m->counts.steps : 1);
 	}
 	if (d->finding_count > 1)
 		qsort(d->findings, d->finding_count, sizeof(*d->findings),
@@ -644,7 +644,7 @@ static int collect(const struct lw_report *r, const struct lw_growth_report *g,
 			d->suppressed_bytes += f->evidence.live_bytes;
 		}
 	}
-	for (uint32_t i = 0; i < m->site_count; i++)
+	for (uint32_t i = 0; i < m->sites.count; i++)
 		if (fs[i].category != LW_CATEGORY_NONE)
 			d->sites[i].finding = d->sites[fs[i].site].finding;
 	return 0;
@@ -659,21 +659,21 @@ int lw_diagnose(const struct lw_report *r, const struct lw_growth_report *gr,
 	int rc = 0;
 
 	memset(d, 0, sizeof(*d));
-	if (m->site_count == 0)
+	if (m->sites.count == 0)
 		goto out;
-	d->sites = calloc(m->site_count, sizeof(*d->sites));
-	fs = calloc(m->site_count, sizeof(*fs));
+	d->sites = calloc(m->sites.count, sizeof(*d->sites));
+	fs = calloc(m->sites.count, sizeof(*fs));
 	if (!d->sites || !fs) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	d->site_count = m->site_count;
-	for (uint32_t i = 0; i < m->site_count; i++) {
+	d->site_count = m->sites.count;
+	for (uint32_t i = 0; i < m->sites.count; i++) {
 		struct lw_site_diagnosis *sd = &d->sites[i];
 
 		sd->finding = SIZE_MAX;
 		fs[i].site = i;
-		if (!lw_mem_kind_is_device(m->sites[i].kind))
+		if (!lw_mem_kind_is_device(m->sites.items[i].kind))
 			continue;
 		if ((rc = site_tags(r, i, &sd->tags, &sd->suppressed)) < 0)
 			goto out;
@@ -683,7 +683,7 @@ int lw_diagnose(const struct lw_report *r, const struct lw_growth_report *gr,
 	classify_groups(r, &g, d, fs);
 	if ((rc = group_by_location(r, d, fs)) < 0)
 		goto out;
-	for (uint32_t i = 0; i < m->site_count; i++) {
+	for (uint32_t i = 0; i < m->sites.count; i++) {
 		d->sites[i].category = fs[i].category;
 		d->sites[i].confidence = fs[i].confidence;
 	}

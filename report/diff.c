@@ -169,11 +169,11 @@ static void put_run(FILE *out, const struct lw_trace_file *b,
 		lw_format_rate(x, kb->findings.growth.run.per_step),
 		lw_verdict_name(ka->findings.growth.run.verdict),
 		lw_format_rate(y, ka->findings.growth.run.per_step));
-	fprintf(out, "  steps: %" PRIu64 " -> %" PRIu64 "\n", b->model.steps,
-		a->model.steps);
+	fprintf(out, "  steps: %" PRIu64 " -> %" PRIu64 "\n", b->model.counts.steps,
+		a->model.counts.steps);
 	fprintf(out, "  peak device memory: %s -> %s\n",
-		lw_format_size(x, b->model.peak_bytes),
-		lw_format_size(y, a->model.peak_bytes));
+		lw_format_size(x, b->model.peak.bytes),
+		lw_format_size(y, a->model.peak.bytes));
 	fprintf(out, "  live device memory at the report point: %s -> %s\n",
 		lw_format_size(x, lw_model_device_live_bytes(&b->model)),
 		lw_format_size(y, lw_model_device_live_bytes(&a->model)));
@@ -187,17 +187,17 @@ static void put_unjudged(FILE *out, const struct lw_trace_file *b,
 {
 	fprintf(out, "\nCANNOT JUDGE: growth at %zu location%s cannot be compared:",
 		sites, sites == 1 ? "" : "s");
-	if (b->model.steps < min_steps) {
+	if (b->model.counts.steps < min_steps) {
 		fputs(" ", out);
 		lw_put_text_str(out, before_path);
-		fprintf(out, " has %" PRIu64 " step%s", b->model.steps,
-			b->model.steps == 1 ? "" : "s");
+		fprintf(out, " has %" PRIu64 " step%s", b->model.counts.steps,
+			b->model.counts.steps == 1 ? "" : "s");
 	}
-	if (a->model.steps < min_steps) {
-		fputs(b->model.steps < min_steps ? " and " : " ", out);
+	if (a->model.counts.steps < min_steps) {
+		fputs(b->model.counts.steps < min_steps ? " and " : " ", out);
 		lw_put_text_str(out, after_path);
-		fprintf(out, " has %" PRIu64 " step%s", a->model.steps,
-			a->model.steps == 1 ? "" : "s");
+		fprintf(out, " has %" PRIu64 " step%s", a->model.counts.steps,
+			a->model.counts.steps == 1 ? "" : "s");
 	}
 	fprintf(out, " (at least %zu needed: run it longer, or lower --min-steps); no regression among the others\n",
 		min_steps);

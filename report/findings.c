@@ -250,7 +250,7 @@ static void put_evidence(FILE *out, const struct lw_model *m,
 	}
 	if (f->category == LW_CATEGORY_LINGERING) {
 		fprintf(out, "%salive at %" PRIu64 " of %" PRIu64 " step peaks, adding up to %s (%.0f%% of the %s peak)",
-			sep, ev->lingering_steps, m->steps,
+			sep, ev->lingering_steps, m->counts.steps,
 			lw_format_size(a, ev->lingering_bytes),
 			ev->peak_bytes ? 100.0 * (double)ev->lingering_bytes /
 						 (double)ev->peak_bytes

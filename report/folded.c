@@ -54,9 +54,9 @@ static int render(struct lw_render_run *run, const struct lw_report *r,
 		size_t n;
 
 		if (t.live_bytes == 0 ||
-		    !lw_mem_kind_is_device(m->sites[site].kind))
+		    !lw_mem_kind_is_device(m->sites.items[site].kind))
 			continue;
-		rc = lw_named_stack(r, m->sites[site].stack_id, &frames, &n);
+		rc = lw_named_stack(r, m->sites.items[site].stack_id, &frames, &n);
 		if (rc < 0)
 			break;
 		if (n == 0)

@@ -36,19 +36,19 @@ struct segment {
 static long phase_segments(const struct lw_model *m, uint64_t min_steps,
 			   struct segment **out)
 {
-	size_t n = m->step_point_count, count = 0;
+	size_t n = m->points.count, count = 0;
 	struct segment *seg = NULL;
 
 	*out = NULL;
 	for (size_t i = 0, j; i < n; i = j) {
-		const struct lw_step_point *p = &m->step_points[i];
+		const struct lw_step_point *p = &m->points.items[i];
 
-		for (j = i + 1; j < n && m->step_points[j].phase_instance ==
+		for (j = i + 1; j < n && m->points.items[j].phase_instance ==
 						 p->phase_instance; j++)
 			;
 		if (!p->phase_instance || p->phase == UINT32_MAX ||
-		    m->phases[p->phase].instances > 1 ||
-		    (j - i) * m->step_stride < min_steps)
+		    m->phases.items[p->phase].instances > 1 ||
+		    (j - i) * m->points.stride < min_steps)
 			continue;
 		if (!seg && !(seg = calloc(n, sizeof(*seg))))
 			return -ENOMEM;
@@ -84,17 +84,17 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 {
 	struct segment *segments = NULL;
 	long segment_count;
-	size_t n = m->step_point_count;
+	size_t n = m->points.count;
 	double *bytes = NULL, *counts = NULL;
-	bool judge = m->steps >= min_steps && m->steps > 0;
+	bool judge = m->counts.steps >= min_steps && m->counts.steps > 0;
 
 	out->run.verdict = LW_VERDICT_NOT_ENOUGH_STEPS;
 	out->run.per_step = 0;
 	out->min_steps = min_steps;
-	out->site_count = m->site_count;
+	out->site_count = m->sites.count;
 	out->sites = NULL;
-	if (m->site_count) {
-		out->sites = calloc(m->site_count, sizeof(*out->sites));
+	if (m->sites.count) {
+		out->sites = calloc(m->sites.count, sizeof(*out->sites));
 		if (!out->sites)
 			return -ENOMEM;
 	}
@@ -110,23 +110,23 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
-		bytes[i] = (double)m->step_points[i].live_bytes;
+		bytes[i] = (double)m->points.items[i].live_bytes;
 	/* Suppressed sites' memory is not the run's growth either. */
-	for (uint32_t site = 0; m->suppressed_sites && site < m->site_count;
+	for (uint32_t site = 0; m->sites.suppressed && site < m->sites.count;
 	     site++) {
 		struct lw_live_count c;
 
-		if (!m->suppressed_sites[site])
+		if (!m->sites.suppressed[site])
 			continue;
 		for (size_t i = 0; i < n; i++)
 			if (lw_model_site_at_point(m, site, i, &c))
 				bytes[i] -= (double)c.live_bytes;
 	}
-	out->run = lw_judge_series(bytes, n, m->step_stride);
+	out->run = lw_judge_series(bytes, n, m->points.stride);
 	if (out->run.verdict != LW_VERDICT_GROWING)
 		grows_in_a_phase(bytes, segments, (size_t)segment_count,
-				 m->step_stride, &out->run);
-	for (uint32_t site = 0; site < m->site_count; site++) {
+				 m->points.stride, &out->run);
+	for (uint32_t site = 0; site < m->sites.count; site++) {
 		struct lw_site_growth *sg = &out->sites[site];
 		struct lw_growth gb, gc, pb, pc;
 		bool tracked = true;
@@ -141,8 +141,8 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 		sg->suppressed = lw_model_site_suppressed(m, site);
 		if (!tracked)
 			continue; /* "not-enough-steps" */
-		gb = lw_judge_series(bytes, n, m->step_stride);
-		gc = lw_judge_series(counts, n, m->step_stride);
+		gb = lw_judge_series(bytes, n, m->points.stride);
+		gc = lw_judge_series(counts, n, m->points.stride);
 		sg->bytes_per_step = gb.per_step;
 		sg->count_per_step = gc.per_step;
 		sg->verdict = gc.verdict == LW_VERDICT_GROWING ? gc.verdict
@@ -150,10 +150,10 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 		if (sg->verdict != LW_VERDICT_GROWING) {
 			bool by_bytes = grows_in_a_phase(bytes, segments,
 							 (size_t)segment_count,
-							 m->step_stride, &pb);
+							 m->points.stride, &pb);
 			bool by_count = grows_in_a_phase(counts, segments,
 							 (size_t)segment_count,
-							 m->step_stride, &pc);
+							 m->points.stride, &pc);
 
 			if (by_bytes || by_count) {
 				sg->verdict = LW_VERDICT_GROWING;

@@ -37,7 +37,7 @@ static int holds(const struct lw_report *r, const struct lw_holder *h,
 	uint32_t at;
 	int rc;
 
-	if (m->sites[h->site].kind != m->sites[site].kind)
+	if (m->sites.items[h->site].kind != m->sites.items[site].kind)
 		return 0;
 	if (h->site == site)
 		return 1;
@@ -63,15 +63,15 @@ int lw_held_by(const struct lw_report *r, uint32_t site,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	out->cut = m->holders_cut;
-	if (m->holder_count == 0)
+	out->cut = m->holders.cut;
+	if (m->holders.count == 0)
 		return 0;
 	if ((rc = lw_location_of(r->locations, site, &loc)) < 0)
 		return rc;
 	/* Latest first, so that a path found by several searches is kept
 	 * as the latest found it. */
-	for (size_t i = m->holder_count; i-- > 0;) {
-		const struct lw_holder *h = &m->holders[i];
+	for (size_t i = m->holders.count; i-- > 0;) {
+		const struct lw_holder *h = &m->holders.items[i];
 		bool seen = false;
 		size_t at;
 

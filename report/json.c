@@ -246,7 +246,7 @@ static int put_site(FILE *out, const struct lw_report *r,
 						   : NULL;
 	const struct lw_site_growth *sg = &g->sites[site];
 	const struct lw_model *m = r->model;
-	const struct lw_site *s = &m->sites[site];
+	const struct lw_site *s = &m->sites.items[site];
 	struct lw_totals t = lw_model_site_totals(m, site);
 	struct lw_live_count end = lw_model_site_live_at_end(m, site);
 	struct lw_live_count at_mark;
@@ -393,7 +393,7 @@ static int put_locations(FILE *out, const struct lw_report *r,
 		if ((rc = put_site_location(out, r, s->lead)) < 0)
 			break;
 		fprintf(out, ", \"kind\": \"%s\", \"live_bytes\": %" PRIu64 ", \"live_count\": %" PRIu64 ", \"growth_bytes_per_step\": ",
-			lw_kind_name(m->sites[s->lead].kind), s->bytes,
+			lw_kind_name(m->sites.items[s->lead].kind), s->bytes,
 			s->count);
 		put_rate(out, s->rate);
 		fprintf(out, ", \"verdict\": \"%s\", \"category\": ",
@@ -407,7 +407,7 @@ static int put_locations(FILE *out, const struct lw_report *r,
 			if (!lw_location_sum_holds(m, s, where[j], sites[j]))
 				continue;
 			fprintf(out, "%s%" PRIu64, sep,
-				m->sites[sites[j]].stack_id);
+				m->sites.items[sites[j]].stack_id);
 			sep = ", ";
 		}
 		fputs("]}", out);
@@ -431,7 +431,7 @@ static int put_share(FILE *out, const struct lw_report *r,
 		     const struct lw_site_share *sh, bool with_count,
 		     unsigned indent)
 {
-	const struct lw_site *s = &r->model->sites[sh->site];
+	const struct lw_site *s = &r->model->sites.items[sh->site];
 	int rc;
 
 	newline(out, indent);
@@ -493,8 +493,8 @@ static int put_phases(FILE *out, const struct lw_report *r, unsigned indent)
 	int rc = 0;
 
 	putc('[', out);
-	for (size_t i = 0; i < m->string_count && rc == 0; i++) {
-		const struct lw_string *s = &m->strings[i];
+	for (size_t i = 0; i < m->meta.string_count && rc == 0; i++) {
+		const struct lw_string *s = &m->meta.strings[i];
 		const struct lw_phase *ph = lw_model_phase(m, s->id);
 		static const struct lw_phase none;
 
@@ -573,7 +573,7 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 	size_t count;
 	int rc;
 
-	if (!m->have_worst_lingering) {
+	if (!m->peak.have_worst) {
 		fputs("null", out);
 		return 0;
 	}
@@ -582,22 +582,22 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 		return rc;
 	putc('{', out);
 	put_key(out, indent + 2, "lingering_steps");
-	fprintf(out, "%" PRIu64 ",", m->lingering_steps);
+	fprintf(out, "%" PRIu64 ",", m->peak.lingering_steps);
 	put_key(out, indent + 2, "at_highest_peak");
-	if ((rc = put_lingering(out, r, &m->worst_lingering, indent + 2)) < 0)
+	if ((rc = put_lingering(out, r, &m->peak.worst, indent + 2)) < 0)
 		goto out;
 	putc(',', out);
 	put_key(out, indent + 2, "most_lingering");
-	if (m->most_lingering.bytes == 0)
+	if (m->peak.most.bytes == 0)
 		fputs("null", out);
-	else if ((rc = put_lingering(out, r, &m->most_lingering,
+	else if ((rc = put_lingering(out, r, &m->peak.most,
 				     indent + 2)) < 0)
 		goto out;
 	putc(',', out);
 	put_key(out, indent + 2, "sites");
 	putc('[', out);
 	for (size_t i = 0; i < count && i < SHARES_MAX && rc == 0; i++) {
-		const struct lw_site *s = &m->sites[sites[i]];
+		const struct lw_site *s = &m->sites.items[sites[i]];
 
 		if (i)
 			putc(',', out);
@@ -685,7 +685,7 @@ static int put_findings(FILE *out, const struct lw_report *r,
 	putc('[', out);
 	for (size_t i = 0; i < d->finding_count && rc == 0; i++) {
 		const struct lw_finding *f = &d->findings[i];
-		const struct lw_site *s = &m->sites[f->site];
+		const struct lw_site *s = &m->sites.items[f->site];
 		const struct lw_string *phase =
 			f->evidence.phase_string
 				? lw_model_string(m, f->evidence.phase_string)
@@ -731,8 +731,8 @@ static int put_findings(FILE *out, const struct lw_report *r,
 static void put_failed_allocations(FILE *out, const struct lw_model *m)
 {
 	putc('[', out);
-	for (size_t i = 0; i < m->failed_kind_count; i++) {
-		const struct lw_failed_allocation *f = &m->failed[i];
+	for (size_t i = 0; i < m->meta.failed_kind_count; i++) {
+		const struct lw_failed_allocation *f = &m->meta.failed[i];
 		const char *name = lw_alloc_error_name(f->api, f->error);
 
 		fprintf(out, "%s{\"api\": \"%s\", \"error\": %" PRIu64 ", \"name\": ",
@@ -751,8 +751,8 @@ static void put_info(FILE *out, const struct lw_model *m, unsigned indent)
 	bool first = true;
 
 	putc('{', out);
-	for (size_t i = 0; i < m->info_count; i++) {
-		const struct lw_info *info = &m->infos[i];
+	for (size_t i = 0; i < m->meta.info_count; i++) {
+		const struct lw_info *info = &m->meta.infos[i];
 		const struct lw_bytes *last;
 
 		/* Only the last value of a key, so that keys are unique. */
@@ -796,8 +796,8 @@ static void put_step_series(FILE *out, const struct lw_model *m,
 			    unsigned indent)
 {
 	putc('[', out);
-	for (size_t i = 0; i < m->step_point_count; i++) {
-		const struct lw_step_point *p = &m->step_points[i];
+	for (size_t i = 0; i < m->points.count; i++) {
+		const struct lw_step_point *p = &m->points.items[i];
 
 		if (i)
 			putc(',', out);
@@ -812,7 +812,7 @@ static void put_step_series(FILE *out, const struct lw_model *m,
 			p->lingering_bytes, p->allocated_bytes,
 			p->reserved_bytes, p->peak_reserved_bytes);
 	}
-	if (m->step_point_count)
+	if (m->points.count)
 		newline(out, indent);
 	putc(']', out);
 }
@@ -844,7 +844,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_str(out, r->path);
 	putc(',', out);
 	put_key(out, k, "pid");
-	fprintf(out, "%" PRIu32 ",", m->header.pid);
+	fprintf(out, "%" PRIu32 ",", m->meta.header.pid);
 	put_key(out, k, "command");
 	put_command(out, m);
 	putc(',', out);
@@ -854,20 +854,20 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_key(out, k, "truncated");
 	fputs(r->result->truncated ? "true," : "false,", out);
 	put_key(out, k, "events");
-	fprintf(out, "%" PRIu64 ",", m->events);
+	fprintf(out, "%" PRIu64 ",", m->counts.events);
 	put_key(out, k, "allocations");
-	fprintf(out, "%" PRIu64 ",", m->allocations);
+	fprintf(out, "%" PRIu64 ",", m->counts.allocations);
 	put_key(out, k, "frees");
-	fprintf(out, "%" PRIu64 ",", m->frees);
+	fprintf(out, "%" PRIu64 ",", m->counts.frees);
 	put_key(out, k, "steps");
-	fprintf(out, "%" PRIu64 ",", m->steps);
+	fprintf(out, "%" PRIu64 ",", m->counts.steps);
 	put_key(out, k, "live_bytes_at_exit");
 	fprintf(out, "%" PRIu64 ",", lw_model_device_live_bytes(m));
 	put_key(out, k, "live_count_at_exit");
 	fprintf(out, "%" PRIu64 ",", lw_model_device_live_count(m));
 	put_key(out, k, "peak");
 	fprintf(out, "{\"bytes\": %" PRIu64 ", \"step\": %" PRIu64 "},",
-		m->peak_bytes, m->peak_step);
+		m->peak.bytes, m->peak.step);
 	put_key(out, k, "kinds");
 	putc('{', out);
 	for (unsigned kind = 1; kind <= LW_MEM_KIND_MAX; kind++) {
@@ -881,9 +881,9 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	newline(out, k);
 	fputs("},", out);
 	put_key(out, k, "unknown_frees");
-	fprintf(out, "%" PRIu64 ",", m->unknown_frees);
+	fprintf(out, "%" PRIu64 ",", m->counts.unknown_frees);
 	put_key(out, k, "warnings");
-	put_string_list(out, m->warnings, NULL, m->warning_count, k);
+	put_string_list(out, m->meta.warnings, NULL, m->meta.warning_count, k);
 	putc(',', out);
 	put_key(out, k, "sites");
 	putc('[', out);
@@ -907,7 +907,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_key(out, k, "dropped_events");
 	fprintf(out, "%" PRIu64 ",", lw_model_dropped(m));
 	put_key(out, k, "reused_live_addresses");
-	fprintf(out, "%" PRIu64 ",", m->reused_live_addresses);
+	fprintf(out, "%" PRIu64 ",", m->counts.reused_live_addresses);
 	put_key(out, k, "phases");
 	if ((rc = put_phases(out, r, k)) < 0)
 		return rc;
@@ -940,7 +940,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_step_series(out, m, k);
 	putc(',', out);
 	put_key(out, k, "step_series_stride");
-	fprintf(out, "%" PRIu64 ",", m->step_stride);
+	fprintf(out, "%" PRIu64 ",", m->points.stride);
 	put_key(out, k, "growth_bytes_per_step");
 	put_rate(out, g.run.per_step);
 	putc(',', out);
@@ -955,7 +955,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 		return rc;
 	putc(',', out);
 	put_key(out, k, "gc_passes");
-	fprintf(out, "%" PRIu64 ",", m->gc_passes);
+	fprintf(out, "%" PRIu64 ",", m->counts.gc_passes);
 	put_key(out, k, "findings");
 	if ((rc = put_findings(out, r, &d, k)) < 0)
 		return rc;
@@ -966,7 +966,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_torch(out, m);
 	putc(',', out);
 	put_key(out, k, "failed_allocations");
-	fprintf(out, "%" PRIu64 ",", m->failed_allocations);
+	fprintf(out, "%" PRIu64 ",", m->meta.failed_allocations);
 	put_key(out, k, "failed_allocation_errors");
 	put_failed_allocations(out, m);
 	putc(',', out);

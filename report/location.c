@@ -129,7 +129,7 @@ int lw_site_stack(const struct lw_report *r, uint32_t site,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = lw_model_stack(m, m->sites[site].stack_id, &out->frames,
+	rc = lw_model_stack(m, m->sites.items[site].stack_id, &out->frames,
 			    &out->count);
 	if (rc < 0 || out->count == 0)
 		return rc;

@@ -58,7 +58,7 @@ static inline bool lw_location_sum_holds(const struct lw_model *model,
 					 uint32_t location, uint32_t site)
 {
 	return location == sum->location &&
-	       model->sites[site].kind == model->sites[sum->lead].kind;
+	       model->sites.items[site].kind == model->sites.items[sum->lead].kind;
 }
 
 /*
@@ -73,7 +73,7 @@ int lw_locations_sum(struct lw_locations *locations, const uint32_t *sites,
 		     struct lw_location_sum **out, size_t *out_count);
 
 /*
- * The live bytes at each step point (m->step_point_count of them) of the
+ * The live bytes at each step point (m->points.count of them) of the
  * sites at lead's location, of lead's kind, summed into points; how many
  * sites have a series, into *sites. Returns 0 or -ENOMEM.
  */

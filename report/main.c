@@ -443,14 +443,14 @@ int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
 	if (rc < 0)
 		goto out;
 	tf.report.min_steps = min_steps;
-	if (tf.model.failed_allocations && !tf.model.allocations) {
-		const struct lw_failed_allocation *f = &tf.model.failed[0];
+	if (tf.model.meta.failed_allocations && !tf.model.counts.allocations) {
+		const struct lw_failed_allocation *f = &tf.model.meta.failed[0];
 		const char *name = lw_alloc_error_name(f->api, f->error);
 
 		fputs("leakwatch: ", out);
 		lw_put_text_str(out, path);
 		fprintf(out, ": cannot judge growth: every CUDA allocation failed (%" PRIu64 " calls; the first: %s returned %s%s%" PRIu64 "%s)\n",
-			tf.model.failed_allocations, lw_api_name(f->api),
+			tf.model.meta.failed_allocations, lw_api_name(f->api),
 			name ? name : "", name ? " (" : "error ", f->error,
 			name ? ")" : "");
 		rc = LW_CHECK_UNJUDGED;
@@ -467,7 +467,7 @@ int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
 	lw_put_text_str(out, path);
 	if (g.run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS) {
 		fprintf(out, ": not enough steps to judge growth (%" PRIu64 " step%s, at least %zu needed): passing\n",
-		       tf.model.steps, tf.model.steps == 1 ? "" : "s",
+		       tf.model.counts.steps, tf.model.counts.steps == 1 ? "" : "s",
 		       min_steps);
 		goto out;
 	}

@@ -64,9 +64,9 @@ static int load(const char *path, size_t min_steps, struct merged_trace *t)
 		for (char *c = t->rank; *c; c++)
 			if (*c < '0' || *c > '9')
 				*c = '?';
-		t->pid = m->header.pid;
-		t->steps = m->steps;
-		t->peak = m->peak_bytes;
+		t->pid = m->meta.header.pid;
+		t->steps = m->counts.steps;
+		t->peak = m->peak.bytes;
 		t->held = lw_model_device_live_bytes(m);
 		t->run = keys.findings.growth.run;
 		t->keys = keys.items;

@@ -14,8 +14,8 @@ static struct lw_live_count site_live(const struct lw_model *m, uint32_t site)
 	struct lw_live_count c = { 0, 0 };
 
 	if (!m->have_program_end) {
-		c.live_bytes = m->sites[site].totals.live_bytes;
-		c.live_count = m->sites[site].totals.live_count;
+		c.live_bytes = m->sites.items[site].totals.live_bytes;
+		c.live_count = m->sites.items[site].totals.live_count;
 	} else if (site < m->program_end_site_count) {
 		c = m->program_end_sites[site];
 	}
@@ -26,8 +26,8 @@ struct lw_live_count lw_model_site_live_at_end(const struct lw_model *m,
 					       uint32_t site)
 {
 	struct lw_live_count c = {
-		m->sites[site].totals.live_bytes,
-		m->sites[site].totals.live_count,
+		m->sites.items[site].totals.live_bytes,
+		m->sites.items[site].totals.live_count,
 	};
 
 	return c;
@@ -46,7 +46,7 @@ bool lw_model_site_live_at_program_end(const struct lw_model *m,
 
 struct lw_totals lw_model_site_totals(const struct lw_model *m, uint32_t site)
 {
-	struct lw_totals t = m->sites[site].totals;
+	struct lw_totals t = m->sites.items[site].totals;
 	struct lw_live_count c = site_live(m, site);
 
 	t.live_bytes = c.live_bytes;
@@ -92,17 +92,17 @@ uint64_t lw_model_device_live_count_at_end(const struct lw_model *m)
 uint64_t lw_model_dropped(const struct lw_model *m)
 {
 	/* END carries the total; DROPPED records the increments. */
-	return m->end_dropped > m->dropped ? m->end_dropped : m->dropped;
+	return m->meta.end_dropped > m->meta.dropped ? m->meta.end_dropped : m->meta.dropped;
 }
 
 const struct lw_bytes *lw_model_info_bytes(const struct lw_model *m,
 					   struct lw_bytes key)
 {
-	for (size_t i = m->info_count; i-- > 0;) {
-		const struct lw_bytes *k = &m->infos[i].key;
+	for (size_t i = m->meta.info_count; i-- > 0;) {
+		const struct lw_bytes *k = &m->meta.infos[i].key;
 
 		if (k->len == key.len && memcmp(k->data, key.data, key.len) == 0)
-			return &m->infos[i].value;
+			return &m->meta.infos[i].value;
 	}
 	return NULL;
 }
@@ -119,9 +119,9 @@ const char *lw_model_step_source(const struct lw_model *m)
 	static const char *const known[] = { "api", "optimizer" };
 	const struct lw_bytes *v = lw_model_info(m, "step_source");
 
-	if (m->steps == 0)
+	if (m->counts.steps == 0)
 		return "none";
-	if (m->steps_inferred)
+	if (m->points.inferred)
 		return "inferred";
 	for (size_t i = 0; v && i < sizeof(known) / sizeof(known[0]); i++) {
 		if (v->len == strlen(known[i]) &&
@@ -137,18 +137,18 @@ const uint64_t *lw_model_frames(const struct lw_model *m, uint64_t stack_id,
 {
 	const struct lw_stack *st;
 
-	if (stack_id == 0 || stack_id >= m->stack_count) {
+	if (stack_id == 0 || stack_id >= m->stacks.count) {
 		*count = 0;
 		return NULL;
 	}
-	st = &m->stacks[stack_id];
+	st = &m->stacks.items[stack_id];
 	*count = st->frame_count;
-	return st->frame_count ? m->frames + st->first_frame : NULL;
+	return st->frame_count ? m->stacks.frames + st->first_frame : NULL;
 }
 
 bool lw_model_site_native_thread(const struct lw_model *m, uint32_t site)
 {
-	const struct lw_stack *st = &m->stacks[m->sites[site].stack_id];
+	const struct lw_stack *st = &m->stacks.items[m->sites.items[site].stack_id];
 
 	/* Stack 0 has no frames: nothing is known of it. */
 	return st->frame_count > 0 && st->pyframe_count == 0 &&
@@ -158,11 +158,11 @@ bool lw_model_site_native_thread(const struct lw_model *m, uint32_t site)
 static const struct lw_pycode *find_pycode(const struct lw_model *m,
 					    uint64_t id)
 {
-	if (id - 1 < m->pycode_count && m->pycodes[id - 1].id == id)
-		return &m->pycodes[id - 1];
-	for (size_t i = m->pycode_count; i-- > 0;) {
-		if (m->pycodes[i].id == id)
-			return &m->pycodes[i];
+	if (id - 1 < m->stacks.pycode_count && m->stacks.pycodes[id - 1].id == id)
+		return &m->stacks.pycodes[id - 1];
+	for (size_t i = m->stacks.pycode_count; i-- > 0;) {
+		if (m->stacks.pycodes[i].id == id)
+			return &m->stacks.pycodes[i];
 	}
 	return NULL;
 }
@@ -197,16 +197,16 @@ int lw_model_stack(const struct lw_model *m, uint64_t stack_id,
 
 	*out = NULL;
 	*count = 0;
-	if (stack_id == 0 || stack_id >= m->stack_count)
+	if (stack_id == 0 || stack_id >= m->stacks.count)
 		return 0;
-	st = &m->stacks[stack_id];
+	st = &m->stacks.items[stack_id];
 	if (st->frame_count + st->pyframe_count == 0)
 		return 0;
 	frames = calloc(st->frame_count + st->pyframe_count, sizeof(*frames));
 	if (!frames)
 		return -ENOMEM;
-	py = st->pyframe_count ? m->pyframes + st->first_pyframe : NULL;
-	evals = st->eval_count ? m->evals + st->first_eval : NULL;
+	py = st->pyframe_count ? m->stacks.pyframes + st->first_pyframe : NULL;
+	evals = st->eval_count ? m->stacks.evals + st->first_eval : NULL;
 	for (uint32_t i = 0; i < st->pyframe_count; i++)
 		entries += py[i].entry;
 	/* One activation per evaluation frame, the outermost Python frame
@@ -230,7 +230,7 @@ int lw_model_stack(const struct lw_model *m, uint64_t stack_id,
 			e++;
 			continue;
 		}
-		frames[n++].address = m->frames[st->first_frame + i];
+		frames[n++].address = m->stacks.frames[st->first_frame + i];
 	}
 	*out = frames;
 	*count = n;
@@ -276,9 +276,9 @@ int lw_model_live_sites(const struct lw_model *m, uint32_t **out,
 
 	*out = NULL;
 	*count = 0;
-	for (uint32_t i = 0; i < m->site_count; i++)
+	for (uint32_t i = 0; i < m->sites.count; i++)
 		n += (site_live(m, i).live_count > 0 ||
-		      m->sites[i].totals.live_count > 0) &&
+		      m->sites.items[i].totals.live_count > 0) &&
 		     !lw_model_site_suppressed(m, i);
 	if (n == 0)
 		return 0;
@@ -290,7 +290,7 @@ int lw_model_live_sites(const struct lw_model *m, uint32_t **out,
 		return -ENOMEM;
 	}
 	n = 0;
-	for (uint32_t i = 0; i < m->site_count; i++) {
+	for (uint32_t i = 0; i < m->sites.count; i++) {
 		struct lw_live_count c = site_live(m, i);
 		struct lw_live_count end = lw_model_site_live_at_end(m, i);
 
@@ -299,8 +299,8 @@ int lw_model_live_sites(const struct lw_model *m, uint32_t **out,
 			continue;
 		keys[n].at_report = c;
 		keys[n].at_end = end;
-		keys[n].stack_id = m->sites[i].stack_id;
-		keys[n].kind = m->sites[i].kind;
+		keys[n].stack_id = m->sites.items[i].stack_id;
+		keys[n].kind = m->sites.items[i].kind;
 		keys[n].index = i;
 		n++;
 	}

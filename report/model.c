@@ -82,13 +82,13 @@ static void mark_dirty(struct lw_model *m, struct lw_site *s, uint32_t site)
 	if (s->dirty)
 		return;
 	s->dirty = true;
-	m->dirty_sites[m->dirty_count++] = site;
+	m->points.dirty[m->points.dirty_count++] = site;
 }
 
 /* Takes a live allocation out of the live totals of its site and kind. */
 static void unaccount(struct lw_model *m, const struct lw_live *e)
 {
-	struct lw_site *s = &m->sites[e->site];
+	struct lw_site *s = &m->sites.items[e->site];
 	struct lw_totals *k = &m->kinds[s->kind];
 
 	mark_dirty(m, s, e->site);
@@ -97,37 +97,37 @@ static void unaccount(struct lw_model *m, const struct lw_live *e)
 	k->live_bytes -= e->size;
 	k->live_count--;
 	if (lw_mem_kind_is_device(s->kind))
-		m->live_device_bytes -= e->size;
+		m->counts.live_device_bytes -= e->size;
 }
 
 static int new_site(struct lw_model *m, uint64_t stack_id, unsigned kind,
 		    uint32_t *out)
 {
-	struct lw_stack *st = &m->stacks[stack_id];
+	struct lw_stack *st = &m->stacks.items[stack_id];
 	struct lw_site *sites, *s;
 	uint32_t *dirty;
 
-	if (m->site_count >= LW_NO_SITE - 1)
+	if (m->sites.count >= LW_NO_SITE - 1)
 		return -EOVERFLOW;
-	sites = grow_array(m->sites, &m->site_capacity,
-			   (size_t)m->site_count + 1, sizeof(*sites));
+	sites = grow_array(m->sites.items, &m->sites.capacity,
+			   (size_t)m->sites.count + 1, sizeof(*sites));
 	if (!sites)
 		return -ENOMEM;
-	m->sites = sites;
-	dirty = grow_array(m->dirty_sites, &m->dirty_capacity,
-			   (size_t)m->site_count + 1, sizeof(*dirty));
+	m->sites.items = sites;
+	dirty = grow_array(m->points.dirty, &m->points.dirty_capacity,
+			   (size_t)m->sites.count + 1, sizeof(*dirty));
 	if (!dirty)
 		return -ENOMEM;
-	m->dirty_sites = dirty;
-	s = &sites[m->site_count];
+	m->points.dirty = dirty;
+	s = &sites[m->sites.count];
 	memset(s, 0, sizeof(*s));
 	s->series = LW_NO_SERIES;
 	s->phase_slot = UINT32_MAX;
 	s->stack_id = stack_id;
 	s->kind = (uint8_t)kind;
 	s->next_site = st->first_site;
-	st->first_site = m->site_count;
-	*out = m->site_count++;
+	st->first_site = m->sites.count;
+	*out = m->sites.count++;
 	return 0;
 }
 
@@ -197,12 +197,12 @@ static void shares_fini(struct lw_shares *sh)
 /* The open phase instance with this id, or NULL (ended, or too deep). */
 static struct lw_open_phase *open_phase(struct lw_model *m, uint32_t instance)
 {
-	size_t depth = m->phase_depth < LW_PHASE_DEPTH_MAX ? m->phase_depth
+	size_t depth = m->phases.depth < LW_PHASE_DEPTH_MAX ? m->phases.depth
 							   : LW_PHASE_DEPTH_MAX;
 
 	for (size_t i = depth; i-- > 0;) {
-		if (m->open_phases[i].instance == instance)
-			return &m->open_phases[i];
+		if (m->phases.open[i].instance == instance)
+			return &m->phases.open[i];
 	}
 	return NULL;
 }
@@ -211,12 +211,12 @@ static struct lw_open_phase *open_phase(struct lw_model *m, uint32_t instance)
 static int phase_born(struct lw_model *m, struct lw_live *e)
 {
 	struct lw_open_phase *op;
-	struct lw_site *s = &m->sites[e->site];
+	struct lw_site *s = &m->sites.items[e->site];
 
 	e->phase = 0;
-	if (m->phase_depth == 0 || m->phase_depth > LW_PHASE_DEPTH_MAX)
+	if (m->phases.depth == 0 || m->phases.depth > LW_PHASE_DEPTH_MAX)
 		return 0;
-	op = &m->open_phases[m->phase_depth - 1];
+	op = &m->phases.open[m->phases.depth - 1];
 	e->phase = op->instance;
 	if (s->phase_instance != op->instance) {
 		s->phase_instance = op->instance;
@@ -229,47 +229,47 @@ static int phase_born(struct lw_model *m, struct lw_live *e)
 static int linger_add(struct lw_model *m, unsigned slot, uint32_t site,
 		      uint64_t size)
 {
-	struct lw_site *s = &m->sites[site];
+	struct lw_site *s = &m->sites.items[site];
 	uint32_t *touched;
 
 	if (s->lingering[slot] == 0) {
-		touched = grow_array(m->linger_touched[slot],
-				     &m->linger_touched_capacity[slot],
-				     m->linger_touched_count[slot] + 1,
+		touched = grow_array(m->peak.touched[slot],
+				     &m->peak.touched_capacity[slot],
+				     m->peak.touched_count[slot] + 1,
 				     sizeof(*touched));
 		if (!touched)
 			return -ENOMEM;
-		m->linger_touched[slot] = touched;
-		touched[m->linger_touched_count[slot]++] = site;
+		m->peak.touched[slot] = touched;
+		touched[m->peak.touched_count[slot]++] = site;
 	}
 	s->lingering[slot] += size;
-	m->linger_bytes[slot] += size;
+	m->peak.open_bytes[slot] += size;
 	return 0;
 }
 
 /*
- * Memory born in step b and freed now, in step m->steps, lingered at the
+ * Memory born in step b and freed now, in step m->counts.steps, lingered at the
  * peaks of the steps in between and maybe at this step's: counted when this
  * step ends (end_step()). A free after the last step is teardown, not
  * lingering: the trace ends before that step does, and it is never counted.
  */
 static int linger_free(struct lw_model *m, const struct lw_live *e)
 {
-	uint64_t now = m->steps, b = e->birth_step;
+	uint64_t now = m->counts.steps, b = e->birth_step;
 	struct lw_late_free *late;
 
 	if (b >= now || now - b > LW_LINGER_STEPS)
 		return 0;
-	late = grow_array(m->late_frees, &m->late_free_capacity,
-			  m->late_free_count + 1, sizeof(*late));
+	late = grow_array(m->peak.late_frees, &m->peak.late_free_capacity,
+			  m->peak.late_free_count + 1, sizeof(*late));
 	if (!late)
 		return -ENOMEM;
-	m->late_frees = late;
-	late[m->late_free_count].event = m->events;
-	late[m->late_free_count].birth_step = b;
-	late[m->late_free_count].size = e->size;
-	late[m->late_free_count].site = e->site;
-	m->late_free_count++;
+	m->peak.late_frees = late;
+	late[m->peak.late_free_count].event = m->counts.events;
+	late[m->peak.late_free_count].birth_step = b;
+	late[m->peak.late_free_count].size = e->size;
+	late[m->peak.late_free_count].site = e->site;
+	m->peak.late_free_count++;
 	return 0;
 }
 
@@ -280,7 +280,7 @@ static int linger_free(struct lw_model *m, const struct lw_live *e)
 static int forget(struct lw_model *m, const struct lw_live *e)
 {
 	unaccount(m, e);
-	if (m->sites[e->site].torch_block)
+	if (m->sites.items[e->site].torch_block)
 		m->torch.allocated_bytes -= e->size;
 	if (e->phase) {
 		struct lw_open_phase *op = open_phase(m, e->phase);
@@ -288,7 +288,7 @@ static int forget(struct lw_model *m, const struct lw_live *e)
 		if (op)
 			shares_sub(&op->live, e->site, e->size);
 	}
-	if (lw_mem_kind_is_device(m->sites[e->site].kind))
+	if (lw_mem_kind_is_device(m->sites.items[e->site].kind))
 		return linger_free(m, e);
 	return 0;
 }
@@ -306,18 +306,18 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	bool found;
 	int rc;
 
-	if (stack_id >= m->stack_count || kind < 1 || kind > LW_MEM_KIND_MAX ||
+	if (stack_id >= m->stacks.count || kind < 1 || kind > LW_MEM_KIND_MAX ||
 	    addr == LW_NO_ADDR)
 		return -EINVAL; /* the reader rules these out */
-	if (m->step_anchor && stack_id == m->step_anchor) {
-		if (m->anchor_seen && (rc = end_step(m)) < 0)
+	if (m->points.anchor && stack_id == m->points.anchor) {
+		if (m->points.anchor_seen && (rc = end_step(m)) < 0)
 			return rc;
-		m->anchor_seen = true;
+		m->points.anchor_seen = true;
 	}
 
-	site = m->stacks[stack_id].first_site;
-	while (site != LW_NO_SITE && m->sites[site].kind != kind)
-		site = m->sites[site].next_site;
+	site = m->stacks.items[stack_id].first_site;
+	while (site != LW_NO_SITE && m->sites.items[site].kind != kind)
+		site = m->sites.items[site].next_site;
 	if (site == LW_NO_SITE && (rc = new_site(m, stack_id, kind, &site)) < 0)
 		return rc;
 
@@ -329,15 +329,15 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 		 * the old allocation is gone now. */
 		if ((rc = forget(m, e)) < 0)
 			return rc;
-		m->reused_live_addresses++;
+		m->counts.reused_live_addresses++;
 	}
 	e->size = size;
 	e->site = site;
-	e->birth_step = m->steps;
+	e->birth_step = m->counts.steps;
 	if ((rc = phase_born(m, e)) < 0)
 		return rc;
 
-	s = &m->sites[site];
+	s = &m->sites.items[site];
 	/* A site is PyTorch's blocks or not from its first allocation on,
 	 * so that its frees take back what its births added. */
 	if (s->totals.allocations == 0)
@@ -345,8 +345,8 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	if (s->torch_block)
 		lw_torch_block_born(&m->torch, size);
 	if (s->totals.allocations == 0)
-		s->first_birth_step = m->steps;
-	s->last_birth_step = m->steps;
+		s->first_birth_step = m->counts.steps;
+	s->last_birth_step = m->counts.steps;
 	mark_dirty(m, s, site);
 	s->totals.live_bytes += size;
 	s->totals.live_count++;
@@ -358,31 +358,31 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	k->allocations++;
 	k->bytes_allocated += size;
 	if (lw_mem_kind_is_device(kind)) {
-		m->live_device_bytes += size;
-		if (m->live_device_bytes > m->peak_bytes) {
-			m->peak_bytes = m->live_device_bytes;
-			m->peak_step = m->steps;
+		m->counts.live_device_bytes += size;
+		if (m->counts.live_device_bytes > m->peak.bytes) {
+			m->peak.bytes = m->counts.live_device_bytes;
+			m->peak.step = m->counts.steps;
 		}
-		if (m->live_device_bytes > m->step_peak)
-			m->step_peak = m->live_device_bytes;
-		if (m->live_device_bytes > m->cur_peak_bytes) {
-			m->cur_peak_bytes = m->live_device_bytes;
-			m->cur_peak_event = m->events;
+		if (m->counts.live_device_bytes > m->points.peak)
+			m->points.peak = m->counts.live_device_bytes;
+		if (m->counts.live_device_bytes > m->peak.cur_bytes) {
+			m->peak.cur_bytes = m->counts.live_device_bytes;
+			m->peak.cur_event = m->counts.events;
 		}
 	}
-	m->allocations++;
-	m->events++;
+	m->counts.allocations++;
+	m->counts.events++;
 	return 0;
 }
 
 /* A free before the report point: how long it lived, and why it went. */
 static void note_lifetime(struct lw_model *m, const struct lw_live *e)
 {
-	struct lw_site *s = &m->sites[e->site];
-	uint64_t lifetime = m->steps - e->birth_step;
+	struct lw_site *s = &m->sites.items[e->site];
+	uint64_t lifetime = m->counts.steps - e->birth_step;
 
-	if (s->tail_step != m->steps) {
-		s->tail_step = m->steps;
+	if (s->tail_step != m->counts.steps) {
+		s->tail_step = m->counts.steps;
 		s->tail_frees = s->tail_long_frees = 0;
 	}
 	s->frees++;
@@ -397,7 +397,7 @@ static void note_lifetime(struct lw_model *m, const struct lw_live *e)
 	if (m->in_gc) {
 		s->gc_frees++;
 		s->gc_freed_bytes += e->size;
-		m->gc_frees++;
+		m->counts.gc_frees++;
 	}
 }
 
@@ -407,12 +407,12 @@ static int model_free(void *ctx, uint64_t addr)
 	struct lw_live *e = lw_addr_table_find(&m->live, addr);
 	int rc;
 
-	m->frees++;
-	m->events++;
+	m->counts.frees++;
+	m->counts.events++;
 	if (!e) {
 		/* cudaFree(NULL) is a legal no-op, not an unknown free. */
 		if (addr != 0)
-			m->unknown_frees++;
+			m->counts.unknown_frees++;
 		return 0;
 	}
 	if (!m->have_program_end)
@@ -426,18 +426,18 @@ static int model_header(void *ctx, const struct lw_trace_header *header)
 {
 	struct lw_model *m = ctx;
 
-	m->header = *header;
+	m->meta.header = *header;
 	return 0;
 }
 
 /* Halves the step series: merges pairs of points, doubles the stride. */
 static void merge_step_points(struct lw_model *m)
 {
-	size_t half = m->step_point_count / 2;
+	size_t half = m->points.count / 2;
 
 	for (size_t i = 0; i < half; i++) {
-		struct lw_step_point *a = &m->step_points[2 * i];
-		struct lw_step_point b = m->step_points[2 * i + 1];
+		struct lw_step_point *a = &m->points.items[2 * i];
+		struct lw_step_point b = m->points.items[2 * i + 1];
 
 		if (a->peak_bytes > b.peak_bytes)
 			b.peak_bytes = a->peak_bytes;
@@ -445,18 +445,18 @@ static void merge_step_points(struct lw_model *m)
 			b.lingering_bytes = a->lingering_bytes;
 		if (a->peak_reserved_bytes > b.peak_reserved_bytes)
 			b.peak_reserved_bytes = a->peak_reserved_bytes;
-		m->step_points[i] = b;
+		m->points.items[i] = b;
 	}
-	for (uint32_t j = 0; j < m->series_count; j++) {
-		struct lw_site_series *se = &m->series[j];
+	for (uint32_t j = 0; j < m->points.series_count; j++) {
+		struct lw_site_series *se = &m->points.series[j];
 
 		for (size_t i = 0; i < half; i++) {
 			se->bytes[i] = se->bytes[2 * i + 1];
 			se->counts[i] = se->counts[2 * i + 1];
 		}
 	}
-	m->step_point_count = half;
-	m->step_stride *= 2;
+	m->points.count = half;
+	m->points.stride *= 2;
 }
 
 static uint32_t saturate_count(uint64_t count)
@@ -496,16 +496,16 @@ static int start_site_series(struct lw_model *m, struct lw_site *s, size_t i)
 	struct lw_site_series *all, *se;
 	int rc;
 
-	if (m->series_count >= LW_SITE_SERIES_MAX) {
+	if (m->points.series_count >= LW_SITE_SERIES_MAX) {
 		s->series = LW_SERIES_UNTRACKED;
 		return 0;
 	}
-	all = grow_array(m->series, &m->series_capacity,
-			 (size_t)m->series_count + 1, sizeof(*all));
+	all = grow_array(m->points.series, &m->points.series_capacity,
+			 (size_t)m->points.series_count + 1, sizeof(*all));
 	if (!all)
 		return -ENOMEM;
-	m->series = all;
-	se = &all[m->series_count];
+	m->points.series = all;
+	se = &all[m->points.series_count];
 	memset(se, 0, sizeof(*se));
 	if ((rc = series_reserve(se, i + 1)) < 0) {
 		free(se->bytes);
@@ -516,7 +516,7 @@ static int start_site_series(struct lw_model *m, struct lw_site *s, size_t i)
 		se->bytes[j] = s->step_bytes;
 		se->counts[j] = saturate_count(s->step_count);
 	}
-	s->series = m->series_count++;
+	s->series = m->points.series_count++;
 	return 0;
 }
 
@@ -527,36 +527,36 @@ static int add_step_point(struct lw_model *m)
 	size_t i;
 	int rc;
 
-	if (m->step_point_count == LW_STEP_POINTS_MAX)
+	if (m->points.count == LW_STEP_POINTS_MAX)
 		merge_step_points(m);
-	if (m->steps % m->step_stride != 0)
+	if (m->counts.steps % m->points.stride != 0)
 		return 0; /* the merge moved the next point further on */
-	p = grow_array(m->step_points, &m->step_point_capacity,
-		       m->step_point_count + 1, sizeof(*p));
+	p = grow_array(m->points.items, &m->points.capacity,
+		       m->points.count + 1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	m->step_points = p;
-	i = m->step_point_count;
-	p = &m->step_points[i];
-	p->step = m->steps;
-	p->live_bytes = m->live_device_bytes;
+	m->points.items = p;
+	i = m->points.count;
+	p = &m->points.items[i];
+	p->step = m->counts.steps;
+	p->live_bytes = m->counts.live_device_bytes;
 	p->live_count = m->kinds[LW_MEM_DEVICE].live_count +
 			m->kinds[LW_MEM_MANAGED].live_count;
-	p->peak_bytes = m->step_peak;
+	p->peak_bytes = m->points.peak;
 	p->lingering_bytes = 0; /* settle_lingering() sets it later */
 	p->phase_instance = 0;
 	p->phase = UINT32_MAX;
-	if (m->phase_depth && m->phase_depth <= LW_PHASE_DEPTH_MAX) {
-		p->phase_instance = m->open_phases[m->phase_depth - 1].instance;
-		p->phase = m->open_phases[m->phase_depth - 1].phase;
+	if (m->phases.depth && m->phases.depth <= LW_PHASE_DEPTH_MAX) {
+		p->phase_instance = m->phases.open[m->phases.depth - 1].instance;
+		p->phase = m->phases.open[m->phases.depth - 1].phase;
 	}
 	p->allocated_bytes = m->torch.allocated_bytes;
 	p->reserved_bytes = m->torch.reserved_bytes;
 	p->peak_reserved_bytes = m->torch.step_peak_reserved;
 	m->torch.step_peak_reserved = m->torch.reserved_bytes;
 
-	for (size_t d = 0; d < m->dirty_count; d++) {
-		struct lw_site *s = &m->sites[m->dirty_sites[d]];
+	for (size_t d = 0; d < m->points.dirty_count; d++) {
+		struct lw_site *s = &m->sites.items[m->points.dirty[d]];
 
 		if (s->series == LW_NO_SERIES &&
 		    (s->totals.live_bytes != s->step_bytes ||
@@ -567,21 +567,21 @@ static int add_step_point(struct lw_model *m)
 		s->step_bytes = s->totals.live_bytes;
 		s->step_count = s->totals.live_count;
 	}
-	m->dirty_count = 0;
-	for (uint32_t site = 0; site < m->site_count && m->series_count; site++) {
-		const struct lw_site *s = &m->sites[site];
+	m->points.dirty_count = 0;
+	for (uint32_t site = 0; site < m->sites.count && m->points.series_count; site++) {
+		const struct lw_site *s = &m->sites.items[site];
 		struct lw_site_series *se;
 
 		if (s->series >= LW_SERIES_UNTRACKED)
 			continue;
-		se = &m->series[s->series];
+		se = &m->points.series[s->series];
 		if ((rc = series_reserve(se, i + 1)) < 0)
 			return rc;
 		se->bytes[i] = s->totals.live_bytes;
 		se->counts[i] = saturate_count(s->totals.live_count);
 	}
-	m->step_point_count++;
-	m->step_peak = m->live_device_bytes;
+	m->points.count++;
+	m->points.peak = m->counts.live_device_bytes;
 	return 0;
 }
 
@@ -600,7 +600,7 @@ static int keep_lingering(struct lw_lingering *to, uint64_t step,
 	}
 	for (size_t i = 0; i < count; i++) {
 		items[i].site = sites[i];
-		items[i].bytes = m->sites[sites[i]].lingering[slot];
+		items[i].bytes = m->sites.items[sites[i]].lingering[slot];
 		items[i].count = 0;
 	}
 	free(to->sites.items);
@@ -620,34 +620,34 @@ static int keep_lingering(struct lw_lingering *to, uint64_t step,
 static int settle_lingering(struct lw_model *m, uint64_t p)
 {
 	unsigned slot = (unsigned)(p % LW_LINGER_STEPS);
-	uint32_t *touched = m->linger_touched[slot];
-	size_t n = m->linger_touched_count[slot];
-	uint64_t peak = m->linger_peak[slot], bytes = m->linger_bytes[slot];
+	uint32_t *touched = m->peak.touched[slot];
+	size_t n = m->peak.touched_count[slot];
+	uint64_t peak = m->peak.open_peak[slot], bytes = m->peak.open_bytes[slot];
 	int rc;
 
-	if (!m->have_worst_lingering || peak > m->worst_lingering.peak_bytes) {
-		rc = keep_lingering(&m->worst_lingering, p, peak, bytes,
+	if (!m->peak.have_worst || peak > m->peak.worst.peak_bytes) {
+		rc = keep_lingering(&m->peak.worst, p, peak, bytes,
 				    touched, n, m, slot);
 		if (rc < 0)
 			return rc;
-		m->have_worst_lingering = true;
+		m->peak.have_worst = true;
 	}
-	if (bytes > m->most_lingering.bytes &&
-	    (rc = keep_lingering(&m->most_lingering, p, peak, bytes, touched,
+	if (bytes > m->peak.most.bytes &&
+	    (rc = keep_lingering(&m->peak.most, p, peak, bytes, touched,
 				 n, m, slot)) < 0)
 		return rc;
 	if (bytes) {
 		/* The point that covers step p: the one taken at its end,
 		 * or the later one it was merged into. */
-		uint64_t i = (p + m->step_stride) / m->step_stride - 1;
+		uint64_t i = (p + m->points.stride) / m->points.stride - 1;
 
-		m->lingering_steps++;
-		if (i < m->step_point_count &&
-		    bytes > m->step_points[i].lingering_bytes)
-			m->step_points[i].lingering_bytes = bytes;
+		m->peak.lingering_steps++;
+		if (i < m->points.count &&
+		    bytes > m->points.items[i].lingering_bytes)
+			m->points.items[i].lingering_bytes = bytes;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct lw_site *s = &m->sites[touched[i]];
+		struct lw_site *s = &m->sites.items[touched[i]];
 		uint64_t v = s->lingering[slot];
 
 		s->lingering_steps++;
@@ -656,9 +656,9 @@ static int settle_lingering(struct lw_model *m, uint64_t p)
 			s->lingering_max = v;
 		s->lingering[slot] = 0;
 	}
-	m->linger_touched_count[slot] = 0;
-	m->linger_bytes[slot] = 0;
-	m->linger_peak[slot] = 0;
+	m->peak.touched_count[slot] = 0;
+	m->peak.open_bytes[slot] = 0;
+	m->peak.open_peak[slot] = 0;
 	return 0;
 }
 
@@ -669,13 +669,13 @@ static int settle_lingering(struct lw_model *m, uint64_t p)
  */
 static int end_step(struct lw_model *m)
 {
-	unsigned slot = (unsigned)(m->steps % LW_LINGER_STEPS);
-	uint64_t now = m->steps;
+	unsigned slot = (unsigned)(m->counts.steps % LW_LINGER_STEPS);
+	uint64_t now = m->counts.steps;
 	int rc;
 
-	m->linger_peak[slot] = m->cur_peak_bytes;
-	for (size_t i = 0; i < m->late_free_count; i++) {
-		const struct lw_late_free *f = &m->late_frees[i];
+	m->peak.open_peak[slot] = m->peak.cur_bytes;
+	for (size_t i = 0; i < m->peak.late_free_count; i++) {
+		const struct lw_late_free *f = &m->peak.late_frees[i];
 
 		/* Live at the peaks of the steps between birth and now. */
 		for (uint64_t p = f->birth_step + 1; p < now; p++) {
@@ -684,20 +684,20 @@ static int end_step(struct lw_model *m)
 			if (rc < 0)
 				return rc;
 		}
-		if (f->event <= m->cur_peak_event)
+		if (f->event <= m->peak.cur_event)
 			continue; /* freed before this step's peak */
 		if ((rc = linger_add(m, slot, f->site, f->size)) < 0)
 			return rc;
 	}
-	m->late_free_count = 0;
+	m->peak.late_free_count = 0;
 	if (now + 1 >= LW_LINGER_STEPS &&
 	    (rc = settle_lingering(m, now + 1 - LW_LINGER_STEPS)) < 0)
 		return rc;
-	m->cur_peak_bytes = m->live_device_bytes;
-	m->cur_peak_event = m->events;
+	m->peak.cur_bytes = m->counts.live_device_bytes;
+	m->peak.cur_event = m->counts.events;
 
-	m->steps++;
-	if (m->steps % m->step_stride != 0)
+	m->counts.steps++;
+	if (m->counts.steps % m->points.stride != 0)
 		return 0;
 	return add_step_point(m);
 }
@@ -706,39 +706,39 @@ static int model_step(void *ctx)
 {
 	struct lw_model *m = ctx;
 
-	m->events++;
+	m->counts.events++;
 	return end_step(m);
 }
 
 int lw_model_finish(struct lw_model *m)
 {
-	uint64_t from = m->steps >= LW_LINGER_STEPS - 1
-				? m->steps - (LW_LINGER_STEPS - 1) : 0;
+	uint64_t from = m->counts.steps >= LW_LINGER_STEPS - 1
+				? m->counts.steps - (LW_LINGER_STEPS - 1) : 0;
 	int rc;
 
 	/* The steps that ended (the last one, cut short by the end of the
 	 * trace, did not) and are not settled yet. */
-	for (uint64_t p = from; p < m->steps; p++) {
+	for (uint64_t p = from; p < m->counts.steps; p++) {
 		if ((rc = settle_lingering(m, p)) < 0)
 			return rc;
 	}
-	for (size_t i = 0; i < m->phase_count; i++)
-		lw_shares_sort(&m->phases[i].sites);
+	for (size_t i = 0; i < m->phases.count; i++)
+		lw_shares_sort(&m->phases.items[i].sites);
 	return 0;
 }
 
 bool lw_model_site_at_point(const struct lw_model *m, uint32_t site, size_t i,
 			    struct lw_live_count *out)
 {
-	const struct lw_site *s = &m->sites[site];
+	const struct lw_site *s = &m->sites.items[site];
 
 	out->live_bytes = s->step_bytes;
 	out->live_count = s->step_count;
 	if (s->series == LW_SERIES_UNTRACKED)
 		return false;
 	if (s->series != LW_NO_SERIES) {
-		out->live_bytes = m->series[s->series].bytes[i];
-		out->live_count = m->series[s->series].counts[i];
+		out->live_bytes = m->points.series[s->series].bytes[i];
+		out->live_count = m->points.series[s->series].counts[i];
 	}
 	return true;
 }
@@ -746,11 +746,11 @@ bool lw_model_site_at_point(const struct lw_model *m, uint32_t site, size_t i,
 static struct lw_string *find_string(const struct lw_model *m, uint64_t id)
 {
 	/* Ids are normally dense from 1: try the direct index first. */
-	if (id - 1 < m->string_count && m->strings[id - 1].id == id)
-		return &m->strings[id - 1];
-	for (size_t i = m->string_count; i-- > 0;) {
-		if (m->strings[i].id == id)
-			return &m->strings[i];
+	if (id - 1 < m->meta.string_count && m->meta.strings[id - 1].id == id)
+		return &m->meta.strings[id - 1];
+	for (size_t i = m->meta.string_count; i-- > 0;) {
+		if (m->meta.strings[i].id == id)
+			return &m->meta.strings[i];
 	}
 	return NULL;
 }
@@ -760,22 +760,22 @@ static int named_phase(struct lw_model *m, uint64_t string_id, uint32_t *out)
 {
 	struct lw_phase *all;
 
-	for (size_t i = 0; i < m->phase_count; i++) {
-		if (m->phases[i].string_id == string_id) {
+	for (size_t i = 0; i < m->phases.count; i++) {
+		if (m->phases.items[i].string_id == string_id) {
 			*out = (uint32_t)i;
 			return 0;
 		}
 	}
-	if (m->phase_count >= UINT32_MAX - 1)
+	if (m->phases.count >= UINT32_MAX - 1)
 		return -EOVERFLOW;
-	all = grow_array(m->phases, &m->phase_capacity, m->phase_count + 1,
+	all = grow_array(m->phases.items, &m->phases.capacity, m->phases.count + 1,
 			 sizeof(*all));
 	if (!all)
 		return -ENOMEM;
-	m->phases = all;
-	memset(&all[m->phase_count], 0, sizeof(*all));
-	all[m->phase_count].string_id = string_id;
-	*out = (uint32_t)m->phase_count++;
+	m->phases.items = all;
+	memset(&all[m->phases.count], 0, sizeof(*all));
+	all[m->phases.count].string_id = string_id;
+	*out = (uint32_t)m->phases.count++;
 	return 0;
 }
 
@@ -792,21 +792,21 @@ static int model_phase_begin(void *ctx, uint64_t string_id)
 		if ((rc = named_phase(m, string_id, &phase)) < 0)
 			return rc;
 	} else {
-		m->unnamed_phase_begins++;
+		m->phases.unnamed_begins++;
 	}
-	m->phase_begins++;
-	m->phase_depth++;
-	m->events++;
-	if (m->phase_depth > LW_PHASE_DEPTH_MAX)
+	m->phases.begins++;
+	m->phases.depth++;
+	m->counts.events++;
+	if (m->phases.depth > LW_PHASE_DEPTH_MAX)
 		return 0; /* too deep: its memory counts for the phase outside */
-	op = &m->open_phases[m->phase_depth - 1];
+	op = &m->phases.open[m->phases.depth - 1];
 	op->phase = phase;
 	/* Instance ids start at 1 (0 marks memory born outside phases) and
 	 * wrap after 2^32 - 1 phases: an ended one is then looked up in
 	 * vain among the open ones, as before. */
-	if (++m->phase_instances == 0)
-		m->phase_instances = 1;
-	op->instance = m->phase_instances;
+	if (++m->phases.instances == 0)
+		m->phases.instances = 1;
+	op->instance = m->phases.instances;
 	op->live.count = 0;
 	return 0;
 }
@@ -820,7 +820,7 @@ static int end_phase(struct lw_model *m, struct lw_open_phase *op)
 	op->instance = 0;
 	if (op->phase == UINT32_MAX)
 		return 0;
-	ph = &m->phases[op->phase];
+	ph = &m->phases.items[op->phase];
 	ph->instances++;
 	for (size_t i = 0; i < op->live.count; i++) {
 		const struct lw_site_share *sh = &op->live.items[i];
@@ -840,15 +840,15 @@ static int model_phase_end(void *ctx)
 {
 	struct lw_model *m = ctx;
 
-	m->events++;
-	if (m->phase_depth == 0) {
-		m->unbalanced_phase_ends++;
+	m->counts.events++;
+	if (m->phases.depth == 0) {
+		m->phases.unbalanced_ends++;
 		return 0;
 	}
-	m->phase_depth--;
-	if (m->phase_depth >= LW_PHASE_DEPTH_MAX)
+	m->phases.depth--;
+	if (m->phases.depth >= LW_PHASE_DEPTH_MAX)
 		return 0;
-	return end_phase(m, &m->open_phases[m->phase_depth]);
+	return end_phase(m, &m->phases.open[m->phases.depth]);
 }
 
 static int model_stack(void *ctx, uint64_t id, const uint64_t *frames,
@@ -858,32 +858,32 @@ static int model_stack(void *ctx, uint64_t id, const uint64_t *frames,
 	struct lw_stack *stacks;
 	uint64_t *all;
 
-	if (id != m->stack_count)
+	if (id != m->stacks.count)
 		return -EINVAL; /* the reader rules this out */
 	if (id >= SIZE_MAX / sizeof(*stacks))
 		return -ENOMEM;
-	stacks = grow_array(m->stacks, &m->stack_capacity, (size_t)id + 1,
+	stacks = grow_array(m->stacks.items, &m->stacks.capacity, (size_t)id + 1,
 			    sizeof(*stacks));
 	if (!stacks)
 		return -ENOMEM;
-	m->stacks = stacks;
+	m->stacks.items = stacks;
 	if (count) {
-		all = grow_array(m->frames, &m->frame_capacity,
-				 m->frame_count + count, sizeof(*all));
+		all = grow_array(m->stacks.frames, &m->stacks.frame_capacity,
+				 m->stacks.frame_count + count, sizeof(*all));
 		if (!all)
 			return -ENOMEM;
-		m->frames = all;
-		memcpy(all + m->frame_count, frames, count * sizeof(*all));
+		m->stacks.frames = all;
+		memcpy(all + m->stacks.frame_count, frames, count * sizeof(*all));
 	}
-	stacks[id].first_frame = m->frame_count;
+	stacks[id].first_frame = m->stacks.frame_count;
 	stacks[id].frame_count = count;
 	stacks[id].first_site = LW_NO_SITE;
 	stacks[id].first_pyframe = 0;
 	stacks[id].first_eval = 0;
 	stacks[id].pyframe_count = 0;
 	stacks[id].eval_count = 0;
-	m->frame_count += count;
-	m->stack_count++;
+	m->stacks.frame_count += count;
+	m->stacks.count++;
 	return 0;
 }
 
@@ -892,12 +892,12 @@ static int model_module(void *ctx, const struct lw_trace_module *module)
 	struct lw_model *m = ctx;
 	struct lw_trace_module *all;
 
-	all = grow_array(m->modules, &m->module_capacity, m->module_count + 1,
+	all = grow_array(m->meta.modules, &m->meta.module_capacity, m->meta.module_count + 1,
 			 sizeof(*all));
 	if (!all)
 		return -ENOMEM;
-	m->modules = all;
-	all[m->module_count++] = *module;
+	m->meta.modules = all;
+	all[m->meta.module_count++] = *module;
 	return 0;
 }
 
@@ -906,15 +906,15 @@ static int model_string(void *ctx, uint64_t id, struct lw_bytes text)
 	struct lw_model *m = ctx;
 	struct lw_string *all;
 
-	all = grow_array(m->strings, &m->string_capacity, m->string_count + 1,
+	all = grow_array(m->meta.strings, &m->meta.string_capacity, m->meta.string_count + 1,
 			 sizeof(*all));
 	if (!all)
 		return -ENOMEM;
-	m->strings = all;
-	all[m->string_count].id = id;
-	all[m->string_count].text = text;
-	all[m->string_count].phase_begins = 0;
-	m->string_count++;
+	m->meta.strings = all;
+	all[m->meta.string_count].id = id;
+	all[m->meta.string_count].text = text;
+	all[m->meta.string_count].phase_begins = 0;
+	m->meta.string_count++;
 	return 0;
 }
 
@@ -923,14 +923,14 @@ static int model_info(void *ctx, struct lw_bytes key, struct lw_bytes value)
 	struct lw_model *m = ctx;
 	struct lw_info *all;
 
-	all = grow_array(m->infos, &m->info_capacity, m->info_count + 1,
+	all = grow_array(m->meta.infos, &m->meta.info_capacity, m->meta.info_count + 1,
 			 sizeof(*all));
 	if (!all)
 		return -ENOMEM;
-	m->infos = all;
-	all[m->info_count].key = key;
-	all[m->info_count].value = value;
-	m->info_count++;
+	m->meta.infos = all;
+	all[m->meta.info_count].key = key;
+	all[m->meta.info_count].value = value;
+	m->meta.info_count++;
 	return 0;
 }
 
@@ -939,12 +939,12 @@ static int model_warning(void *ctx, struct lw_bytes text)
 	struct lw_model *m = ctx;
 	struct lw_bytes *all;
 
-	all = grow_array(m->warnings, &m->warning_capacity,
-			 m->warning_count + 1, sizeof(*all));
+	all = grow_array(m->meta.warnings, &m->meta.warning_capacity,
+			 m->meta.warning_count + 1, sizeof(*all));
 	if (!all)
 		return -ENOMEM;
-	m->warnings = all;
-	all[m->warning_count++] = text;
+	m->meta.warnings = all;
+	all[m->meta.warning_count++] = text;
 	return 0;
 }
 
@@ -952,9 +952,9 @@ static int model_end(void *ctx, uint64_t events, uint64_t dropped)
 {
 	struct lw_model *m = ctx;
 
-	m->have_end = true;
-	m->end_events = events;
-	m->end_dropped = dropped;
+	m->meta.have_end = true;
+	m->meta.end_events = events;
+	m->meta.end_dropped = dropped;
 	return 0;
 }
 
@@ -966,16 +966,16 @@ static int model_alloc_failed(void *ctx, uint64_t api, uint64_t kind,
 
 	(void)kind;
 	(void)size;
-	m->failed_allocations++;
-	for (i = 0; i < m->failed_kind_count; i++) {
-		if (m->failed[i].api == api && m->failed[i].error == error) {
-			m->failed[i].count++;
+	m->meta.failed_allocations++;
+	for (i = 0; i < m->meta.failed_kind_count; i++) {
+		if (m->meta.failed[i].api == api && m->meta.failed[i].error == error) {
+			m->meta.failed[i].count++;
 			return 0;
 		}
 	}
 	if (i < LW_FAILED_KINDS_MAX) {
-		m->failed[i] = (struct lw_failed_allocation){ api, error, 1 };
-		m->failed_kind_count++;
+		m->meta.failed[i] = (struct lw_failed_allocation){ api, error, 1 };
+		m->meta.failed_kind_count++;
 	}
 	return 0;
 }
@@ -989,10 +989,10 @@ static int model_holder(void *ctx, uint64_t address, uint64_t path,
 	const struct lw_live *e;
 
 	if (flags & LW_HOLDER_CUT)
-		m->holders_cut = true;
-	if (m->holder_searches == 0 || m->holder_events != m->events)
-		m->holder_searches++;
-	m->holder_events = m->events;
+		m->holders.cut = true;
+	if (m->holders.searches == 0 || m->holders.events != m->counts.events)
+		m->holders.searches++;
+	m->holders.events = m->counts.events;
 	if (address == 0)
 		return 0;
 	e = lw_addr_table_find(&m->live, address);
@@ -1001,19 +1001,19 @@ static int model_holder(void *ctx, uint64_t address, uint64_t path,
 	if (!e)
 		return 0;
 	/* Room for 4, then doubled each time it is full. */
-	if (m->holder_count == 0 ||
-	    (m->holder_count >= 4 &&
-	     (m->holder_count & (m->holder_count - 1)) == 0)) {
-		grown = realloc(m->holders, (m->holder_count ? 2 * m->holder_count
+	if (m->holders.count == 0 ||
+	    (m->holders.count >= 4 &&
+	     (m->holders.count & (m->holders.count - 1)) == 0)) {
+		grown = realloc(m->holders.items, (m->holders.count ? 2 * m->holders.count
 							     : 4) *
 					    sizeof(*grown));
 		if (!grown)
 			return -ENOMEM;
-		m->holders = grown;
+		m->holders.items = grown;
 	}
-	m->holders[m->holder_count++] = (struct lw_holder){
+	m->holders.items[m->holders.count++] = (struct lw_holder){
 		e->site, path, root, objects, graph, flags,
-		m->holder_searches,
+		m->holders.searches,
 	};
 	return 0;
 }
@@ -1052,7 +1052,7 @@ static int model_dropped(void *ctx, uint64_t count)
 {
 	struct lw_model *m = ctx;
 
-	m->dropped += count;
+	m->meta.dropped += count;
 	return 0;
 }
 
@@ -1062,16 +1062,16 @@ static int model_pycode(void *ctx, uint64_t id, uint64_t file_string,
 	struct lw_model *m = ctx;
 	struct lw_pycode *all;
 
-	all = grow_array(m->pycodes, &m->pycode_capacity, m->pycode_count + 1,
+	all = grow_array(m->stacks.pycodes, &m->stacks.pycode_capacity, m->stacks.pycode_count + 1,
 			 sizeof(*all));
 	if (!all)
 		return -ENOMEM;
-	m->pycodes = all;
-	all[m->pycode_count].id = id;
-	all[m->pycode_count].file_string = file_string;
-	all[m->pycode_count].name_string = name_string;
-	all[m->pycode_count].first_line = first_line;
-	m->pycode_count++;
+	m->stacks.pycodes = all;
+	all[m->stacks.pycode_count].id = id;
+	all[m->stacks.pycode_count].file_string = file_string;
+	all[m->stacks.pycode_count].name_string = name_string;
+	all[m->stacks.pycode_count].first_line = first_line;
+	m->stacks.pycode_count++;
 	return 0;
 }
 
@@ -1084,35 +1084,35 @@ static int model_pystack(void *ctx, uint64_t stack_id,
 	uint32_t *all_evals;
 	struct lw_stack *st;
 
-	if (stack_id == 0 || stack_id >= m->stack_count)
+	if (stack_id == 0 || stack_id >= m->stacks.count)
 		return -EINVAL; /* the reader rules this out */
 	if (count) {
-		all_frames = grow_array(m->pyframes, &m->pyframe_capacity,
-					m->pyframe_count + count,
+		all_frames = grow_array(m->stacks.pyframes, &m->stacks.pyframe_capacity,
+					m->stacks.pyframe_count + count,
 					sizeof(*all_frames));
 		if (!all_frames)
 			return -ENOMEM;
-		m->pyframes = all_frames;
-		memcpy(all_frames + m->pyframe_count, frames,
+		m->stacks.pyframes = all_frames;
+		memcpy(all_frames + m->stacks.pyframe_count, frames,
 		       count * sizeof(*all_frames));
 	}
 	if (eval_count) {
-		all_evals = grow_array(m->evals, &m->eval_capacity,
-				       m->eval_count + eval_count,
+		all_evals = grow_array(m->stacks.evals, &m->stacks.eval_capacity,
+				       m->stacks.eval_count + eval_count,
 				       sizeof(*all_evals));
 		if (!all_evals)
 			return -ENOMEM;
-		m->evals = all_evals;
-		memcpy(all_evals + m->eval_count, evals,
+		m->stacks.evals = all_evals;
+		memcpy(all_evals + m->stacks.eval_count, evals,
 		       eval_count * sizeof(*all_evals));
 	}
-	st = &m->stacks[stack_id];
-	st->first_pyframe = m->pyframe_count;
+	st = &m->stacks.items[stack_id];
+	st->first_pyframe = m->stacks.pyframe_count;
 	st->pyframe_count = count;
-	st->first_eval = m->eval_count;
+	st->first_eval = m->stacks.eval_count;
 	st->eval_count = eval_count;
-	m->pyframe_count += count;
-	m->eval_count += eval_count;
+	m->stacks.pyframe_count += count;
+	m->stacks.eval_count += eval_count;
 	return 0;
 }
 
@@ -1123,7 +1123,7 @@ static int model_mark(void *ctx, uint64_t kind)
 
 	if (kind == LW_MARK_GC_START && !m->have_program_end) {
 		m->in_gc = true;
-		m->gc_passes++;
+		m->counts.gc_passes++;
 		return 0;
 	}
 	if (kind == LW_MARK_GC_STOP) {
@@ -1133,22 +1133,22 @@ static int model_mark(void *ctx, uint64_t kind)
 	if (kind != LW_MARK_PROGRAM_END || m->have_program_end)
 		return 0;
 	m->in_gc = false;
-	if (m->site_count) {
-		sites = calloc(m->site_count, sizeof(*sites));
+	if (m->sites.count) {
+		sites = calloc(m->sites.count, sizeof(*sites));
 		if (!sites)
 			return -ENOMEM;
 	}
-	for (uint32_t i = 0; i < m->site_count; i++) {
-		sites[i].live_bytes = m->sites[i].totals.live_bytes;
-		sites[i].live_count = m->sites[i].totals.live_count;
+	for (uint32_t i = 0; i < m->sites.count; i++) {
+		sites[i].live_bytes = m->sites.items[i].totals.live_bytes;
+		sites[i].live_count = m->sites.items[i].totals.live_count;
 	}
 	for (unsigned k = 1; k <= LW_MEM_KIND_MAX; k++) {
 		m->program_end_kinds[k].live_bytes = m->kinds[k].live_bytes;
 		m->program_end_kinds[k].live_count = m->kinds[k].live_count;
 	}
 	m->program_end_sites = sites;
-	m->program_end_site_count = m->site_count;
-	m->program_end_steps = m->steps;
+	m->program_end_site_count = m->sites.count;
+	m->program_end_steps = m->counts.steps;
 	m->have_program_end = true;
 	return 0;
 }
@@ -1181,13 +1181,13 @@ const struct lw_trace_ops lw_model_ops = {
 int lw_model_init(struct lw_model *m)
 {
 	memset(m, 0, sizeof(*m));
-	m->stacks = calloc(16, sizeof(*m->stacks));
-	if (!m->stacks)
+	m->stacks.items = calloc(16, sizeof(*m->stacks.items));
+	if (!m->stacks.items)
 		return -ENOMEM;
-	m->stack_capacity = 16;
-	m->stacks[0].first_site = LW_NO_SITE;
-	m->stack_count = 1;
-	m->step_stride = 1;
+	m->stacks.capacity = 16;
+	m->stacks.items[0].first_site = LW_NO_SITE;
+	m->stacks.count = 1;
+	m->points.stride = 1;
 	lw_addr_table_init(&m->live, &live_kind);
 	return 0;
 }
@@ -1195,46 +1195,46 @@ int lw_model_init(struct lw_model *m)
 void lw_model_fini(struct lw_model *m)
 {
 	lw_addr_table_clear(&m->live);
-	free(m->sites);
-	free(m->stacks);
-	free(m->frames);
-	free(m->strings);
-	free(m->infos);
-	free(m->warnings);
-	free(m->modules);
-	free(m->pycodes);
-	free(m->holders);
-	free(m->pyframes);
-	free(m->evals);
+	free(m->sites.items);
+	free(m->stacks.items);
+	free(m->stacks.frames);
+	free(m->meta.strings);
+	free(m->meta.infos);
+	free(m->meta.warnings);
+	free(m->meta.modules);
+	free(m->stacks.pycodes);
+	free(m->holders.items);
+	free(m->stacks.pyframes);
+	free(m->stacks.evals);
 	free(m->program_end_sites);
 	lw_torch_fini(m);
-	free(m->step_points);
-	for (uint32_t j = 0; j < m->series_count; j++) {
-		free(m->series[j].bytes);
-		free(m->series[j].counts);
+	free(m->points.items);
+	for (uint32_t j = 0; j < m->points.series_count; j++) {
+		free(m->points.series[j].bytes);
+		free(m->points.series[j].counts);
 	}
-	free(m->series);
-	free(m->dirty_sites);
-	free(m->suppressed_sites);
-	for (size_t i = 0; i < m->phase_count; i++)
-		shares_fini(&m->phases[i].sites);
-	free(m->phases);
+	free(m->points.series);
+	free(m->points.dirty);
+	free(m->sites.suppressed);
+	for (size_t i = 0; i < m->phases.count; i++)
+		shares_fini(&m->phases.items[i].sites);
+	free(m->phases.items);
 	for (size_t i = 0; i < LW_PHASE_DEPTH_MAX; i++)
-		shares_fini(&m->open_phases[i].live);
-	free(m->late_frees);
+		shares_fini(&m->phases.open[i].live);
+	free(m->peak.late_frees);
 	for (size_t i = 0; i < LW_LINGER_STEPS; i++)
-		free(m->linger_touched[i]);
-	shares_fini(&m->worst_lingering.sites);
-	shares_fini(&m->most_lingering.sites);
+		free(m->peak.touched[i]);
+	shares_fini(&m->peak.worst.sites);
+	shares_fini(&m->peak.most.sites);
 	memset(m, 0, sizeof(*m));
 }
 
 const struct lw_phase *lw_model_phase(const struct lw_model *m,
 				      uint64_t string_id)
 {
-	for (size_t i = 0; i < m->phase_count; i++) {
-		if (m->phases[i].string_id == string_id)
-			return &m->phases[i];
+	for (size_t i = 0; i < m->phases.count; i++) {
+		if (m->phases.items[i].string_id == string_id)
+			return &m->phases.items[i];
 	}
 	return NULL;
 }
@@ -1243,8 +1243,8 @@ static int compare_lingering(const void *a, const void *b, void *model)
 {
 	const struct lw_model *m = model;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	uint64_t mx = m->sites[x].lingering_max;
-	uint64_t my = m->sites[y].lingering_max;
+	uint64_t mx = m->sites.items[x].lingering_max;
+	uint64_t my = m->sites.items[y].lingering_max;
 
 	if (mx != my)
 		return mx < my ? 1 : -1;
@@ -1259,8 +1259,8 @@ int lw_model_lingering_sites(const struct lw_model *m, uint32_t **out,
 
 	*out = NULL;
 	*count = 0;
-	for (uint32_t i = 0; i < m->site_count; i++)
-		n += m->sites[i].lingering_steps > 0 &&
+	for (uint32_t i = 0; i < m->sites.count; i++)
+		n += m->sites.items[i].lingering_steps > 0 &&
 		     !lw_model_site_suppressed(m, i);
 	if (!n)
 		return 0;
@@ -1268,8 +1268,8 @@ int lw_model_lingering_sites(const struct lw_model *m, uint32_t **out,
 	if (!sites)
 		return -ENOMEM;
 	n = 0;
-	for (uint32_t i = 0; i < m->site_count; i++)
-		if (m->sites[i].lingering_steps &&
+	for (uint32_t i = 0; i < m->sites.count; i++)
+		if (m->sites.items[i].lingering_steps &&
 		    !lw_model_site_suppressed(m, i))
 			sites[n++] = i;
 	qsort_r(sites, n, sizeof(*sites), compare_lingering, (void *)m);

@@ -113,7 +113,7 @@ struct lw_step_point {
 	 * born in an earlier step and freed later (see LW_LINGER_STEPS). */
 	uint64_t lingering_bytes;
 	/* The innermost phase open at the step's end: its instance (0: none)
-	 * and its index in lw_model.phases (UINT32_MAX: unnamed or none). */
+	 * and its index in the model's phases (UINT32_MAX: unnamed or none). */
 	uint32_t phase_instance;
 	uint32_t phase;
 	/* PyTorch's caching allocator (see struct lw_torch_memory): its
@@ -146,10 +146,10 @@ struct lw_torch_memory {
 };
 
 struct lw_stack {
-	size_t first_frame;	/* index into lw_model.frames */
+	size_t first_frame;	/* index into the stack table's frames */
 	uint32_t frame_count;
 	uint32_t first_site;	/* LW_NO_SITE until an ALLOC uses it */
-	/* Its Python frames (PYSTACK), in lw_model.pyframes and .evals. */
+	/* Its Python frames (PYSTACK), in the stack table's pyframes and evals. */
 	size_t first_pyframe;
 	size_t first_eval;
 	uint32_t pyframe_count;
@@ -243,7 +243,7 @@ struct lw_phase {
 
 /* An open phase: what was born in it and is still live, by site. */
 struct lw_open_phase {
-	uint32_t phase;		/* index into lw_model.phases; UINT32_MAX: unnamed */
+	uint32_t phase;		/* index into the model's phases; UINT32_MAX: unnamed */
 	uint32_t instance;	/* tells this instance from earlier ones */
 	struct lw_shares live;
 };
@@ -260,7 +260,7 @@ struct lw_lingering {
 
 /* A FREE of memory born in an earlier step, during the current step. */
 struct lw_late_free {
-	uint64_t event;		/* when (lw_model.events) */
+	uint64_t event;		/* when (the model's counts.events) */
 	uint64_t birth_step;
 	uint64_t size;
 	uint32_t site;
@@ -299,48 +299,99 @@ struct lw_info {
 	struct lw_bytes value;
 };
 
-struct lw_model {
-	struct lw_trace_header header;
+/* Sites, indexed from 0 in the order they were first used. */
+struct lw_site_table {
+	struct lw_site *items;
+	uint32_t count;
+	size_t capacity;
+	/*
+	 * Sites a suppression matched (lw_trace_file_set_rules()), indexed by
+	 * site; NULL when no suppression was given. Growth verdicts leave
+	 * them out of the run's, and reports out of their lists.
+	 */
+	bool *suppressed;
+};
 
-	/* Live allocations (struct lw_live), keyed by addr. */
-	struct lw_addr_table live;
-
-	struct lw_site *sites;
-	uint32_t site_count;
-	size_t site_capacity;
-
+/* Stacks and their frames, native and Python. */
+struct lw_stack_table {
 	/* Indexed by stack id; [0] is the "no stack" stack. */
-	struct lw_stack *stacks;
-	uint64_t stack_count;
-	size_t stack_capacity;
+	struct lw_stack *items;
+	uint64_t count;
+	size_t capacity;
 	uint64_t *frames;
-	size_t frame_count;
-	size_t frame_capacity;
+	size_t frame_count, frame_capacity;
+	struct lw_pycode *pycodes;
+	size_t pycode_count, pycode_capacity;
+	struct lw_trace_pyframe *pyframes;
+	size_t pyframe_count, pyframe_capacity;
+	uint32_t *evals;
+	size_t eval_count, eval_capacity;
+};
 
-	/* Indexed by enum lw_mem_kind; [0] unused. */
-	struct lw_totals kinds[LW_MEM_KIND_MAX + 1];
+/* The step series: device memory at a point every stride steps, and the
+ * sites' series beside it. */
+struct lw_step_points {
+	struct lw_step_point *items;
+	size_t count, capacity;
+	uint64_t stride;	/* 1, then doubling */
+	uint64_t peak;		/* the most live since the last point */
+	/* Per-site series, as long as the step series. */
+	struct lw_site_series *series;
+	uint32_t series_count;
+	size_t series_capacity;
+	/* Sites whose live totals changed since the last point. */
+	uint32_t *dirty;
+	size_t dirty_count, dirty_capacity;
+	/*
+	 * Steps inferred from the allocation pattern (infer.c): with
+	 * anchor set (a stack id, 0: none), every ALLOC from that stack
+	 * after its first one ends a step, as a STEP record would.
+	 */
+	uint64_t anchor;
+	bool anchor_seen;
+	bool inferred;
+};
 
-	uint64_t events;	/* ALLOC, FREE, STEP, PHASE_BEGIN, PHASE_END */
-	uint64_t allocations;
-	uint64_t frees;
-	uint64_t unknown_frees;
-	uint64_t reused_live_addresses;
-	uint64_t steps;
-	uint64_t live_device_bytes;	/* device + managed */
-	uint64_t peak_bytes;
-	uint64_t peak_step;	/* STEP records before the peak */
+/* Named phases, in the order they first began, and the open ones (the
+ * innermost LW_PHASE_DEPTH_MAX of them). */
+struct lw_phase_table {
+	uint64_t depth;
+	struct lw_phase *items;
+	size_t count, capacity;
+	struct lw_open_phase open[LW_PHASE_DEPTH_MAX];
+	uint32_t instances;
+	uint64_t unbalanced_ends;
+	uint64_t unnamed_begins;	/* naming an undefined string */
+	uint64_t begins;
+};
 
-	uint64_t phase_depth;
-	/* Named phases, in the order they first began, and the open ones
-	 * (the innermost LW_PHASE_DEPTH_MAX of them). */
-	struct lw_phase *phases;
-	size_t phase_count, phase_capacity;
-	struct lw_open_phase open_phases[LW_PHASE_DEPTH_MAX];
-	uint32_t phase_instances;
-	uint64_t unbalanced_phase_ends;
-	uint64_t unnamed_phase_begins;	/* naming an undefined string */
-	uint64_t phase_begins;
+/* The device-memory peak, and what lingers at each step's peak. */
+struct lw_peak {
+	uint64_t bytes;		/* the most device memory live */
+	uint64_t step;		/* STEP records before it */
+	/* The current step's peak and when it was reached, its late frees,
+	 * the steps still open to lingering (by step % LW_LINGER_STEPS):
+	 * the sites touched, their peaks and lingering bytes. */
+	uint64_t cur_bytes;
+	uint64_t cur_event;
+	struct lw_late_free *late_frees;
+	size_t late_free_count, late_free_capacity;
+	uint32_t *touched[LW_LINGER_STEPS];
+	size_t touched_count[LW_LINGER_STEPS];
+	size_t touched_capacity[LW_LINGER_STEPS];
+	uint64_t open_peak[LW_LINGER_STEPS];
+	uint64_t open_bytes[LW_LINGER_STEPS];
+	uint64_t lingering_steps;	/* steps whose peak had lingering bytes */
+	bool have_worst;
+	/* At the highest step peak judged (the first if several): */
+	struct lw_lingering worst;
+	/* The step with the most lingering bytes at its peak: */
+	struct lw_lingering most;
+};
 
+/* What the trace says of itself and its process. */
+struct lw_trace_meta {
+	struct lw_trace_header header;
 	struct lw_string *strings;
 	size_t string_count, string_capacity;
 	struct lw_info *infos;
@@ -349,7 +400,6 @@ struct lw_model {
 	size_t warning_count, warning_capacity;
 	struct lw_trace_module *modules;
 	size_t module_count, module_capacity;
-
 	/*
 	 * Allocation calls that failed (ALLOC_FAILED): how many, and the
 	 * first few distinct (API, error) pairs with their counts.
@@ -357,26 +407,56 @@ struct lw_model {
 	uint64_t failed_allocations;
 	struct lw_failed_allocation failed[LW_FAILED_KINDS_MAX];
 	size_t failed_kind_count;
-
-	/* Holders, in trace order; whether a search ran out of time. A
-	 * search is the run of HOLDER records with no event between. */
-	struct lw_holder *holders;
-	size_t holder_count;
-	bool holders_cut;
-	uint32_t holder_searches;
-	uint64_t holder_events;	/* events at the last HOLDER record */
-
 	bool have_end;
 	uint64_t end_events;
 	uint64_t end_dropped;
 	uint64_t dropped;	/* sum of DROPPED records */
+};
 
-	struct lw_pycode *pycodes;
-	size_t pycode_count, pycode_capacity;
-	struct lw_trace_pyframe *pyframes;
-	size_t pyframe_count, pyframe_capacity;
-	uint32_t *evals;
-	size_t eval_count, eval_capacity;
+/* Holders, in trace order; whether a search ran out of time. A search is
+ * the run of HOLDER records with no event between. */
+struct lw_holder_list {
+	struct lw_holder *items;
+	size_t count;
+	bool cut;
+	uint32_t searches;
+	uint64_t events;	/* events at the last HOLDER record */
+};
+
+/* Counts over the whole trace (to the report point for the gc ones). */
+struct lw_event_counts {
+	uint64_t events;	/* ALLOC, FREE, STEP, PHASE_BEGIN, PHASE_END */
+	uint64_t allocations;
+	uint64_t frees;
+	uint64_t unknown_frees;
+	uint64_t reused_live_addresses;
+	uint64_t steps;		/* STEP records (or steps inferred) */
+	uint64_t live_device_bytes;	/* device + managed, now */
+	/* Python's cycle collector (GC_START/GC_STOP marks): passes, and
+	 * frees inside them. */
+	uint64_t gc_passes;
+	uint64_t gc_frees;
+};
+
+/*
+ * The model, one member per concern. Renderers read it through the
+ * accessors below (lw_model_counts(), lw_model_site(), ...), never the
+ * members: what the model keeps, and how, is its own business.
+ */
+struct lw_model {
+	struct lw_trace_meta meta;
+	struct lw_event_counts counts;
+	/* Live allocations (struct lw_live), keyed by addr. */
+	struct lw_addr_table live;
+	struct lw_site_table sites;
+	struct lw_stack_table stacks;
+	/* Indexed by enum lw_mem_kind; [0] unused. */
+	struct lw_totals kinds[LW_MEM_KIND_MAX + 1];
+	struct lw_step_points points;
+	struct lw_phase_table phases;
+	struct lw_peak peak;
+	struct lw_holder_list holders;
+	bool in_gc;	/* inside a pass of the cycle collector */
 
 	/*
 	 * The first PROGRAM_END mark (a Python program's own code finished;
@@ -388,60 +468,6 @@ struct lw_model {
 	struct lw_live_count program_end_kinds[LW_MEM_KIND_MAX + 1];
 	struct lw_live_count *program_end_sites;
 	uint32_t program_end_site_count;
-
-	/* The step series: a point every step_stride steps. */
-	struct lw_step_point *step_points;
-	size_t step_point_count, step_point_capacity;
-	/* The growth verdicts last judged from this model (growth.c keeps
-	 * them: one report asks from several places); freed with it. */
-	uint64_t step_stride;	/* 1, then doubling */
-	uint64_t step_peak;	/* the most live since the last point */
-	/* Per-site series, as long as the step series. */
-	struct lw_site_series *series;
-	uint32_t series_count;
-	size_t series_capacity;
-	uint32_t *dirty_sites;
-	size_t dirty_count, dirty_capacity;
-
-	/*
-	 * Sites a suppression matched (lw_trace_file_set_rules()), indexed by
-	 * site; NULL when no suppression was given. Growth verdicts leave
-	 * them out of the run's, and reports out of their lists.
-	 */
-	bool *suppressed_sites;
-
-	/*
-	 * Steps inferred from the allocation pattern (infer.c): with
-	 * step_anchor set (a stack id, 0: none), every ALLOC from that stack
-	 * after its first one ends a step, as a STEP record would.
-	 */
-	uint64_t step_anchor;
-	bool anchor_seen;
-	bool steps_inferred;
-
-	/* Python's cycle collector (GC_START/GC_STOP marks before the
-	 * report point): passes, frees inside them, whether one is running. */
-	uint64_t gc_passes;
-	uint64_t gc_frees;
-	bool in_gc;
-
-	/* Peak attribution: the current step's peak and when it was reached,
-	 * its late frees, the steps still open to lingering, the worst. */
-	uint64_t cur_peak_bytes;
-	uint64_t cur_peak_event;
-	struct lw_late_free *late_frees;
-	size_t late_free_count, late_free_capacity;
-	uint32_t *linger_touched[LW_LINGER_STEPS];
-	size_t linger_touched_count[LW_LINGER_STEPS];
-	size_t linger_touched_capacity[LW_LINGER_STEPS];
-	uint64_t linger_peak[LW_LINGER_STEPS];
-	uint64_t linger_bytes[LW_LINGER_STEPS];
-	uint64_t lingering_steps;	/* steps whose peak had lingering bytes */
-	bool have_worst_lingering;
-	/* At the highest step peak judged (the first if several): */
-	struct lw_lingering worst_lingering;
-	/* The step with the most lingering bytes at its peak: */
-	struct lw_lingering most_lingering;
 
 	struct lw_torch_memory torch;
 	struct lw_oom oom;
@@ -580,8 +606,8 @@ const char *lw_alloc_error_name(uint64_t api, uint64_t error);
 static inline bool lw_model_site_suppressed(const struct lw_model *model,
 					    uint32_t site)
 {
-	return model->suppressed_sites && site < model->site_count &&
-	       model->suppressed_sites[site];
+	return model->sites.suppressed && site < model->sites.count &&
+	       model->sites.suppressed[site];
 }
 
 /* "device", "managed", "pinned_host", "host_registered". */

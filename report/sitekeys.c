@@ -16,7 +16,7 @@ static void put_raw(FILE *out, const void *data, size_t len)
 /* Device or managed memory: what a diff and the merged view compare. */
 static bool is_device_site(const struct lw_model *m, uint32_t site)
 {
-	return lw_mem_kind_is_device(m->sites[site].kind);
+	return lw_mem_kind_is_device(m->sites.items[site].kind);
 }
 
 static char *make_key(const struct lw_model *m, uint32_t site,
@@ -29,7 +29,7 @@ static char *make_key(const struct lw_model *m, uint32_t site,
 
 	if (!s)
 		return NULL;
-	fputs(lw_kind_name(m->sites[site].kind), s);
+	fputs(lw_kind_name(m->sites.items[site].kind), s);
 	for (size_t i = 0; i < n; i++) {
 		const struct lw_named_frame *f = &frames[i];
 

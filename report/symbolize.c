@@ -105,12 +105,12 @@ struct lw_symbolizer *lw_symbolizer_new(const struct lw_model *model)
 	s->model = model;
 	s->cache_capacity = 256;
 	s->cache = calloc(s->cache_capacity, sizeof(*s->cache));
-	if (model->module_count)
-		s->modules = calloc(model->module_count, sizeof(*s->modules));
-	if (!s->cache || (model->module_count && !s->modules))
+	if (model->meta.module_count)
+		s->modules = calloc(model->meta.module_count, sizeof(*s->modules));
+	if (!s->cache || (model->meta.module_count && !s->modules))
 		goto error;
-	for (size_t i = 0; i < model->module_count; i++) {
-		const struct lw_trace_module *rec = &model->modules[i];
+	for (size_t i = 0; i < model->meta.module_count; i++) {
+		const struct lw_trace_module *rec = &model->meta.modules[i];
 		struct sym_module *m = &s->modules[i];
 		const char *slash;
 

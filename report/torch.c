@@ -35,8 +35,8 @@ static int is_c10_cuda(const struct lw_bytes *path)
 void lw_torch_view(const struct lw_model *m, struct lw_torch_view *view)
 {
 	memset(view, 0, sizeof(*view));
-	for (size_t i = 0; i < m->module_count && !view->present; i++)
-		view->present = is_c10_cuda(&m->modules[i].path);
+	for (size_t i = 0; i < m->meta.module_count && !view->present; i++)
+		view->present = is_c10_cuda(&m->meta.modules[i].path);
 	view->conf = lw_model_info(m, "torch_alloc_conf");
 	view->source = lw_model_info(m, "torch_alloc_conf_source");
 	/* PyTorch reads "key:value" pairs separated by commas. */
@@ -137,21 +137,21 @@ static void share_put(struct lw_shares *sh, uint32_t site, uint64_t bytes,
  * since the first step point. */
 static int oom_sites(struct lw_model *m, struct lw_oom *o)
 {
-	if (!m->site_count)
+	if (!m->sites.count)
 		return 0;
-	o->live.items = calloc(m->site_count, sizeof(*o->live.items));
-	o->grew.items = calloc(m->site_count, sizeof(*o->grew.items));
+	o->live.items = calloc(m->sites.count, sizeof(*o->live.items));
+	o->grew.items = calloc(m->sites.count, sizeof(*o->grew.items));
 	if (!o->live.items || !o->grew.items)
 		return -ENOMEM;
-	o->live.capacity = o->grew.capacity = m->site_count;
-	for (uint32_t i = 0; i < m->site_count; i++) {
-		const struct lw_totals *now = &m->sites[i].totals;
+	o->live.capacity = o->grew.capacity = m->sites.count;
+	for (uint32_t i = 0; i < m->sites.count; i++) {
+		const struct lw_totals *now = &m->sites.items[i].totals;
 		struct lw_live_count then = { 0, 0 };
 
 		if (!now->live_bytes && !now->live_count)
 			continue;
 		share_put(&o->live, i, now->live_bytes, now->live_count);
-		if (m->step_point_count &&
+		if (m->points.count &&
 		    !lw_model_site_at_point(m, i, 0, &then))
 			continue; /* no series kept: growth unknown */
 		if (now->live_bytes > then.live_bytes)
@@ -180,8 +180,8 @@ int lw_torch_oom(void *ctx, uint64_t size, uint64_t allocated,
 	o->allocated = allocated;
 	o->reserved = reserved;
 	o->device = device;
-	o->steps = m->steps;
-	o->live_device_bytes = m->live_device_bytes;
+	o->steps = m->counts.steps;
+	o->live_device_bytes = m->counts.live_device_bytes;
 	o->live_device_count = m->kinds[LW_MEM_DEVICE].live_count +
 			       m->kinds[LW_MEM_MANAGED].live_count;
 	o->tracked_allocated = m->torch.allocated_bytes;
@@ -192,19 +192,19 @@ int lw_torch_oom(void *ctx, uint64_t size, uint64_t allocated,
 int lw_torch_reserved_growth(const struct lw_model *m, uint64_t min_steps,
 			     struct lw_growth *out)
 {
-	size_t n = m->step_point_count;
+	size_t n = m->points.count;
 	double *reserved;
 
 	out->verdict = LW_VERDICT_NOT_ENOUGH_STEPS;
 	out->per_step = 0;
-	if (!m->torch.segments || !n || m->steps < min_steps)
+	if (!m->torch.segments || !n || m->counts.steps < min_steps)
 		return 0;
 	reserved = malloc(n * sizeof(*reserved));
 	if (!reserved)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		reserved[i] = (double)m->step_points[i].reserved_bytes;
-	*out = lw_judge_series(reserved, n, m->step_stride);
+		reserved[i] = (double)m->points.items[i].reserved_bytes;
+	*out = lw_judge_series(reserved, n, m->points.stride);
 	free(reserved);
 	return 0;
 }

@@ -191,8 +191,8 @@ static void infer_steps(struct lw_trace_file *tf)
 	tf->dropped = 0;
 	if (rc < 0 || inferred.anchor == 0)
 		return;
-	tf->model.step_anchor = inferred.anchor;
-	tf->model.steps_inferred = true;
+	tf->model.points.anchor = inferred.anchor;
+	tf->model.points.inferred = true;
 }
 
 int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
@@ -282,15 +282,15 @@ int lw_trace_file_set_rules(struct lw_trace_file *tf,
 	struct lw_model *m = &tf->model;
 
 	tf->report.rules = rules;
-	if (!rules || !rules->suppression_count || !m->site_count ||
-	    m->suppressed_sites)
+	if (!rules || !rules->suppression_count || !m->sites.count ||
+	    m->sites.suppressed)
 		return 0;
-	m->suppressed_sites = calloc(m->site_count, sizeof(bool));
-	if (!m->suppressed_sites)
+	m->sites.suppressed = calloc(m->sites.count, sizeof(bool));
+	if (!m->sites.suppressed)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < m->site_count; i++) {
+	for (uint32_t i = 0; i < m->sites.count; i++) {
 		int rc = lw_site_suppressed(&tf->report, i,
-					    &m->suppressed_sites[i]);
+					    &m->sites.suppressed[i]);
 		if (rc < 0)
 			return rc;
 	}

@@ -48,7 +48,7 @@ int lw_trace_file_analyse(struct lw_trace_file *tf);
 
 /*
  * Gives the report its diagnosis rules (NULL: none) and, when they hold
- * suppressions, marks the sites they match (model.suppressed_sites), so
+ * suppressions, marks the sites they match (model.sites.suppressed), so
  * that every verdict and view leaves them out. Call before any growth
  * verdict. Returns 0 or -ENOMEM.
  */

@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bench-parse: %s\n", res.message);
 			return 1;
 		}
-		events = m.events;
+		events = m.counts.events;
 		if (best == 0 || t < best)
 			best = t;
 		lw_model_fini(&m);

@@ -43,15 +43,15 @@ static void check_totals(const struct lw_model *m, const bool *live,
 			count++;
 		}
 	}
-	for (uint32_t i = 0; i < m->site_count; i++) {
-		site_count += m->sites[i].totals.live_count;
-		site_bytes += m->sites[i].totals.live_bytes;
+	for (uint32_t i = 0; i < m->sites.count; i++) {
+		site_count += m->sites.items[i].totals.live_count;
+		site_bytes += m->sites.items[i].totals.live_bytes;
 	}
 	REQUIRE(m->live.used == count);
 	REQUIRE(lw_model_device_live_bytes(m) == bytes);
 	REQUIRE(lw_model_device_live_count(m) == count);
 	REQUIRE(site_count == count && site_bytes == bytes);
-	REQUIRE(m->peak_bytes >= bytes);
+	REQUIRE(m->peak.bytes >= bytes);
 }
 
 static void test_live_table(void)
@@ -102,8 +102,8 @@ static void test_live_table(void)
 			check_totals(&m, live, sizes);
 	}
 	check_totals(&m, live, sizes);
-	REQUIRE(m.unknown_frees == unknown);
-	REQUIRE(m.reused_live_addresses == reused);
+	REQUIRE(m.counts.unknown_frees == unknown);
+	REQUIRE(m.counts.reused_live_addresses == reused);
 	for (unsigned i = 0; i < POOL; i++) {
 		if (live[i]) {
 			REQUIRE(ops->free(&m, addrs[i]) == 0);
@@ -111,7 +111,7 @@ static void test_live_table(void)
 		}
 	}
 	check_totals(&m, live, sizes);
-	REQUIRE(m.unknown_frees == unknown);
+	REQUIRE(m.counts.unknown_frees == unknown);
 	REQUIRE(m.live.used == 0);
 	lw_model_fini(&m);
 }
@@ -183,8 +183,8 @@ static void test_prefixes(void)
 		REQUIRE(res.truncated == (len < o.len));
 		REQUIRE(res.complete == (len == o.len));
 		REQUIRE(res.end_offset <= len);
-		REQUIRE(m.events >= last_events);
-		last_events = m.events;
+		REQUIRE(m.counts.events >= last_events);
+		last_events = m.counts.events;
 		lw_model_fini(&m);
 	}
 	REQUIRE(last_events == o.events);
@@ -242,7 +242,7 @@ static void test_varints(void)
 	REQUIRE(read_model(o.data, o.len, &m, &res) == 0);
 	REQUIRE(res.complete && !res.truncated);
 	REQUIRE(m.kinds[LW_MEM_DEVICE].bytes_allocated == UINT64_MAX);
-	REQUIRE(m.live.used == 0 && m.unknown_frees == 1);
+	REQUIRE(m.live.used == 0 && m.counts.unknown_frees == 1);
 	lw_model_fini(&m);
 
 	/* No allocation fits at the last address: the trace is corrupt

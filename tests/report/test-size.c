@@ -71,8 +71,8 @@ static void test_series_cap(void)
 		}
 		ok &= ops->step(&m) == 0;
 	}
-	ok &= m.step_point_count == 30 && m.step_stride == 1;
-	ok &= m.series_count == LW_SITE_SERIES_MAX;
+	ok &= m.points.count == 30 && m.points.stride == 1;
+	ok &= m.points.series_count == LW_SITE_SERIES_MAX;
 	ok &= lw_model_growth(&m, LW_DEFAULT_MIN_STEPS, &g) == 0;
 	for (uint32_t i = 0; ok && i < g.site_count; i++) {
 		growing += g.sites[i].verdict == LW_VERDICT_GROWING;
