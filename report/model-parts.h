@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the model's files (model.c, model-points.c, model-phases.c,
+ * model-peak.c) share while a trace is read. Not for renderers: they read
+ * the finished model through model.h's accessors.
+ */
+#ifndef LW_MODEL_PARTS_H
+#define LW_MODEL_PARTS_H
+
+#include "model.h"
+
+/* Makes room for need elements; returns the (maybe moved) array or NULL. */
+void *lw_grow_array(void *array, size_t *capacity, size_t need,
+		    size_t elem_size);
+
+/* The STRING with this id, or NULL. */
+struct lw_string *lw_model_find_string(const struct lw_model *m, uint64_t id);
+
+/* Adds to the share of site in sh (*slot, when not NULL, caches where it
+ * is); takes bytes and one allocation back; frees the shares. */
+int lw_shares_add(struct lw_shares *sh, uint32_t site, uint64_t bytes,
+		  uint64_t count, uint32_t *slot);
+void lw_shares_sub(struct lw_shares *sh, uint32_t site, uint64_t bytes);
+void lw_shares_fini(struct lw_shares *sh);
+
+/* Phases: the open instance with this id (NULL: ended, or too deep); a
+ * new live allocation counted for the innermost open phase; the trace's
+ * PHASE_BEGIN and PHASE_END. */
+struct lw_open_phase *lw_model_open_phase(struct lw_model *m,
+					  uint32_t instance);
+int lw_model_phase_born(struct lw_model *m, struct lw_live *e);
+int lw_model_on_phase_begin(void *ctx, uint64_t string_id);
+int lw_model_on_phase_end(void *ctx);
+
+/* Peak attribution: a free of device memory; the end of a step (before
+ * the step count moves on); the end of the trace. */
+int lw_peak_note_free(struct lw_model *m, const struct lw_live *e);
+int lw_peak_end_step(struct lw_model *m);
+int lw_peak_finish(struct lw_model *m);
+
+/* Takes a step point (the step count is the step just ended). */
+int lw_points_add(struct lw_model *m);
+
+#endif
