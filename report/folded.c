@@ -54,9 +54,10 @@ static int render(struct lw_render_run *run, const struct lw_report *r,
 		size_t n;
 
 		if (t.live_bytes == 0 ||
-		    !lw_mem_kind_is_device(m->sites.items[site].kind))
+		    !lw_mem_kind_is_device(lw_model_site(m, site)->kind))
 			continue;
-		rc = lw_named_stack(r, m->sites.items[site].stack_id, &frames, &n);
+		rc = lw_named_stack(r, lw_model_site(m, site)->stack_id,
+				    &frames, &n);
 		if (rc < 0)
 			break;
 		if (n == 0)

@@ -143,7 +143,8 @@ static int flame_add_site(struct flame *fl, const struct lw_report *r,
 	uint32_t node = 0;
 	int rc;
 
-	rc = lw_named_stack(r, r->model->sites.items[site].stack_id, &frames, &n);
+	rc = lw_named_stack(r, lw_model_site(r->model, site)->stack_id, &frames,
+			    &n);
 	if (rc < 0)
 		return rc;
 	fl->nodes[0].value += bytes;
@@ -190,7 +191,7 @@ static int flame_build(struct flame *fl, const struct lw_report *r)
 	rc = lw_model_live_sites(m, &sites, &count);
 	for (size_t i = 0; rc == 0 && i < count; i++) {
 		struct lw_totals t = lw_model_site_totals(m, sites[i]);
-		unsigned kind = m->sites.items[sites[i]].kind;
+		unsigned kind = lw_model_site(m, sites[i])->kind;
 
 		if (t.live_bytes == 0 || !lw_mem_kind_is_device(kind))
 			continue;
@@ -258,15 +259,17 @@ static void flame_write(FILE *out, struct flame *fl, uint32_t index,
 
 static void put_steps(FILE *out, const struct lw_model *m)
 {
+	const struct lw_peak *peak = lw_model_peak(m);
 	fputs("\"steps\":[", out);
-	for (size_t i = 0; i < m->points.count; i++) {
-		const struct lw_step_point *p = &m->points.items[i];
+	for (size_t i = 0; i < lw_model_point_count(m); i++) {
+		const struct lw_step_point *p = lw_model_point(m, i);
 
 		fprintf(out, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]",
 			i ? "," : "", p->step, p->live_bytes, p->peak_bytes);
 	}
 	fprintf(out, "],\"stride\":%" PRIu64 ",\"peak\":{\"bytes\":%" PRIu64 ",\"step\":%" PRIu64 "},\"total_steps\":%" PRIu64,
-		m->points.stride, m->peak.bytes, m->peak.step, m->counts.steps);
+		lw_model_step_stride(m), peak->bytes, peak->step,
+		lw_model_counts(m)->steps);
 }
 
 static void put_phases(FILE *out, const struct lw_model *m,
@@ -327,7 +330,8 @@ static int choose_line(const struct lw_report *r, uint32_t site,
 		return rc;
 	for (size_t j = 0; j < *count; j++)
 		if (lines[j].location == loc &&
-		    m->sites.items[lines[j].lead].kind == m->sites.items[site].kind)
+		    lw_model_site(m, lines[j].lead)->kind ==
+			    lw_model_site(m, site)->kind)
 			return 0;
 	lines[*count].location = loc;
 	lines[(*count)++].lead = site;
@@ -358,13 +362,13 @@ static int put_site_lines(FILE *out, const struct lw_report *r,
 			   count < HTML_MAX_LINES; i++) {
 		/* Lines that stay flat say nothing of growth. */
 		if (findings->growth.sites[live[i]].verdict != LW_VERDICT_STABLE &&
-		    m->sites.items[live[i]].series != LW_NO_SERIES &&
-		    m->sites.items[live[i]].series != LW_SERIES_UNTRACKED)
+		    lw_model_site(m, live[i])->series != LW_NO_SERIES &&
+		    lw_model_site(m, live[i])->series != LW_SERIES_UNTRACKED)
 			rc = choose_line(r, live[i], lines, &count);
 	}
 	free(live);
-	if (rc == 0 && m->points.count &&
-	    !(points = malloc(m->points.count * sizeof(*points))))
+	if (rc == 0 && lw_model_point_count(m) &&
+	    !(points = malloc(lw_model_point_count(m) * sizeof(*points))))
 		rc = -ENOMEM;
 	fputs(",\"sites\":[", out);
 	for (size_t k = 0; rc == 0 && k < count; k++) {
@@ -377,11 +381,13 @@ static int put_site_lines(FILE *out, const struct lw_report *r,
 		size_t len;
 
 		/* The growth of every site there, not only the chart's. */
-		for (uint32_t s = 0; rc == 0 && s < m->sites.count; s++) {
+		for (uint32_t s = 0; rc == 0 && s < lw_model_site_count(m);
+		     s++) {
 			const struct lw_site_growth *sg = &findings->growth.sites[s];
 			uint32_t loc;
 
-			if (m->sites.items[s].kind != m->sites.items[line->lead].kind ||
+			if (lw_model_site(m, s)->kind !=
+				    lw_model_site(m, line->lead)->kind ||
 			    (rc = lw_location_of(r->locations, s, &loc)) < 0 ||
 			    loc != line->location)
 				continue;
@@ -399,7 +405,7 @@ static int put_site_lines(FILE *out, const struct lw_report *r,
 		free(label);
 		fprintf(out, ",\"verdict\":\"%s\",\"rate\":%.6g,\"sites\":%" PRIu32 ",\"points\":[",
 			lw_verdict_name(verdict), rate, sites ? sites : 1);
-		for (size_t i = 0; i < m->points.count; i++)
+		for (size_t i = 0; i < lw_model_point_count(m); i++)
 			fprintf(out, "%s%" PRIu64, i ? "," : "", points[i]);
 		fputs("]}", out);
 	}
@@ -455,11 +461,13 @@ static void put_summary(FILE *out, const struct lw_report *r,
 			const struct lw_findings *findings)
 {
 	const struct lw_model *m = r->model;
+	const struct lw_peak *peak = lw_model_peak(m);
+	const struct lw_event_counts *counts = lw_model_counts(m);
 	const struct lw_bytes *rank = lw_model_info(m, "rank");
 	char a[LW_SIZE_BUF], b[LW_SIZE_BUF];
 
 	fputs("<h3>The run</h3>\n<dl class=\"lw-summary\">\n<dt>process</dt><dd>", out);
-	fprintf(out, "%" PRIu32 ": <code>", m->meta.header.pid);
+	fprintf(out, "%" PRIu32 ": <code>", lw_model_header(m)->pid);
 	put_command(out, m);
 	fputs("</code></dd>\n", out);
 	if (rank) {
@@ -470,21 +478,22 @@ static void put_summary(FILE *out, const struct lw_report *r,
 	fprintf(out, "<dt>trace</dt><dd>%s, %" PRIu64 " events</dd>\n",
 		r->result->truncated ? "TRUNCATED (the process was killed or is still running)"
 				     : "complete",
-		m->counts.events);
-	fprintf(out, "<dt>steps</dt><dd>%" PRIu64 "</dd>\n", m->counts.steps);
-	fprintf(out, "<dt>peak device memory</dt><dd>%s", lw_format_size(a, m->peak.bytes));
-	if (m->peak.bytes && m->counts.steps)
-		fprintf(out, m->peak.step < m->counts.steps ? " during step %" PRIu64
+		counts->events);
+	fprintf(out, "<dt>steps</dt><dd>%" PRIu64 "</dd>\n", counts->steps);
+	fprintf(out, "<dt>peak device memory</dt><dd>%s",
+		lw_format_size(a, peak->bytes));
+	if (peak->bytes && counts->steps)
+		fprintf(out, peak->step < counts->steps ? " during step %" PRIu64
 						     : " after the last step",
-			m->peak.step);
+			peak->step);
 	fprintf(out, "</dd>\n<dt>live device memory %s</dt><dd>%s in %" PRIu64 " allocations</dd>\n",
-		m->have_program_end ? "when the program's code finished"
+		lw_model_has_program_end(m) ? "when the program's code finished"
 				    : "at the end",
 		lw_format_size(b, lw_model_device_live_bytes(m)),
 		lw_model_device_live_count(m));
 	if (findings->growth.run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS)
 		fprintf(out, "<dt>growth</dt><dd>not enough steps to judge (%" PRIu64 " of %" PRIu64 ")</dd>\n",
-			m->counts.steps, r->min_steps);
+			counts->steps, r->min_steps);
 	else
 		fprintf(out, "<dt>growth</dt><dd class=\"lw-verdict-%s\">%s, %s per step</dd>\n",
 			lw_verdict_name(findings->growth.run.verdict),
@@ -510,7 +519,7 @@ static void put_verdict(FILE *out, const struct lw_report *r,
 		fputs("<strong>No leak found.</strong> ", out);
 	if (run->verdict == LW_VERDICT_NOT_ENOUGH_STEPS)
 		fprintf(out, "Too few steps to judge growth (%" PRIu64 " of %" PRIu64 ").",
-			r->model->counts.steps, r->min_steps);
+			lw_model_counts(r->model)->steps, r->min_steps);
 	else
 		fprintf(out, "Device memory is <span class=\"lw-verdict-%s\">%s</span>, %s per step.",
 			lw_verdict_name(run->verdict),
@@ -581,7 +590,8 @@ static int put_breakdown_stack(FILE *out, const struct lw_report *r,
 	size_t n;
 	int rc;
 
-	rc = lw_named_stack(r, r->model->sites.items[site].stack_id, &frames, &n);
+	rc = lw_named_stack(r, lw_model_site(r->model, site)->stack_id, &frames,
+			    &n);
 	if (rc < 0)
 		return rc;
 	fputs("<ol class=\"lw-stack\">", out);
@@ -622,13 +632,13 @@ static int put_finding_sites(FILE *out, const struct lw_report *r,
 
 	if ((rc = lw_location_of(r->locations, f->site, &loc)) < 0)
 		return rc;
-	if (!(sites = calloc(m->sites.count ? m->sites.count : 1,
+	if (!(sites = calloc(lw_model_site_count(m) ? lw_model_site_count(m) : 1,
 			     sizeof(*sites))))
 		return -ENOMEM;
-	for (uint32_t s = 0; s < m->sites.count; s++) {
+	for (uint32_t s = 0; s < lw_model_site_count(m); s++) {
 		uint32_t at;
 
-		if (m->sites.items[s].kind != m->sites.items[f->site].kind)
+		if (lw_model_site(m, s)->kind != lw_model_site(m, f->site)->kind)
 			continue;
 		if ((rc = lw_location_of(r->locations, s, &at)) < 0)
 			goto out;
@@ -650,7 +660,7 @@ static int put_finding_sites(FILE *out, const struct lw_report *r,
 		struct lw_totals t = lw_model_site_totals(m, sites[i].site);
 		char size[LW_SIZE_BUF], rate[LW_SIZE_BUF];
 
-		uint64_t id = m->sites.items[sites[i].site].stack_id;
+		uint64_t id = lw_model_site(m, sites[i].site)->stack_id;
 
 		/* Named by the stack id, as the JSON's sites are. */
 		fprintf(out, "<li data-lw-site=\"%" PRIu64 "\">stack %" PRIu64 ": %s live in %" PRIu64 " allocation%s, %s per step",

@@ -50,6 +50,7 @@ static void put_bytes_or_null(FILE *out, const struct lw_bytes *b)
 
 static void put_torch(FILE *out, const struct lw_model *m)
 {
+	const struct lw_torch_memory *torch = lw_model_torch(m);
 	struct lw_torch_view t;
 
 	lw_torch_view(m, &t);
@@ -69,9 +70,9 @@ static void put_torch(FILE *out, const struct lw_model *m)
 		     ", \"reserved_bytes_at_end\": %" PRIu64
 		     ", \"peak_allocated_bytes\": %" PRIu64
 		     ", \"peak_reserved_bytes\": %" PRIu64 "}",
-		m->torch.blocks, m->torch.segments, m->torch.allocated_bytes,
-		m->torch.reserved_bytes, m->torch.peak_allocated_bytes,
-		m->torch.peak_reserved_bytes);
+		torch->blocks, torch->segments, torch->allocated_bytes,
+		torch->reserved_bytes, torch->peak_allocated_bytes,
+		torch->peak_reserved_bytes);
 }
 
 static void put_command(FILE *out, const struct lw_model *m)
@@ -246,7 +247,7 @@ static int put_site(FILE *out, const struct lw_report *r,
 						   : NULL;
 	const struct lw_site_growth *sg = &g->sites[site];
 	const struct lw_model *m = r->model;
-	const struct lw_site *s = &m->sites.items[site];
+	const struct lw_site *s = lw_model_site(m, site);
 	struct lw_totals t = lw_model_site_totals(m, site);
 	struct lw_live_count end = lw_model_site_live_at_end(m, site);
 	struct lw_live_count at_mark;
@@ -393,7 +394,7 @@ static int put_locations(FILE *out, const struct lw_report *r,
 		if ((rc = put_site_location(out, r, s->lead)) < 0)
 			break;
 		fprintf(out, ", \"kind\": \"%s\", \"live_bytes\": %" PRIu64 ", \"live_count\": %" PRIu64 ", \"growth_bytes_per_step\": ",
-			lw_kind_name(m->sites.items[s->lead].kind), s->bytes,
+			lw_kind_name(lw_model_site(m, s->lead)->kind), s->bytes,
 			s->count);
 		put_rate(out, s->rate);
 		fprintf(out, ", \"verdict\": \"%s\", \"category\": ",
@@ -407,7 +408,7 @@ static int put_locations(FILE *out, const struct lw_report *r,
 			if (!lw_location_sum_holds(m, s, where[j], sites[j]))
 				continue;
 			fprintf(out, "%s%" PRIu64, sep,
-				m->sites.items[sites[j]].stack_id);
+				lw_model_site(m, sites[j])->stack_id);
 			sep = ", ";
 		}
 		fputs("]}", out);
@@ -431,7 +432,7 @@ static int put_share(FILE *out, const struct lw_report *r,
 		     const struct lw_site_share *sh, bool with_count,
 		     unsigned indent)
 {
-	const struct lw_site *s = &r->model->sites.items[sh->site];
+	const struct lw_site *s = lw_model_site(r->model, sh->site);
 	int rc;
 
 	newline(out, indent);
@@ -489,12 +490,13 @@ static int put_shares(FILE *out, const struct lw_report *r,
 static int put_phases(FILE *out, const struct lw_report *r, unsigned indent)
 {
 	const struct lw_model *m = r->model;
+	const struct lw_trace_meta *meta = lw_model_meta(m);
 	bool first = true;
 	int rc = 0;
 
 	putc('[', out);
-	for (size_t i = 0; i < m->meta.string_count && rc == 0; i++) {
-		const struct lw_string *s = &m->meta.strings[i];
+	for (size_t i = 0; i < meta->string_count && rc == 0; i++) {
+		const struct lw_string *s = &meta->strings[i];
 		const struct lw_phase *ph = lw_model_phase(m, s->id);
 		static const struct lw_phase none;
 
@@ -536,7 +538,7 @@ static int put_lingering(FILE *out, const struct lw_report *r,
 
 static int put_oom(FILE *out, const struct lw_report *r, unsigned indent)
 {
-	const struct lw_oom *o = &r->model->oom;
+	const struct lw_oom *o = lw_model_oom(r->model);
 	int rc;
 
 	if (!o->seen) {
@@ -569,11 +571,12 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 				unsigned indent)
 {
 	const struct lw_model *m = r->model;
+	const struct lw_peak *peak = lw_model_peak(m);
 	uint32_t *sites;
 	size_t count;
 	int rc;
 
-	if (!m->peak.have_worst) {
+	if (!peak->have_worst) {
 		fputs("null", out);
 		return 0;
 	}
@@ -582,22 +585,22 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 		return rc;
 	putc('{', out);
 	put_key(out, indent + 2, "lingering_steps");
-	fprintf(out, "%" PRIu64 ",", m->peak.lingering_steps);
+	fprintf(out, "%" PRIu64 ",", peak->lingering_steps);
 	put_key(out, indent + 2, "at_highest_peak");
-	if ((rc = put_lingering(out, r, &m->peak.worst, indent + 2)) < 0)
+	if ((rc = put_lingering(out, r, &peak->worst, indent + 2)) < 0)
 		goto out;
 	putc(',', out);
 	put_key(out, indent + 2, "most_lingering");
-	if (m->peak.most.bytes == 0)
+	if (peak->most.bytes == 0)
 		fputs("null", out);
-	else if ((rc = put_lingering(out, r, &m->peak.most,
+	else if ((rc = put_lingering(out, r, &peak->most,
 				     indent + 2)) < 0)
 		goto out;
 	putc(',', out);
 	put_key(out, indent + 2, "sites");
 	putc('[', out);
 	for (size_t i = 0; i < count && i < SHARES_MAX && rc == 0; i++) {
-		const struct lw_site *s = &m->sites.items[sites[i]];
+		const struct lw_site *s = lw_model_site(m, sites[i]);
 
 		if (i)
 			putc(',', out);
@@ -685,7 +688,7 @@ static int put_findings(FILE *out, const struct lw_report *r,
 	putc('[', out);
 	for (size_t i = 0; i < d->finding_count && rc == 0; i++) {
 		const struct lw_finding *f = &d->findings[i];
-		const struct lw_site *s = &m->sites.items[f->site];
+		const struct lw_site *s = lw_model_site(m, f->site);
 		const struct lw_string *phase =
 			f->evidence.phase_string
 				? lw_model_string(m, f->evidence.phase_string)
@@ -730,9 +733,10 @@ static int put_findings(FILE *out, const struct lw_report *r,
 
 static void put_failed_allocations(FILE *out, const struct lw_model *m)
 {
+	const struct lw_trace_meta *meta = lw_model_meta(m);
 	putc('[', out);
-	for (size_t i = 0; i < m->meta.failed_kind_count; i++) {
-		const struct lw_failed_allocation *f = &m->meta.failed[i];
+	for (size_t i = 0; i < meta->failed_kind_count; i++) {
+		const struct lw_failed_allocation *f = &meta->failed[i];
 		const char *name = lw_alloc_error_name(f->api, f->error);
 
 		fprintf(out, "%s{\"api\": \"%s\", \"error\": %" PRIu64 ", \"name\": ",
@@ -748,11 +752,12 @@ static void put_failed_allocations(FILE *out, const struct lw_model *m)
 
 static void put_info(FILE *out, const struct lw_model *m, unsigned indent)
 {
+	const struct lw_trace_meta *meta = lw_model_meta(m);
 	bool first = true;
 
 	putc('{', out);
-	for (size_t i = 0; i < m->meta.info_count; i++) {
-		const struct lw_info *info = &m->meta.infos[i];
+	for (size_t i = 0; i < meta->info_count; i++) {
+		const struct lw_info *info = &meta->infos[i];
 		const struct lw_bytes *last;
 
 		/* Only the last value of a key, so that keys are unique. */
@@ -796,8 +801,8 @@ static void put_step_series(FILE *out, const struct lw_model *m,
 			    unsigned indent)
 {
 	putc('[', out);
-	for (size_t i = 0; i < m->points.count; i++) {
-		const struct lw_step_point *p = &m->points.items[i];
+	for (size_t i = 0; i < lw_model_point_count(m); i++) {
+		const struct lw_step_point *p = lw_model_point(m, i);
 
 		if (i)
 			putc(',', out);
@@ -812,7 +817,7 @@ static void put_step_series(FILE *out, const struct lw_model *m,
 			p->lingering_bytes, p->allocated_bytes,
 			p->reserved_bytes, p->peak_reserved_bytes);
 	}
-	if (m->points.count)
+	if (lw_model_point_count(m))
 		newline(out, indent);
 	putc(']', out);
 }
@@ -821,6 +826,9 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 		   bool first)
 {
 	const struct lw_model *m = r->model;
+	const struct lw_peak *peak = lw_model_peak(m);
+	const struct lw_event_counts *counts = lw_model_counts(m);
+	const struct lw_trace_meta *meta = lw_model_meta(m);
 	unsigned in = nested ? 4 : 0, k = in + 2;
 	const char *const *notes;
 	const struct lw_growth_report g = r->analysis->growth;
@@ -844,7 +852,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_str(out, r->path);
 	putc(',', out);
 	put_key(out, k, "pid");
-	fprintf(out, "%" PRIu32 ",", m->meta.header.pid);
+	fprintf(out, "%" PRIu32 ",", lw_model_header(m)->pid);
 	put_key(out, k, "command");
 	put_command(out, m);
 	putc(',', out);
@@ -854,20 +862,20 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_key(out, k, "truncated");
 	fputs(r->result->truncated ? "true," : "false,", out);
 	put_key(out, k, "events");
-	fprintf(out, "%" PRIu64 ",", m->counts.events);
+	fprintf(out, "%" PRIu64 ",", counts->events);
 	put_key(out, k, "allocations");
-	fprintf(out, "%" PRIu64 ",", m->counts.allocations);
+	fprintf(out, "%" PRIu64 ",", counts->allocations);
 	put_key(out, k, "frees");
-	fprintf(out, "%" PRIu64 ",", m->counts.frees);
+	fprintf(out, "%" PRIu64 ",", counts->frees);
 	put_key(out, k, "steps");
-	fprintf(out, "%" PRIu64 ",", m->counts.steps);
+	fprintf(out, "%" PRIu64 ",", counts->steps);
 	put_key(out, k, "live_bytes_at_exit");
 	fprintf(out, "%" PRIu64 ",", lw_model_device_live_bytes(m));
 	put_key(out, k, "live_count_at_exit");
 	fprintf(out, "%" PRIu64 ",", lw_model_device_live_count(m));
 	put_key(out, k, "peak");
 	fprintf(out, "{\"bytes\": %" PRIu64 ", \"step\": %" PRIu64 "},",
-		m->peak.bytes, m->peak.step);
+		peak->bytes, peak->step);
 	put_key(out, k, "kinds");
 	putc('{', out);
 	for (unsigned kind = 1; kind <= LW_MEM_KIND_MAX; kind++) {
@@ -881,9 +889,9 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	newline(out, k);
 	fputs("},", out);
 	put_key(out, k, "unknown_frees");
-	fprintf(out, "%" PRIu64 ",", m->counts.unknown_frees);
+	fprintf(out, "%" PRIu64 ",", counts->unknown_frees);
 	put_key(out, k, "warnings");
-	put_string_list(out, m->meta.warnings, NULL, m->meta.warning_count, k);
+	put_string_list(out, meta->warnings, NULL, meta->warning_count, k);
 	putc(',', out);
 	put_key(out, k, "sites");
 	putc('[', out);
@@ -907,7 +915,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_key(out, k, "dropped_events");
 	fprintf(out, "%" PRIu64 ",", lw_model_dropped(m));
 	put_key(out, k, "reused_live_addresses");
-	fprintf(out, "%" PRIu64 ",", m->counts.reused_live_addresses);
+	fprintf(out, "%" PRIu64 ",", counts->reused_live_addresses);
 	put_key(out, k, "phases");
 	if ((rc = put_phases(out, r, k)) < 0)
 		return rc;
@@ -920,7 +928,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_string_list(out, NULL, notes, note_count, k);
 	putc(',', out);
 	put_key(out, k, "report_point");
-	fputs(m->have_program_end ? "\"program_end\"," : "\"end\",", out);
+	fputs(lw_model_has_program_end(m) ? "\"program_end\"," : "\"end\",", out);
 	put_key(out, k, "live_bytes_at_end");
 	fprintf(out, "%" PRIu64 ",", lw_model_device_live_bytes_at_end(m));
 	put_key(out, k, "live_count_at_end");
@@ -929,7 +937,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_bytes_or_null(out, lw_model_info(m, "python"));
 	putc(',', out);
 	put_key(out, k, "program_end");
-	if (m->have_program_end)
+	if (lw_model_has_program_end(m))
 		fprintf(out, "{\"bytes\": %" PRIu64 ", \"count\": %" PRIu64 "}",
 			lw_model_device_live_bytes(m),
 			lw_model_device_live_count(m));
@@ -940,7 +948,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_step_series(out, m, k);
 	putc(',', out);
 	put_key(out, k, "step_series_stride");
-	fprintf(out, "%" PRIu64 ",", m->points.stride);
+	fprintf(out, "%" PRIu64 ",", lw_model_step_stride(m));
 	put_key(out, k, "growth_bytes_per_step");
 	put_rate(out, g.run.per_step);
 	putc(',', out);
@@ -955,7 +963,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 		return rc;
 	putc(',', out);
 	put_key(out, k, "gc_passes");
-	fprintf(out, "%" PRIu64 ",", m->counts.gc_passes);
+	fprintf(out, "%" PRIu64 ",", counts->gc_passes);
 	put_key(out, k, "findings");
 	if ((rc = put_findings(out, r, &d, k)) < 0)
 		return rc;
@@ -966,7 +974,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_torch(out, m);
 	putc(',', out);
 	put_key(out, k, "failed_allocations");
-	fprintf(out, "%" PRIu64 ",", m->meta.failed_allocations);
+	fprintf(out, "%" PRIu64 ",", meta->failed_allocations);
 	put_key(out, k, "failed_allocation_errors");
 	put_failed_allocations(out, m);
 	putc(',', out);

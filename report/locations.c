@@ -23,7 +23,7 @@ static uint64_t label_hash(const char *s, size_t len)
 
 int lw_locations_init(struct lw_locations *l, const struct lw_report *r)
 {
-	uint32_t sites = r->model->sites.count;
+	uint32_t sites = lw_model_site_count(r->model);
 
 	memset(l, 0, sizeof(*l));
 	l->report = r;
@@ -166,7 +166,7 @@ int lw_locations_sum(struct lw_locations *l, const uint32_t *sites,
 		goto out;
 	memset(slot, 0xff, l->count * KINDS * sizeof(*slot));
 	for (size_t i = 0; i < n; i++) {
-		unsigned kind = l->report->model->sites.items[sites[i]].kind;
+		unsigned kind = lw_model_site(l->report->model, sites[i])->kind;
 		size_t key = (size_t)locs[i] * KINDS +
 			     (kind < KINDS ? kind : 0);
 		struct lw_location_sum *s;
@@ -224,22 +224,22 @@ int lw_location_series(struct lw_locations *l, uint32_t lead, uint64_t *points,
 	int rc;
 
 	*sites = 0;
-	memset(points, 0, m->points.count * sizeof(*points));
+	memset(points, 0, lw_model_point_count(m) * sizeof(*points));
 	if ((rc = lw_location_of(l, lead, &where)) < 0)
 		return rc;
-	for (uint32_t s = 0; s < m->sites.count; s++) {
+	for (uint32_t s = 0; s < lw_model_site_count(m); s++) {
 		uint32_t loc;
 
-		if (m->sites.items[s].kind != m->sites.items[lead].kind ||
-		    m->sites.items[s].series == LW_NO_SERIES ||
-		    m->sites.items[s].series == LW_SERIES_UNTRACKED)
+		if (lw_model_site(m, s)->kind != lw_model_site(m, lead)->kind ||
+		    lw_model_site(m, s)->series == LW_NO_SERIES ||
+		    lw_model_site(m, s)->series == LW_SERIES_UNTRACKED)
 			continue;
 		if ((rc = lw_location_of(l, s, &loc)) < 0)
 			return rc;
 		if (loc != where)
 			continue;
 		(*sites)++;
-		for (size_t i = 0; i < m->points.count; i++) {
+		for (size_t i = 0; i < lw_model_point_count(m); i++) {
 			struct lw_live_count c;
 
 			if (lw_model_site_at_point(m, s, i, &c))

@@ -610,6 +610,91 @@ static inline bool lw_model_site_suppressed(const struct lw_model *model,
 	       model->sites.suppressed[site];
 }
 
+/*
+ * Accessors: renderers read the finished model through these, never its
+ * members. Sub-structures come back const: what they hold is documented
+ * with them above.
+ */
+static inline const struct lw_trace_header *
+lw_model_header(const struct lw_model *m)
+{
+	return &m->meta.header;
+}
+
+static inline const struct lw_trace_meta *
+lw_model_meta(const struct lw_model *m)
+{
+	return &m->meta;
+}
+
+static inline const struct lw_event_counts *
+lw_model_counts(const struct lw_model *m)
+{
+	return &m->counts;
+}
+
+static inline uint32_t lw_model_site_count(const struct lw_model *m)
+{
+	return m->sites.count;
+}
+
+/* Site site (< lw_model_site_count()). */
+static inline const struct lw_site *lw_model_site(const struct lw_model *m,
+						   uint32_t site)
+{
+	return &m->sites.items[site];
+}
+
+/* The step series: its points, the steps between two, whether the steps
+ * were inferred from the allocation pattern. */
+static inline size_t lw_model_point_count(const struct lw_model *m)
+{
+	return m->points.count;
+}
+
+static inline const struct lw_step_point *
+lw_model_point(const struct lw_model *m, size_t i)
+{
+	return &m->points.items[i];
+}
+
+static inline uint64_t lw_model_step_stride(const struct lw_model *m)
+{
+	return m->points.stride;
+}
+
+static inline bool lw_model_steps_inferred(const struct lw_model *m)
+{
+	return m->points.inferred;
+}
+
+static inline const struct lw_phase_table *
+lw_model_phases(const struct lw_model *m)
+{
+	return &m->phases;
+}
+
+static inline const struct lw_peak *lw_model_peak(const struct lw_model *m)
+{
+	return &m->peak;
+}
+
+static inline bool lw_model_has_program_end(const struct lw_model *m)
+{
+	return m->have_program_end;
+}
+
+static inline const struct lw_torch_memory *
+lw_model_torch(const struct lw_model *m)
+{
+	return &m->torch;
+}
+
+static inline const struct lw_oom *lw_model_oom(const struct lw_model *m)
+{
+	return &m->oom;
+}
+
 /* "device", "managed", "pinned_host", "host_registered". */
 const char *lw_kind_name(unsigned kind);
 

@@ -63,12 +63,12 @@ static void put_process_name(FILE *out, struct perfetto_state *st,
 		for (size_t i = 0; i < cmdline->len; i++)
 			putc(cmdline->data[i] ? cmdline->data[i] : ' ', s);
 	} else {
-		fprintf(s, "pid %" PRIu32, m->meta.header.pid);
+		fprintf(s, "pid %" PRIu32, lw_model_header(m)->pid);
 	}
 	if (fclose(s) == 0) {
 		event_sep(out, st);
 		fprintf(out, "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %" PRIu32 ", \"args\": {\"name\": ",
-			m->meta.header.pid);
+			lw_model_header(m)->pid);
 		/* Trailing space of a NUL-terminated command line. */
 		while (len && text[len - 1] == ' ')
 			len--;
@@ -113,7 +113,7 @@ static int put_finding(FILE *out, struct perfetto_state *st,
 		       const struct lw_timeline *t,
 		       const struct lw_report_finding *f)
 {
-	uint32_t pid = r->model->meta.header.pid;
+	uint32_t pid = lw_model_header(r->model)->pid;
 	char rate[LW_SIZE_BUF], *label = NULL;
 	size_t len = 0;
 
@@ -150,11 +150,11 @@ static int perfetto_report(struct lw_render_run *run,
 	const struct lw_report_options *options = run->options;
 	struct perfetto_state *st = run->state;
 	const struct lw_model *m = r->model;
-	uint32_t pid = m->meta.header.pid;
+	uint32_t pid = lw_model_header(m)->pid;
 	struct lw_timeline t;
 	struct lw_findings findings;
 	uint64_t *series = NULL;
-	size_t points;
+	size_t points, all_points;
 	int rc;
 
 	(void)options;
@@ -171,23 +171,23 @@ static int perfetto_report(struct lw_render_run *run,
 	put_thread_name(out, st, pid, 2, "phases");
 	put_thread_name(out, st, pid, 3, "findings");
 
-	points = t.step_count < m->points.count ? t.step_count
-						    : m->points.count;
+	points = t.step_count < lw_model_point_count(m) ? t.step_count
+						    : lw_model_point_count(m);
 	put_counter(out, st, pid, "device memory", t.start_ns, 0);
 	for (size_t i = 0; i < points; i++)
 		put_counter(out, st, pid, "device memory", t.step_ns[i],
-			    m->points.items[i].live_bytes);
+			    lw_model_point(m, i)->live_bytes);
 	put_counter(out, st, pid, "device memory", t.end_ns,
 		    lw_model_device_live_bytes_at_end(m));
 
 	for (size_t i = 0; i < points; i++) {
-		const struct lw_step_point *p = &m->points.items[i];
+		const struct lw_step_point *p = lw_model_point(m, i);
 		uint64_t begin = i ? t.step_ns[i - 1] : t.start_ns;
 
 		put_slice_head(out, st, pid, 1, begin, t.step_ns[i]);
-		if (m->points.stride > 1)
+		if (lw_model_step_stride(m) > 1)
 			fprintf(out, ", \"name\": \"steps %" PRIu64 "-%" PRIu64 "\"",
-				p->step - m->points.stride + 1, p->step);
+				p->step - lw_model_step_stride(m) + 1, p->step);
 		else
 			fprintf(out, ", \"name\": \"step %" PRIu64 "\"", p->step);
 		fprintf(out, ", \"args\": {\"live_bytes\": %" PRIu64 ", \"peak_bytes\": %" PRIu64 "}}",
@@ -209,9 +209,9 @@ static int perfetto_report(struct lw_render_run *run,
 	}
 
 	/* A counter per finding: its location's sites summed. */
-	series = m->points.count
-			 ? malloc(m->points.count * sizeof(*series)) : NULL;
-	if (m->points.count && !series) {
+	all_points = lw_model_point_count(m);
+	series = all_points ? malloc(all_points * sizeof(*series)) : NULL;
+	if (all_points && !series) {
 		rc = -ENOMEM;
 		goto out;
 	}

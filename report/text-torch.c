@@ -13,6 +13,7 @@
 /* What PyTorch's allocator lets the trace see, when PyTorch was loaded. */
 void lw_put_torch_text(FILE *out, const struct lw_model *m)
 {
+	const struct lw_torch_memory *torch = lw_model_torch(m);
 	struct lw_torch_view t;
 
 	lw_torch_view(m, &t);
@@ -41,10 +42,10 @@ void lw_put_torch_text(FILE *out, const struct lw_model *m)
 			     "  allocated (tensors): %s at the end, %s at the "
 			     "peak; reserved (segments): %s at the end, %s at "
 			     "the peak\n",
-			lw_format_size(a, m->torch.allocated_bytes),
-			lw_format_size(pa, m->torch.peak_allocated_bytes),
-			lw_format_size(r, m->torch.reserved_bytes),
-			lw_format_size(pr, m->torch.peak_reserved_bytes));
+			lw_format_size(a, torch->allocated_bytes),
+			lw_format_size(pa, torch->peak_allocated_bytes),
+			lw_format_size(r, torch->reserved_bytes),
+			lw_format_size(pr, torch->peak_reserved_bytes));
 		return;
 	}
 	if (t.tensors_visible) {
@@ -82,7 +83,7 @@ static int put_oom_shares(FILE *out, const struct lw_report *r,
 
 int lw_put_oom_text(FILE *out, const struct lw_report *r, size_t top)
 {
-	const struct lw_oom *o = &r->model->oom;
+	const struct lw_oom *o = lw_model_oom(r->model);
 	char a[LW_SIZE_BUF], b[LW_SIZE_BUF], c[LW_SIZE_BUF];
 	int rc;
 

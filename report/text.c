@@ -85,13 +85,15 @@ static void put_command(FILE *out, const struct lw_model *m)
 
 static void put_phases(FILE *out, const struct lw_model *m)
 {
+	const struct lw_phase_table *phases = lw_model_phases(m);
+	const struct lw_trace_meta *meta = lw_model_meta(m);
 	bool first = true;
 
-	if (m->phases.begins == 0 && m->phases.unbalanced_ends == 0)
+	if (phases->begins == 0 && phases->unbalanced_ends == 0)
 		return;
 	fputs("  phases:", out);
-	for (size_t i = 0; i < m->meta.string_count; i++) {
-		const struct lw_string *s = &m->meta.strings[i];
+	for (size_t i = 0; i < meta->string_count; i++) {
+		const struct lw_string *s = &meta->strings[i];
 
 		if (!s->phase_begins)
 			continue;
@@ -100,16 +102,16 @@ static void put_phases(FILE *out, const struct lw_model *m)
 		fprintf(out, " (%" PRIu64 ")", s->phase_begins);
 		first = false;
 	}
-	if (m->phases.unnamed_begins)
+	if (phases->unnamed_begins)
 		fprintf(out, "%s(unnamed) (%" PRIu64 ")", first ? " " : ", ",
-			m->phases.unnamed_begins);
-	if (m->phases.depth)
+			phases->unnamed_begins);
+	if (phases->depth)
 		fprintf(out, "; %" PRIu64 " still open at the end",
-			m->phases.depth);
-	if (m->phases.unbalanced_ends)
+			phases->depth);
+	if (phases->unbalanced_ends)
 		fprintf(out, "; %" PRIu64 " unbalanced phase end%s",
-			m->phases.unbalanced_ends,
-			m->phases.unbalanced_ends == 1 ? "" : "s");
+			phases->unbalanced_ends,
+			phases->unbalanced_ends == 1 ? "" : "s");
 	putc('\n', out);
 }
 
@@ -120,14 +122,15 @@ static const char *const kind_labels[] = {
 /* Allocation calls that failed: how many, which errors, which runtime. */
 static void put_failed_allocations(FILE *out, const struct lw_model *m)
 {
+	const struct lw_trace_meta *meta = lw_model_meta(m);
 	const struct lw_bytes *cudart = lw_model_info(m, "cudart");
 
-	if (!m->meta.failed_allocations)
+	if (!meta->failed_allocations)
 		return;
-	fprintf(out, "  FAILED allocations: %" PRIu64 "%s:", m->meta.failed_allocations,
-		m->counts.allocations ? "" : " (none succeeded: nothing here was judged)");
-	for (size_t i = 0; i < m->meta.failed_kind_count; i++) {
-		const struct lw_failed_allocation *f = &m->meta.failed[i];
+	fprintf(out, "  FAILED allocations: %" PRIu64 "%s:", meta->failed_allocations,
+		lw_model_counts(m)->allocations ? "" : " (none succeeded: nothing here was judged)");
+	for (size_t i = 0; i < meta->failed_kind_count; i++) {
+		const struct lw_failed_allocation *f = &meta->failed[i];
 		const char *name = lw_alloc_error_name(f->api, f->error);
 
 		fprintf(out, "%s %s returned %s%s%" PRIu64 "%s %" PRIu64 " time%s",
@@ -146,6 +149,9 @@ static void put_summary(FILE *out, const struct lw_report *r,
 			const char *when)
 {
 	const struct lw_model *m = r->model;
+	const struct lw_peak *peak = lw_model_peak(m);
+	const struct lw_event_counts *counts = lw_model_counts(m);
+	const struct lw_trace_meta *meta = lw_model_meta(m);
 	const struct lw_trace_result *res = r->result;
 	uint64_t live = lw_model_device_live_bytes(m);
 	uint64_t count = lw_model_device_live_count(m);
@@ -154,7 +160,7 @@ static void put_summary(FILE *out, const struct lw_report *r,
 
 	fputs("leakwatch: leak report for ", out);
 	lw_put_text_str(out, r->path);
-	fprintf(out, "\n  process %" PRIu32 ": ", m->meta.header.pid);
+	fprintf(out, "\n  process %" PRIu32 ": ", lw_model_header(m)->pid);
 	put_command(out, m);
 	putc('\n', out);
 	if ((python = lw_model_info(m, "python"))) {
@@ -170,19 +176,19 @@ static void put_summary(FILE *out, const struct lw_report *r,
 	lw_put_torch_text(out, m);
 	if (res->truncated)
 		fprintf(out, "  trace: TRUNCATED: the trace ends early (process killed or still running); showing %" PRIu64 " events up to the last flush\n",
-			m->counts.events);
+			counts->events);
 	else
-		fprintf(out, "  trace: complete, %" PRIu64 " events\n", m->counts.events);
+		fprintf(out, "  trace: complete, %" PRIu64 " events\n", counts->events);
 	if (res->zero_tail)
 		fprintf(out, "  (the last %zu bytes of the file are zeros that were never written)\n",
 			res->zero_tail);
 	if (lw_model_dropped(m))
 		fprintf(out, "  dropped events: %" PRIu64 " (the shim could not record them: the numbers below may be off)\n",
 			lw_model_dropped(m));
-	fprintf(out, "  steps: %" PRIu64, m->counts.steps);
-	if (m->points.inferred)
+	fprintf(out, "  steps: %" PRIu64, counts->steps);
+	if (lw_model_steps_inferred(m))
 		fputs(" (inferred from the loop's repeating allocations)", out);
-	else if (m->counts.steps)
+	else if (counts->steps)
 		fprintf(out, " (marked by %s)",
 			strcmp(lw_model_step_source(m), "optimizer") == 0
 				? "optimizer steps" : "the program");
@@ -192,17 +198,17 @@ static void put_summary(FILE *out, const struct lw_report *r,
 	put_phases(out, m);
 
 	fprintf(out, "  peak device memory: %s (%" PRIu64 " bytes)",
-		lw_format_size(size, m->peak.bytes), m->peak.bytes);
-	if (m->peak.bytes && m->counts.steps) {
-		if (m->peak.step < m->counts.steps)
-			fprintf(out, " during step %" PRIu64, m->peak.step);
+		lw_format_size(size, peak->bytes), peak->bytes);
+	if (peak->bytes && counts->steps) {
+		if (peak->step < counts->steps)
+			fprintf(out, " during step %" PRIu64, peak->step);
 		else
 			fputs(" after the last step", out);
 	}
 	fprintf(out, "\n  live device memory %s: %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s\n",
 		when, lw_format_size(size, live), live, count,
 		count == 1 ? "" : "s");
-	if (m->have_program_end) {
+	if (lw_model_has_program_end(m)) {
 		live = lw_model_device_live_bytes_at_end(m);
 		count = lw_model_device_live_count_at_end(m);
 		fprintf(out, "  live device memory %s: %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s\n",
@@ -220,15 +226,15 @@ static void put_summary(FILE *out, const struct lw_report *r,
 			kind_labels[k], lw_format_size(size, t.live_bytes),
 			t.live_count);
 	}
-	fprintf(out, "\n  unknown frees: %" PRIu64 "%s\n", m->counts.unknown_frees,
-		m->counts.unknown_frees ? " (memory allocated before tracing began, or freed twice)" : "");
+	fprintf(out, "\n  unknown frees: %" PRIu64 "%s\n", counts->unknown_frees,
+		counts->unknown_frees ? " (memory allocated before tracing began, or freed twice)" : "");
 	put_failed_allocations(out, m);
-	if (m->counts.reused_live_addresses)
+	if (counts->reused_live_addresses)
 		fprintf(out, "  allocations at a still-live address: %" PRIu64 " (their free was not seen; counted as freed)\n",
-			m->counts.reused_live_addresses);
-	for (size_t i = 0; i < m->meta.warning_count; i++) {
+			counts->reused_live_addresses);
+	for (size_t i = 0; i < meta->warning_count; i++) {
 		fputs("  warning from the shim: ", out);
-		lw_put_text(out, m->meta.warnings[i].data, m->meta.warnings[i].len);
+		lw_put_text(out, meta->warnings[i].data, meta->warnings[i].len);
 		putc('\n', out);
 	}
 }
@@ -350,9 +356,9 @@ static void put_site_header(FILE *out, const struct lw_report *r, size_t rank,
 	fprintf(out, "  #%zu %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s (%s), %" PRIu64 " made here",
 		rank, lw_format_size(size, t.live_bytes), t.live_bytes,
 		t.live_count, t.live_count == 1 ? "" : "s",
-		kind_labels[m->sites.items[site].kind], t.allocations);
+		kind_labels[lw_model_site(m, site)->kind], t.allocations);
 	/* The exit view too, where finalization changed it. */
-	if (m->have_program_end && (end.live_bytes != t.live_bytes ||
+	if (lw_model_has_program_end(m) && (end.live_bytes != t.live_bytes ||
 				    end.live_count != t.live_count)) {
 		const char *when = r->result->truncated
 					   ? "at the end of the trace"
@@ -451,7 +457,7 @@ static int put_location_entry(FILE *out, const struct lw_report *r,
 			made += lw_model_site_totals(m, sites[i]).allocations;
 	fprintf(out, "  #%zu %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s (%s), %" PRIu64 " made here, from %" PRIu32 " sites (stacks)\n",
 		rank, lw_format_size(size, sum->bytes), sum->bytes, sum->count,
-		sum->count == 1 ? "" : "s", kind_labels[m->sites.items[sum->lead].kind],
+		sum->count == 1 ? "" : "s", kind_labels[lw_model_site(m, sum->lead)->kind],
 		made, sum->sites);
 	if ((rc = put_site_stack(out, r, sum->lead, options->frames)) < 0)
 		return rc;
@@ -518,6 +524,7 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 		      bool sites_breakdown)
 {
 	const struct lw_model *m = r->model;
+	const struct lw_event_counts *counts = lw_model_counts(m);
 	const struct lw_growth_report g = r->analysis->growth;
 	char rate[LW_SIZE_BUF], per10k[LW_SIZE_BUF];
 	struct lw_location_sum *sums = NULL;
@@ -525,9 +532,9 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 	size_t count = 0, shown, nsums = 0;
 	int rc;
 
-	if (m->counts.steps == 0)
+	if (counts->steps == 0)
 		return 0;
-	if (m->meta.failed_allocations && !m->counts.allocations) {
+	if (lw_model_meta(m)->failed_allocations && !counts->allocations) {
 		fputs("\nGrowth: not judged: every CUDA allocation failed (see FAILED allocations above)\n",
 		      out);
 		return 0;
@@ -538,7 +545,7 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 	putc('\n', out);
 	if (g.run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS) {
 		fprintf(out, "Growth: not enough steps to judge (%" PRIu64 " step%s, at least %" PRIu64 " needed)\n",
-			m->counts.steps, m->counts.steps == 1 ? "" : "s", r->min_steps);
+			counts->steps, counts->steps == 1 ? "" : "s", r->min_steps);
 		goto out;
 	}
 	/* Only growth that goes on is extrapolated: a plateau's rate is
@@ -548,14 +555,14 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 			lw_verdict_name(g.run.verdict),
 			lw_format_rate(rate, g.run.per_step),
 			lw_format_rate(per10k, g.run.per_step * 10000),
-			m->points.stride > 1 ? " (series downsampled)" : "");
+			lw_model_step_stride(m) > 1 ? " (series downsampled)" : "");
 	else
 		fprintf(out, "Growth: %s; device memory %s per step%s, not growing on%s\n",
 			lw_verdict_name(g.run.verdict),
 			lw_format_rate(rate, g.run.per_step),
 			g.run.verdict == LW_VERDICT_PLATEAU
 				? " while it rose, then it stopped" : "",
-			m->points.stride > 1 ? " (series downsampled)" : "");
+			lw_model_step_stride(m) > 1 ? " (series downsampled)" : "");
 	if (count == 0)
 		fputs("  no site grows from step to step\n", out);
 	if ((rc = growth_by_location(r, &g, sites, count, &sums, &nsums)) < 0)
@@ -568,7 +575,7 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 			i + 1, lw_format_rate(rate, s->rate),
 			lw_format_rate(per10k, s->rate * 10000),
 			s->count_rate, s->count_rate == 1 ? "" : "s",
-			kind_labels[m->sites.items[s->lead].kind]);
+			kind_labels[lw_model_site(m, s->lead)->kind]);
 		if (s->sites > 1)
 			fprintf(out, ", from %" PRIu32 " sites", s->sites);
 		putc('\n', out);
@@ -636,7 +643,7 @@ static int put_phase_sites(FILE *out, const struct lw_report *r,
 		fprintf(out, "  #%zu %s (%" PRIu64 " bytes) in %" PRIu64 " allocation%s (%s)",
 			k + 1, lw_format_size(size, s->bytes), s->bytes,
 			s->count, s->count == 1 ? "" : "s",
-			kind_labels[m->sites.items[s->lead].kind]);
+			kind_labels[lw_model_site(m, s->lead)->kind]);
 		if (s->sites > 1)
 			fprintf(out, ", from %" PRIu32 " sites", s->sites);
 		putc('\n', out);
@@ -655,11 +662,12 @@ static int put_phase_survivors(FILE *out, const struct lw_report *r,
 			       size_t top)
 {
 	const struct lw_model *m = r->model;
+	const struct lw_phase_table *phases = lw_model_phases(m);
 	char size[LW_SIZE_BUF];
 	int rc = 0;
 
-	for (size_t i = 0; i < m->phases.count && rc == 0; i++) {
-		const struct lw_phase *ph = &m->phases.items[i];
+	for (size_t i = 0; i < phases->count && rc == 0; i++) {
+		const struct lw_phase *ph = &phases->items[i];
 		const struct lw_string *name = lw_model_string(m, ph->string_id);
 
 		if (ph->surviving_count == 0 || !name)
@@ -680,7 +688,7 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 				size_t top)
 {
 	const struct lw_model *m = r->model;
-	const struct lw_lingering *w = &m->peak.worst;
+	const struct lw_lingering *w = &lw_model_peak(m)->worst;
 	char size[LW_SIZE_BUF], peak[LW_SIZE_BUF];
 	struct lw_location_sum *sums = NULL;
 	uint64_t *most = NULL;
@@ -688,7 +696,7 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 	size_t count, shown, nsums = 0;
 	int rc;
 
-	if (m->peak.lingering_steps == 0)
+	if (lw_model_peak(m)->lingering_steps == 0)
 		return 0;
 	rc = lw_model_lingering_sites(m, &sites, &count);
 	if (rc < 0)
@@ -700,7 +708,7 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 		goto out;
 	}
 	for (size_t i = 0; i < count; i++)
-		most[i] = m->sites.items[sites[i]].lingering_max;
+		most[i] = lw_model_site(m, sites[i])->lingering_max;
 	/* One entry per location: the most each site added to one peak,
 	 * summed (at most that together), at the most peaks any of them. */
 	rc = lw_locations_sum(r->locations, sites, NULL, NULL, most, NULL,
@@ -715,10 +723,13 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 		for (size_t i = 0; i < count; i++)
 			if (lw_location_sum_holds(m, &sums[k], where[i],
 						  sites[i]) &&
-			    m->sites.items[sites[i]].lingering_steps > sums[k].count)
-				sums[k].count = m->sites.items[sites[i]].lingering_steps;
+			    lw_model_site(m, sites[i])->lingering_steps >
+				    sums[k].count)
+				sums[k].count =
+					lw_model_site(m, sites[i])->lingering_steps;
 	fprintf(out, "\nPeak attribution: at %" PRIu64 " of %" PRIu64 " step peaks, memory from an earlier step was still live (freed within %d steps)\n",
-		m->peak.lingering_steps, m->counts.steps, LW_LINGER_STEPS);
+		lw_model_peak(m)->lingering_steps, lw_model_counts(m)->steps,
+		LW_LINGER_STEPS);
 	fprintf(out, "  at the highest step peak (step %" PRIu64 ", %s): %s from earlier steps\n",
 		w->step, lw_format_size(peak, w->peak_bytes),
 		lw_format_size(size, w->bytes));
@@ -729,7 +740,7 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 		fprintf(out, "  #%zu lingering at %" PRIu64 " step peak%s, up to %s (%" PRIu64 " bytes) at one (%s)",
 			i + 1, s->count, s->count == 1 ? "" : "s",
 			lw_format_size(size, s->bytes), s->bytes,
-			kind_labels[m->sites.items[s->lead].kind]);
+			kind_labels[lw_model_site(m, s->lead)->kind]);
 		if (s->sites > 1)
 			fprintf(out, ", from %" PRIu32 " sites", s->sites);
 		putc('\n', out);
@@ -903,7 +914,7 @@ int lw_render_text(FILE *out, const struct lw_report *r,
 		   const struct lw_report_options *options)
 {
 	const struct lw_model *m = r->model;
-	const char *when = m->have_program_end
+	const char *when = lw_model_has_program_end(m)
 				   ? "when the program's code finished"
 			   : r->result->truncated ? "at the end of the trace"
 						  : "at exit";
