@@ -191,29 +191,17 @@ static int compare_growth(const void *a, const void *b, void *report)
 	return (x > y) - (x < y);
 }
 
+static bool grows(const void *report, uint32_t site)
+{
+	const struct lw_growth_report *r = report;
+
+	return r->sites[site].verdict == LW_VERDICT_GROWING &&
+	       !r->sites[site].suppressed;
+}
+
 int lw_growing_sites(const struct lw_growth_report *r, uint32_t **out,
 		     size_t *count)
 {
-	uint32_t *sites = NULL;
-	size_t n = 0;
-
-	for (uint32_t i = 0; i < r->site_count; i++)
-		n += r->sites[i].verdict == LW_VERDICT_GROWING &&
-		     !r->sites[i].suppressed;
-	*out = NULL;
-	*count = 0;
-	if (!n)
-		return 0;
-	sites = malloc(n * sizeof(*sites));
-	if (!sites)
-		return -ENOMEM;
-	n = 0;
-	for (uint32_t i = 0; i < r->site_count; i++)
-		if (r->sites[i].verdict == LW_VERDICT_GROWING &&
-		    !r->sites[i].suppressed)
-			sites[n++] = i;
-	qsort_r(sites, n, sizeof(*sites), compare_growth, (void *)r);
-	*out = sites;
-	*count = n;
-	return 0;
+	return lw_select_sites(r->site_count, grows, compare_growth, r, out,
+			       count);
 }

@@ -80,13 +80,15 @@ int lw_held_by(const struct lw_report *r, uint32_t site,
 		if (!rc)
 			continue;
 		for (size_t j = 0; j < out->count && !seen; j++)
-			seen = same_text(m, out->items[j]->path, h->path) &&
-			       same_text(m, out->items[j]->root, h->root);
+			seen = same_text(m, out->items[j].holder->path,
+					 h->path) &&
+			       same_text(m, out->items[j].holder->root,
+					 h->root);
 		if (seen)
 			continue;
 		/* Among equals, the one found first (met last) goes first. */
 		at = out->count;
-		while (at > 0 && !before(out->items[at - 1], h))
+		while (at > 0 && !before(out->items[at - 1].holder, h))
 			at--;
 		if (at == LW_HELD_BY_MAX)
 			continue;
@@ -94,7 +96,13 @@ int lw_held_by(const struct lw_report *r, uint32_t site,
 			out->count++;
 		memmove(&out->items[at + 1], &out->items[at],
 			(out->count - 1 - at) * sizeof(out->items[0]));
-		out->items[at] = h;
+		out->items[at].holder = h;
+	}
+	for (size_t i = 0; i < out->count; i++) {
+		struct lw_held *e = &out->items[i];
+
+		e->path = lw_holder_text(m, e->holder->path, &e->path_len);
+		e->root = lw_holder_text(m, e->holder->root, &e->root_len);
 	}
 	return 0;
 }

@@ -16,8 +16,15 @@
 /* Holders shown for one finding at most. */
 #define LW_HELD_BY_MAX 3
 
+/* A holder as every view shows it: its record, its path and root. */
+struct lw_held {
+	const struct lw_holder *holder;
+	const char *path, *root;	/* lw_holder_text() of each */
+	size_t path_len, root_len;
+};
+
 struct lw_held_by {
-	const struct lw_holder *items[LW_HELD_BY_MAX];
+	struct lw_held items[LW_HELD_BY_MAX];
 	size_t count;
 	/* A search ran out of its time budget: more may hold it. */
 	bool cut;

@@ -534,22 +534,19 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 	const struct lw_model *m = r->model;
 	struct lw_held_by held;
 	char fix[512];
-	size_t len;
-	const char *text;
 	int rc = lw_held_by(r, site, &held);
 
 	if (rc < 0 || held.count == 0)
 		return rc;
 	fputs("<div class=\"lw-held\">Held by: ", out);
 	for (size_t i = 0; i < held.count; i++) {
-		const struct lw_holder *h = held.items[i];
+		const struct lw_held *e = &held.items[i];
+		const struct lw_holder *h = e->holder;
 
 		fputs(i ? "; <code>" : "<code>", out);
-		text = lw_holder_text(m, h->path, &len);
-		put_html(out, text, len);
+		put_html(out, e->path, e->path_len);
 		fputs("</code> (", out);
-		text = lw_holder_text(m, h->root, &len);
-		put_html(out, text, len);
+		put_html(out, e->root, e->root_len);
 		fprintf(out, "; %" PRIu64 " object%s", h->objects,
 			h->objects == 1 ? "" : "s");
 		if (h->graph)
@@ -559,7 +556,7 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 	if (held.cut)
 		fputs(" (the search ran out of time: there may be more)", out);
 	fputs("</div><div class=\"lw-fix\">Fix the holder: ", out);
-	put_html_str(out, lw_holder_fix(m, held.items[0], fix, sizeof(fix)));
+	put_html_str(out, lw_holder_fix(m, held.items[0].holder, fix, sizeof(fix)));
 	fputs("</div>", out);
 	return 0;
 }

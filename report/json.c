@@ -653,22 +653,19 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site,
 	const struct lw_model *m = r->model;
 	struct lw_held_by held = { .count = 0 };
 	char fix[512];
-	size_t len;
-	const char *text;
 	int rc = leak ? lw_held_by(r, site, &held) : 0;
 
 	if (rc < 0)
 		return rc;
 	fputs(", \"held_by\": [", out);
 	for (size_t i = 0; i < held.count; i++) {
-		const struct lw_holder *h = held.items[i];
+		const struct lw_held *e = &held.items[i];
+		const struct lw_holder *h = e->holder;
 
 		fputs(i ? ", {\"path\": " : "{\"path\": ", out);
-		text = lw_holder_text(m, h->path, &len);
-		lw_put_json_string(out, text, len);
+		lw_put_json_string(out, e->path, e->path_len);
 		fputs(", \"root\": ", out);
-		text = lw_holder_text(m, h->root, &len);
-		lw_put_json_string(out, text, len);
+		lw_put_json_string(out, e->root, e->root_len);
 		fprintf(out, ", \"objects\": %" PRIu64 ", \"graph_nodes\": %" PRIu64
 			     ", \"cut\": %s, \"fix\": ",
 			h->objects, h->graph, held.cut ? "true" : "false");

@@ -148,31 +148,19 @@ static int compare_lingering(const void *a, const void *b, void *model)
 	return (x > y) - (x < y);
 }
 
+static bool lingered(const void *model, uint32_t site)
+{
+	const struct lw_model *m = model;
+
+	return m->sites.items[site].lingering_steps &&
+	       !lw_model_site_suppressed(m, site);
+}
+
 int lw_model_lingering_sites(const struct lw_model *m, uint32_t **out,
 			     size_t *count)
 {
-	uint32_t *sites;
-	size_t n = 0;
-
-	*out = NULL;
-	*count = 0;
-	for (uint32_t i = 0; i < m->sites.count; i++)
-		n += m->sites.items[i].lingering_steps > 0 &&
-		     !lw_model_site_suppressed(m, i);
-	if (!n)
-		return 0;
-	sites = malloc(n * sizeof(*sites));
-	if (!sites)
-		return -ENOMEM;
-	n = 0;
-	for (uint32_t i = 0; i < m->sites.count; i++)
-		if (m->sites.items[i].lingering_steps &&
-		    !lw_model_site_suppressed(m, i))
-			sites[n++] = i;
-	qsort_r(sites, n, sizeof(*sites), compare_lingering, (void *)m);
-	*out = sites;
-	*count = n;
-	return 0;
+	return lw_select_sites(m->sites.count, lingered, compare_lingering, m,
+			       out, count);
 }
 
 /*

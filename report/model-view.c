@@ -313,6 +313,33 @@ int lw_model_live_sites(const struct lw_model *m, uint32_t **out,
 	return 0;
 }
 
+int lw_select_sites(uint32_t site_count,
+		    bool (*keep)(const void *ctx, uint32_t site),
+		    int (*order)(const void *a, const void *b, void *ctx),
+		    const void *ctx, uint32_t **out, size_t *count)
+{
+	uint32_t *sites;
+	size_t n = 0;
+
+	*out = NULL;
+	*count = 0;
+	for (uint32_t i = 0; i < site_count; i++)
+		n += keep(ctx, i);
+	if (!n)
+		return 0;
+	sites = malloc(n * sizeof(*sites));
+	if (!sites)
+		return -ENOMEM;
+	n = 0;
+	for (uint32_t i = 0; i < site_count; i++)
+		if (keep(ctx, i))
+			sites[n++] = i;
+	qsort_r(sites, n, sizeof(*sites), order, (void *)ctx);
+	*out = sites;
+	*count = n;
+	return 0;
+}
+
 const char *lw_kind_name(unsigned kind)
 {
 	switch (kind) {

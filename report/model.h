@@ -695,6 +695,16 @@ static inline const struct lw_oom *lw_model_oom(const struct lw_model *m)
 	return &m->oom;
 }
 
+/*
+ * The sites (0 <= site < site_count) that keep says to keep, in order (a
+ * qsort_r comparison of two uint32_t site indices; ctx is passed to both).
+ * *out is malloc'ed (NULL when none). Returns 0 or -ENOMEM.
+ */
+int lw_select_sites(uint32_t site_count,
+		    bool (*keep)(const void *ctx, uint32_t site),
+		    int (*order)(const void *a, const void *b, void *ctx),
+		    const void *ctx, uint32_t **out, size_t *count);
+
 /* "device", "managed", "pinned_host", "host_registered". */
 const char *lw_kind_name(unsigned kind);
 

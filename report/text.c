@@ -763,20 +763,18 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 	const struct lw_model *m = r->model;
 	struct lw_held_by held;
 	char fix[512];
-	size_t len, root_len;
 	int rc = lw_held_by(r, site, &held);
 
 	if (rc < 0 || held.count == 0)
 		return rc;
 	for (size_t i = 0; i < held.count; i++) {
-		const struct lw_holder *h = held.items[i];
-		const char *path = lw_holder_text(m, h->path, &len);
-		const char *root = lw_holder_text(m, h->root, &root_len);
+		const struct lw_held *e = &held.items[i];
+		const struct lw_holder *h = e->holder;
 
 		fputs("      held by: ", out);
-		lw_put_text(out, (const uint8_t *)path, len);
+		lw_put_text(out, (const uint8_t *)e->path, e->path_len);
 		fputs(" (", out);
-		lw_put_text(out, (const uint8_t *)root, root_len);
+		lw_put_text(out, (const uint8_t *)e->root, e->root_len);
 		fprintf(out, "; %" PRIu64 " object%s", h->objects,
 			h->objects == 1 ? "" : "s");
 		if (h->graph)
@@ -788,7 +786,7 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 		fputs("      (the holder search ran out of time: there may be more)\n",
 		      out);
 	fputs("      fix the holder: ", out);
-	lw_put_text_str(out, lw_holder_fix(m, held.items[0], fix, sizeof(fix)));
+	lw_put_text_str(out, lw_holder_fix(m, held.items[0].holder, fix, sizeof(fix)));
 	putc('\n', out);
 	return 0;
 }

@@ -9,6 +9,7 @@
 #define LW_TEST_H
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -55,6 +56,18 @@ lw_test_fail(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	lw_test_failures++;
+}
+
+/*
+ * A xorshift64 generator: the same numbers on every run, so that a failure
+ * repeats. *state must not be 0.
+ */
+static inline __attribute__((unused)) uint64_t lw_test_rng(uint64_t *state)
+{
+	*state ^= *state << 13;
+	*state ^= *state >> 7;
+	*state ^= *state << 17;
+	return *state;
 }
 
 static inline int lw_test_done(const char *name)

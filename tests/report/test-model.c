@@ -24,10 +24,7 @@ static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 
 static uint64_t rng(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return lw_test_rng(&rng_state);
 }
 
 enum { POOL = 5000, STACKS = 8 };

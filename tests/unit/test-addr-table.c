@@ -20,10 +20,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rng(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return lw_test_rng(&rng_state);
 }
 
 /* A record of another size than the shim's: key, value, padding. */

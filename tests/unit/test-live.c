@@ -31,10 +31,7 @@ static uint64_t rng_state = 88172645463325252ull;
 
 static uint64_t rng(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
+	return lw_test_rng(&rng_state);
 }
 
 static void alloc(unsigned i, uint64_t size)
