@@ -126,6 +126,13 @@ int lw_load_rules(struct lw_output_options *options, struct lw_rules *rules);
 void lw_bad_option(int c, char **argv);
 
 /*
+ * The options every command ends its switch with: -h/--help prints
+ * usage on stdout (the command exits 0), anything else is a bad option
+ * (reported; the command exits LW_EXIT_USAGE). Returns that exit status.
+ */
+int lw_last_option(int c, char **argv, void (*print_usage)(FILE *out));
+
+/*
  * The growth gate on one trace (`leakwatch check`), its verdict written to
  * out: 0 within max_growth bytes per step (or not enough steps to judge),
  * 1 over it, LW_CHECK_UNJUDGED when nothing can be judged (every

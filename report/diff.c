@@ -340,12 +340,8 @@ int lw_cmd_diff(int argc, char **argv)
 			if (lw_output_option(c, optarg, &options, &output) < 0)
 				return LW_EXIT_USAGE;
 			break;
-		case 'h':
-			diff_usage(stdout);
-			return 0;
 		default:
-			lw_bad_option(c, argv);
-			return LW_EXIT_USAGE;
+			return lw_last_option(c, argv, diff_usage);
 		}
 	}
 	if (argc - optind != 2) {

@@ -143,6 +143,16 @@ void lw_bad_option(int c, char **argv)
 		lw_error("unknown option '%s'", name);
 }
 
+int lw_last_option(int c, char **argv, void (*print_usage)(FILE *out))
+{
+	if (c == 'h') {
+		print_usage(stdout);
+		return 0;
+	}
+	lw_bad_option(c, argv);
+	return LW_EXIT_USAGE;
+}
+
 int lw_parse_format(const char *value, const struct lw_renderer **out)
 {
 	*out = lw_renderer_named(value);
@@ -375,12 +385,8 @@ static int cmd_report(int argc, char **argv)
 		if (rc > 0)
 			continue;
 		switch (c) {
-		case 'h':
-			report_usage(stdout);
-			return 0;
 		default:
-			lw_bad_option(c, argv);
-			return LW_EXIT_USAGE;
+			return lw_last_option(c, argv, report_usage);
 		}
 	}
 	if (optind >= argc) {
@@ -558,12 +564,8 @@ static int cmd_check(int argc, char **argv)
 			if (lw_output_option(c, optarg, &options, &output) < 0)
 				return LW_EXIT_USAGE;
 			break;
-		case 'h':
-			check_usage(stdout);
-			return 0;
 		default:
-			lw_bad_option(c, argv);
-			return LW_EXIT_USAGE;
+			return lw_last_option(c, argv, check_usage);
 		}
 	}
 	if (!max_text) {

@@ -495,12 +495,8 @@ int lw_cmd_run(int argc, char **argv)
 				return LW_EXIT_USAGE;
 			gate = true;
 			break;
-		case 'h':
-			lw_run_usage(stdout);
-			return 0;
 		default:
-			lw_bad_option(c, argv);
-			return LW_EXIT_USAGE;
+			return lw_last_option(c, argv, lw_run_usage);
 		}
 	}
 	if (optind >= argc) {
