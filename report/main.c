@@ -384,10 +384,7 @@ static int cmd_report(int argc, char **argv)
 			return LW_EXIT_USAGE;
 		if (rc > 0)
 			continue;
-		switch (c) {
-		default:
-			return lw_last_option(c, argv, report_usage);
-		}
+		return lw_last_option(c, argv, report_usage);
 	}
 	if (optind >= argc) {
 		lw_error("report: no trace given (usage: leakwatch report [OPTIONS] TRACE...)");
