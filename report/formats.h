@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "lw-report-config.h"
 #include "render.h"
 
 /* One run of a format over the traces of a command. */
@@ -42,8 +43,9 @@ struct lw_renderer {
 	int (*end)(struct lw_render_run *run);
 };
 
-/* The formats: X(name) for each, in the order --help gives them. */
-#define LW_FORMATS(X) X(text) X(json) X(html) X(perfetto) X(folded) X(github)
+/* The formats: X(name) for each, in the order --help gives them (the
+ * list is report/meson.build's report_formats). */
+#define LW_FORMATS(X) LW_FORMAT_LIST(X)
 
 #define LW_DECLARE_RENDERER(name) extern const struct lw_renderer lw_##name##_renderer;
 LW_FORMATS(LW_DECLARE_RENDERER)

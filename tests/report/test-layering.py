@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 """The report's layers, as the sources say them:
 
-- every format the command lists (LW_FORMATS in report/formats.h) is one
-  file of its own, report/NAME.c, with one struct lw_renderer named
-  lw_NAME_renderer;
+- every format the command lists (report_formats in report/meson.build,
+  which makes formats.h's table) is one file of its own, report/NAME.c,
+  with one struct lw_renderer named lw_NAME_renderer, and the table is
+  made from that list alone;
 - renderers (those files, and the helpers they share: text-torch.c,
   locations.c) read the model through model.h's accessors: no member of
   struct lw_model is named after `->` or `.` on a model, and none includes
@@ -43,10 +44,17 @@ def main():
     args = ap.parse_args()
     report = os.path.join(args.root, "report")
 
+    with open(os.path.join(report, "meson.build")) as f:
+        build = f.read()
+    names = re.findall(r"'(\w+)'", re.search(r"^report_formats = \[(.*?)\]",
+                                            build, re.M | re.S).group(1))
+    check(len(names) >= 6, f"formats in report_formats: {names}")
     with open(os.path.join(report, "formats.h")) as f:
-        formats = re.search(r"#define LW_FORMATS\(X\)(.*)", f.read()).group(1)
-    names = re.findall(r"X\((\w+)\)", formats)
-    check(len(names) >= 6, f"formats in LW_FORMATS: {names}")
+        check("#define LW_FORMATS(X) LW_FORMAT_LIST(X)" in f.read(),
+              "formats.h's table is not made from report_formats")
+    for name in names:
+        check(f"'{name}.c'" not in build,
+              f"{name}.c is also listed by hand in report/meson.build")
     with open(os.path.join(report, "model.h")) as f:
         members = model_members(f.read())
     check({"meta", "counts", "sites", "points", "peak"} <= members,
