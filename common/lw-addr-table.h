@@ -2,15 +2,17 @@
 /*
  * The project's one hash table: records keyed by a 64-bit address (live
  * allocations, in the shim and in the report's model). Open addressing with
- * linear probing, records in place, at most as full as its kind says; a removal
- * shifts later records of its probe run back, so there are no tombstones
- * and lookups stay short however many allocations come and go.
+ * linear probing, records in place, at most as full as its kind says; a
+ * removal shifts later records of its probe run back, so there are no
+ * tombstones and lookups stay short however many allocations come and go.
  *
- * A record is any struct whose first member is its uint64_t key. An empty
+ * A record is any struct whose first member is its uint64_t key. What the
+ * table holds is described by a kind (struct lw_addr_table_kind), passed to
+ * every call: a user defines its kind as a static const and the calls,
+ * inline here, are compiled for that record size and empty key. An empty
  * slot holds the kind's empty key, which must be a key the table is never
  * given (0 for pointers returned by an allocator, UINT64_MAX for addresses
- * read from a trace). Where the memory comes from is the kind's choice.
- * Not thread-safe.
+ * read from a trace). Not thread-safe.
  */
 #ifndef LW_ADDR_TABLE_H
 #define LW_ADDR_TABLE_H
@@ -18,6 +20,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "lw-hash.h"
 
 struct lw_addr_table_kind {
 	size_t slot_size;	/* a multiple of 8, key first */
@@ -25,28 +30,74 @@ struct lw_addr_table_kind {
 	/* Grows past this many records in 256 slots: 192 (three quarters)
 	 * saves memory, 128 (half) keeps probes shorter. */
 	unsigned max_load;
-	/* Memory for slots; NULL when there is none. */
+	/* Memory for slots (NULL when there is none), and its release. */
 	void *(*alloc)(size_t bytes);
 	void (*release)(void *p);
 };
 
 struct lw_addr_table {
-	const struct lw_addr_table_kind *kind;
 	unsigned char *slots;	/* NULL until the first insert */
 	size_t mask;		/* slot count - 1 */
 	unsigned shift;		/* 64 - log2(slot count) */
 	size_t used;
 };
 
-/* An empty table of that kind; nothing is allocated until an insert. */
-static inline void lw_addr_table_init(struct lw_addr_table *t,
-				      const struct lw_addr_table_kind *kind)
+/* Doubles the table (or makes its first slots); false when out of memory.
+ * Out of line: it runs once per doubling. */
+bool lw_addr_table_grow(struct lw_addr_table *t,
+			const struct lw_addr_table_kind *k);
+
+/* Frees the table's memory and empties it. */
+void lw_addr_table_clear(struct lw_addr_table *t,
+			 const struct lw_addr_table_kind *k);
+
+static inline uint64_t lw_addr_table_key_(const unsigned char *slot)
 {
-	*t = (struct lw_addr_table){ .kind = kind };
+	uint64_t key;
+
+	memcpy(&key, slot, sizeof(key));
+	return key;
+}
+
+static inline unsigned char *
+lw_addr_table_at_(const struct lw_addr_table *t,
+		  const struct lw_addr_table_kind *k, size_t i)
+{
+	return t->slots + i * k->slot_size;
+}
+
+static inline size_t lw_addr_table_home_(const struct lw_addr_table *t,
+					 uint64_t key)
+{
+	return (size_t)(lw_hash_mix(key) >> t->shift);
+}
+
+/* The slot holding key, or the empty slot where it would go. */
+static inline unsigned char *
+lw_addr_table_probe_(const struct lw_addr_table *t,
+		     const struct lw_addr_table_kind *k, uint64_t key)
+{
+	for (size_t i = lw_addr_table_home_(t, key);; i = (i + 1) & t->mask) {
+		unsigned char *s = lw_addr_table_at_(t, k, i);
+		uint64_t found = lw_addr_table_key_(s);
+
+		if (found == key || found == k->empty)
+			return s;
+	}
 }
 
 /* The record of key, or NULL. */
-void *lw_addr_table_find(const struct lw_addr_table *t, uint64_t key);
+static inline void *lw_addr_table_find(const struct lw_addr_table *t,
+				       const struct lw_addr_table_kind *k,
+				       uint64_t key)
+{
+	unsigned char *s;
+
+	if (!t->slots || key == k->empty)
+		return NULL;
+	s = lw_addr_table_probe_(t, k, key);
+	return lw_addr_table_key_(s) == key ? s : NULL;
+}
 
 /*
  * The record of key: the one the table holds (*found true), or a new one
@@ -54,21 +105,66 @@ void *lw_addr_table_find(const struct lw_addr_table *t, uint64_t key);
  * when the table cannot grow or key is the empty key. Pointers into the
  * table are valid until the next insert.
  */
-void *lw_addr_table_put(struct lw_addr_table *t, uint64_t key, bool *found);
+static inline void *lw_addr_table_put(struct lw_addr_table *t,
+				      const struct lw_addr_table_kind *k,
+				      uint64_t key, bool *found)
+{
+	unsigned char *s = NULL;
+
+	*found = false;
+	if (key == k->empty)
+		return NULL;
+	if (t->slots) {
+		s = lw_addr_table_probe_(t, k, key);
+		if (lw_addr_table_key_(s) == key) {
+			*found = true;
+			return s;
+		}
+	}
+	if (!s || (t->used + 1) * 256 > (t->mask + 1) * k->max_load) {
+		if (!lw_addr_table_grow(t, k))
+			return NULL;
+		s = lw_addr_table_probe_(t, k, key);
+	}
+	memcpy(s, &key, sizeof(key));
+	t->used++;
+	return s;
+}
 
 /* Empties the slot of a record the table holds. */
-void lw_addr_table_remove(struct lw_addr_table *t, void *record);
+static inline void lw_addr_table_remove(struct lw_addr_table *t,
+					const struct lw_addr_table_kind *k,
+					void *record)
+{
+	size_t i = (size_t)((unsigned char *)record - t->slots) / k->slot_size;
 
-/* Frees the table's memory and empties it. */
-void lw_addr_table_clear(struct lw_addr_table *t);
+	/* Shift back each later record of the run whose home is not after
+	 * the hole, so that every record stays reachable from its home. */
+	for (size_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
+		unsigned char *s = lw_addr_table_at_(t, k, j);
+		uint64_t key = lw_addr_table_key_(s);
+		size_t h;
+
+		if (key == k->empty)
+			break;
+		h = lw_addr_table_home_(t, key);
+		if (((j - h) & t->mask) >= ((j - i) & t->mask)) {
+			memcpy(lw_addr_table_at_(t, k, i), s, k->slot_size);
+			i = j;
+		}
+	}
+	memcpy(lw_addr_table_at_(t, k, i), &k->empty, sizeof(k->empty));
+	t->used--;
+}
 
 /* Slot i (i < lw_addr_table_slots()) when it holds a record, else NULL. */
 static inline void *lw_addr_table_slot(const struct lw_addr_table *t,
+				       const struct lw_addr_table_kind *k,
 				       size_t i)
 {
-	unsigned char *s = t->slots + i * t->kind->slot_size;
+	unsigned char *s = lw_addr_table_at_(t, k, i);
 
-	return *(const uint64_t *)s != t->kind->empty ? s : NULL;
+	return lw_addr_table_key_(s) != k->empty ? s : NULL;
 }
 
 /* The number of slots, for visiting every record. */

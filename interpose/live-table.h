@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arena.h"
 #include "lw-addr-table.h"
 
 struct lw_stack_entry;
@@ -29,16 +30,19 @@ struct lw_live {
 	uint32_t step;	/* steps written before it was made */
 };
 
-extern const struct lw_addr_table_kind lw_live_table_kind;
-
-/* An empty table (nothing allocated until the first insert). */
-#define LW_LIVE_TABLE_INIT { .kind = &lw_live_table_kind }
+static const struct lw_addr_table_kind lw_live_table_kind = {
+	.slot_size = sizeof(struct lw_live),
+	.empty = 0,
+	.max_load = 192,
+	.alloc = lw_arena_alloc,
+	.release = lw_arena_free,
+};
 
 /* The record of addr, or NULL. */
 static inline struct lw_live *lw_live_table_find(const struct lw_addr_table *t,
 						 uint64_t addr)
 {
-	return lw_addr_table_find(t, addr);
+	return lw_addr_table_find(t, &lw_live_table_kind, addr);
 }
 
 /*
@@ -49,14 +53,25 @@ static inline struct lw_live *lw_live_table_find(const struct lw_addr_table *t,
 static inline struct lw_live *lw_live_table_put(struct lw_addr_table *t,
 						uint64_t addr, bool *found)
 {
-	return lw_addr_table_put(t, addr, found);
+	return lw_addr_table_put(t, &lw_live_table_kind, addr, found);
+}
+
+static inline void lw_live_table_remove(struct lw_addr_table *t,
+					struct lw_live *e)
+{
+	lw_addr_table_remove(t, &lw_live_table_kind, e);
 }
 
 /* Record i (i < lw_addr_table_slots()), or NULL for an empty slot. */
 static inline const struct lw_live *
 lw_live_table_slot(const struct lw_addr_table *t, size_t i)
 {
-	return lw_addr_table_slot(t, i);
+	return lw_addr_table_slot(t, &lw_live_table_kind, i);
+}
+
+static inline void lw_live_table_clear(struct lw_addr_table *t)
+{
+	lw_addr_table_clear(t, &lw_live_table_kind);
 }
 
 #endif

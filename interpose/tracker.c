@@ -75,7 +75,7 @@ static struct trace_context {
 	/* What was live when the program's code finished (PROGRAM_END). */
 	struct lw_summary program_end_summary;
 	int have_program_end_summary;
-} tc = { .live = LW_LIVE_TABLE_INIT };
+} tc;
 
 /* Allocation calls that failed, and the first (counted whether or not a
  * trace could be opened). */
@@ -242,9 +242,8 @@ static uint64_t device_live_count(void)
 
 static void trace_context_reset(void)
 {
-	lw_addr_table_clear(&tc.live);
+	lw_live_table_clear(&tc.live);
 	memset(&tc, 0, sizeof(tc));
-	tc.live = (struct lw_addr_table)LW_LIVE_TABLE_INIT;
 	tc.last_api = UINT_MAX;
 	tc.last_device = INT64_MIN;
 	tc.last_time_ns = tc.last_flush_ns = coarse_now_ns();
@@ -467,7 +466,7 @@ static struct lw_live *find_live_locked(uintptr_t addr)
 static void remove_live_locked(struct lw_live *e)
 {
 	account_live(e, -1);
-	lw_addr_table_remove(&tc.live, e);
+	lw_live_table_remove(&tc.live, e);
 }
 
 /* Adds a live allocation; false if leakwatch's memory is exhausted. */

@@ -7,11 +7,31 @@
 #ifndef LW_MODEL_PARTS_H
 #define LW_MODEL_PARTS_H
 
+#include <stdlib.h>
+
 #include "model.h"
 
 /* Makes room for need elements; returns the (maybe moved) array or NULL. */
-void *lw_grow_array(void *array, size_t *capacity, size_t need,
-		    size_t elem_size);
+static inline void *lw_grow_array(void *array, size_t *capacity,
+				  size_t need, size_t elem_size)
+{
+	size_t n = *capacity ? *capacity : 16;
+	void *p;
+
+	if (need <= *capacity)
+		return array;
+	while (n < need) {
+		if (n > SIZE_MAX / 2)
+			return NULL;
+		n *= 2;
+	}
+	if (n > SIZE_MAX / elem_size)
+		return NULL;
+	p = realloc(array, n * elem_size);
+	if (p)
+		*capacity = n;
+	return p;
+}
 
 /* The STRING with this id, or NULL. */
 struct lw_string *lw_model_find_string(const struct lw_model *m, uint64_t id);
@@ -28,13 +48,32 @@ void lw_shares_fini(struct lw_shares *sh);
  * PHASE_BEGIN and PHASE_END. */
 struct lw_open_phase *lw_model_open_phase(struct lw_model *m,
 					  uint32_t instance);
-int lw_model_phase_born(struct lw_model *m, struct lw_live *e);
+int lw_model_phase_born_inside(struct lw_model *m, struct lw_live *e);
+
+static inline int lw_model_phase_born(struct lw_model *m, struct lw_live *e)
+{
+	e->phase = 0;
+	if (m->phases.depth == 0 || m->phases.depth > LW_PHASE_DEPTH_MAX)
+		return 0;
+	return lw_model_phase_born_inside(m, e);
+}
 int lw_model_on_phase_begin(void *ctx, uint64_t string_id);
 int lw_model_on_phase_end(void *ctx);
 
 /* Peak attribution: a free of device memory; the end of a step (before
  * the step count moves on); the end of the trace. */
-int lw_peak_note_free(struct lw_model *m, const struct lw_live *e);
+int lw_peak_note_late_free(struct lw_model *m, const struct lw_live *e);
+
+static inline int lw_peak_note_free(struct lw_model *m,
+				    const struct lw_live *e)
+{
+	uint64_t now = m->counts.steps, b = e->birth_step;
+
+	/* Born in this step, or too long ago to linger: nothing to note. */
+	if (b >= now || now - b > LW_LINGER_STEPS)
+		return 0;
+	return lw_peak_note_late_free(m, e);
+}
 int lw_peak_end_step(struct lw_model *m);
 int lw_peak_finish(struct lw_model *m);
 

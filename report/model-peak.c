@@ -40,20 +40,17 @@ static int linger_add(struct lw_model *m, unsigned slot, uint32_t site,
  * step ends (end_step()). A free after the last step is teardown, not
  * lingering: the trace ends before that step does, and it is never counted.
  */
-int lw_peak_note_free(struct lw_model *m, const struct lw_live *e)
+int lw_peak_note_late_free(struct lw_model *m, const struct lw_live *e)
 {
-	uint64_t now = m->counts.steps, b = e->birth_step;
 	struct lw_late_free *late;
 
-	if (b >= now || now - b > LW_LINGER_STEPS)
-		return 0;
 	late = lw_grow_array(m->peak.late_frees, &m->peak.late_free_capacity,
 			  m->peak.late_free_count + 1, sizeof(*late));
 	if (!late)
 		return -ENOMEM;
 	m->peak.late_frees = late;
 	late[m->peak.late_free_count].event = m->counts.events;
-	late[m->peak.late_free_count].birth_step = b;
+	late[m->peak.late_free_count].birth_step = e->birth_step;
 	late[m->peak.late_free_count].size = e->size;
 	late[m->peak.late_free_count].site = e->site;
 	m->peak.late_free_count++;

@@ -87,15 +87,11 @@ struct lw_open_phase *lw_model_open_phase(struct lw_model *m, uint32_t instance)
 	return NULL;
 }
 
-/* Counts a new live allocation for the innermost open phase. */
-int lw_model_phase_born(struct lw_model *m, struct lw_live *e)
+int lw_model_phase_born_inside(struct lw_model *m, struct lw_live *e)
 {
 	struct lw_open_phase *op;
 	struct lw_site *s = &m->sites.items[e->site];
 
-	e->phase = 0;
-	if (m->phases.depth == 0 || m->phases.depth > LW_PHASE_DEPTH_MAX)
-		return 0;
 	op = &m->phases.open[m->phases.depth - 1];
 	e->phase = op->instance;
 	if (s->phase_instance != op->instance) {

@@ -22,28 +22,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* Makes room for need elements; returns the (maybe moved) array or NULL. */
-void *lw_grow_array(void *array, size_t *capacity, size_t need,
-			size_t elem_size)
-{
-	size_t n = *capacity ? *capacity : 16;
-	void *p;
-
-	if (need <= *capacity)
-		return array;
-	while (n < need) {
-		if (n > SIZE_MAX / 2)
-			return NULL;
-		n *= 2;
-	}
-	if (n > SIZE_MAX / elem_size)
-		return NULL;
-	p = realloc(array, n * elem_size);
-	if (p)
-		*capacity = n;
-	return p;
-}
-
 /*
  * Memory for the live table. Lookups land anywhere in it: past a few MiB,
  * huge pages save a TLB miss on most of them.
@@ -176,7 +154,7 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	if (site == LW_NO_SITE && (rc = new_site(m, stack_id, kind, &site)) < 0)
 		return rc;
 
-	e = lw_addr_table_put(&m->live, addr, &found);
+	e = lw_addr_table_put(&m->live, &live_kind, addr, &found);
 	if (!e)
 		return -ENOMEM;
 	if (found) {
@@ -259,7 +237,7 @@ static void note_lifetime(struct lw_model *m, const struct lw_live *e)
 static int model_free(void *ctx, uint64_t addr)
 {
 	struct lw_model *m = ctx;
-	struct lw_live *e = lw_addr_table_find(&m->live, addr);
+	struct lw_live *e = lw_addr_table_find(&m->live, &live_kind, addr);
 	int rc;
 
 	m->counts.frees++;
@@ -273,7 +251,7 @@ static int model_free(void *ctx, uint64_t addr)
 	if (!m->have_program_end)
 		note_lifetime(m, e);
 	rc = forget(m, e);
-	lw_addr_table_remove(&m->live, e);
+	lw_addr_table_remove(&m->live, &live_kind, e);
 	return rc;
 }
 
@@ -477,7 +455,7 @@ static int model_holder(void *ctx, uint64_t address, uint64_t path,
 	m->holders.events = m->counts.events;
 	if (address == 0)
 		return 0;
-	e = lw_addr_table_find(&m->live, address);
+	e = lw_addr_table_find(&m->live, &live_kind, address);
 	/* Written while the allocation was live; anything else is a trace
 	 * that was cut and joined, and says nothing. */
 	if (!e)
@@ -670,13 +648,12 @@ int lw_model_init(struct lw_model *m)
 	m->stacks.items[0].first_site = LW_NO_SITE;
 	m->stacks.count = 1;
 	m->points.stride = 1;
-	lw_addr_table_init(&m->live, &live_kind);
 	return 0;
 }
 
 void lw_model_fini(struct lw_model *m)
 {
-	lw_addr_table_clear(&m->live);
+	lw_addr_table_clear(&m->live, &live_kind);
 	free(m->sites.items);
 	free(m->stacks.items);
 	free(m->stacks.frames);

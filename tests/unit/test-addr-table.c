@@ -38,15 +38,16 @@ static const struct lw_addr_table_kind wide_kind = {
 	.max_load = 128,
 };
 
-static uint64_t value_of(const struct lw_addr_table *t, const void *r)
+static uint64_t value_of(const struct lw_addr_table_kind *kind, const void *r)
 {
-	return t->kind == &wide_kind ? ((const struct wide *)r)->value
-				     : ((const struct lw_live *)r)->size;
+	return kind == &wide_kind ? ((const struct wide *)r)->value
+				  : ((const struct lw_live *)r)->size;
 }
 
-static void set_value(const struct lw_addr_table *t, void *r, uint64_t v)
+static void set_value(const struct lw_addr_table_kind *kind, void *r,
+		      uint64_t v)
 {
-	if (t->kind == &wide_kind)
+	if (kind == &wide_kind)
 		((struct wide *)r)->value = v;
 	else
 		((struct lw_live *)r)->size = v;
@@ -56,21 +57,20 @@ static void run(const struct lw_addr_table_kind *kind, const uint64_t *keys,
 		const char *name)
 {
 	static unsigned char in[KEYS];
-	struct lw_addr_table t;
+	struct lw_addr_table t = { 0 };
 	size_t count = 0;
 	bool found;
 
 	memset(in, 0, sizeof(in));
-	lw_addr_table_init(&t, kind);
-	CHECK(lw_addr_table_find(&t, keys[0]) == NULL);
-	CHECK(lw_addr_table_put(&t, kind->empty, &found) == NULL);
+	CHECK(lw_addr_table_find(&t, kind, keys[0]) == NULL);
+	CHECK(lw_addr_table_put(&t, kind, kind->empty, &found) == NULL);
 	for (unsigned round = 0; round < 400000; round++) {
 		size_t k = rng() % KEYS;
 		void *r;
 
 		if (!in[k] || round % 7 == 0) {
 			/* A put of a key already in finds its record. */
-			r = lw_addr_table_put(&t, keys[k], &found);
+			r = lw_addr_table_put(&t, kind, keys[k], &found);
 			REQUIRE(r);
 			if (found != (in[k] != 0)) {
 				lw_test_fail("%s: put of key %zu: found %d", name,
@@ -78,24 +78,24 @@ static void run(const struct lw_addr_table_kind *kind, const uint64_t *keys,
 				return;
 			}
 			if (found)
-				CHECK_EQ_U64(value_of(&t, r), k);
-			set_value(&t, r, k);
+				CHECK_EQ_U64(value_of(kind, r), k);
+			set_value(kind, r, k);
 			count += !in[k];
 			in[k] = 1;
 		} else {
-			r = lw_addr_table_find(&t, keys[k]);
+			r = lw_addr_table_find(&t, kind, keys[k]);
 			REQUIRE(r);
-			CHECK_EQ_U64(value_of(&t, r), k);
-			lw_addr_table_remove(&t, r);
+			CHECK_EQ_U64(value_of(kind, r), k);
+			lw_addr_table_remove(&t, kind, r);
 			in[k] = 0;
 			count--;
 		}
 	}
 	CHECK_EQ_U64(t.used, count);
 	for (size_t k = 0; k < KEYS; k++) {
-		void *r = lw_addr_table_find(&t, keys[k]);
+		void *r = lw_addr_table_find(&t, kind, keys[k]);
 
-		if (in[k] != (r != NULL) || (r && value_of(&t, r) != k)) {
+		if (in[k] != (r != NULL) || (r && value_of(kind, r) != k)) {
 			lw_test_fail("%s: key %zu: %s", name, k,
 				     in[k] ? "lost" : "still there");
 			break;
@@ -105,10 +105,10 @@ static void run(const struct lw_addr_table_kind *kind, const uint64_t *keys,
 	size_t seen = 0;
 
 	for (size_t i = 0; i < lw_addr_table_slots(&t); i++)
-		seen += lw_addr_table_slot(&t, i) != NULL;
+		seen += lw_addr_table_slot(&t, kind, i) != NULL;
 	CHECK_EQ_U64(seen, count);
-	lw_addr_table_clear(&t);
-	CHECK(lw_addr_table_find(&t, keys[0]) == NULL);
+	lw_addr_table_clear(&t, kind);
+	CHECK(lw_addr_table_find(&t, kind, keys[0]) == NULL);
 	CHECK_EQ_U64(lw_addr_table_slots(&t), 0);
 }
 
