@@ -233,9 +233,9 @@ static inline const char *lw_api_name(uint64_t api)
 		"cudaHostAlloc", "cudaHostRegister", "cuMemAlloc",
 		"cuMemAllocPitch", "cuMemAllocManaged", "cuMemAllocHost",
 		"cuMemHostAlloc", "cuMemAllocAsync", "cuMemAllocFromPoolAsync",
-		"cuMemCreate",
+		"cuMemCreate", "PyTorch allocator",
 	};
-	return api <= LW_API_MAX ? names[api] : "?";
+	return api <= LW_API_MAX && names[api] ? names[api] : "?";
 }
 
 /* Longest LEB128 encoding of a 64-bit value. */

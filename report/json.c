@@ -646,6 +646,48 @@ static void put_evidence(FILE *out, const struct lw_evidence *ev)
 		ev->sites);
 }
 
+/* Device memory by the API, device and stream it was allocated with. */
+static void put_contexts(FILE *out, const struct lw_model *m,
+			 unsigned indent)
+{
+	size_t n = lw_model_context_count(m), shown = 0;
+
+	putc('[', out);
+	for (size_t i = 0; i < n; i++) {
+		const struct lw_context_totals *c = lw_model_context(m, i);
+		struct lw_live_count live = lw_model_context_live(m, i);
+
+		/* Contexts of host memory only. */
+		if (c->totals.allocations == 0)
+			continue;
+		if (shown++)
+			putc(',', out);
+		newline(out, indent + 2);
+		fputs("{\"api\": ", out);
+		if (c->other)
+			fputs("\"other\"", out);
+		else
+			put_str(out, c->api ? lw_api_name(c->api) : "unknown");
+		if (c->device < 0 || c->other)
+			fputs(", \"device\": null", out);
+		else
+			fprintf(out, ", \"device\": %" PRId64, c->device);
+		if (c->other)
+			fputs(", \"stream\": null", out);
+		else
+			fprintf(out, ", \"stream\": %" PRIu64, c->stream);
+		fprintf(out, ", \"live_bytes\": %" PRIu64
+			     ", \"live_count\": %" PRIu64
+			     ", \"allocations\": %" PRIu64
+			     ", \"bytes_allocated\": %" PRIu64 "}",
+			live.live_bytes, live.live_count, c->totals.allocations,
+			c->totals.bytes_allocated);
+	}
+	if (shown)
+		newline(out, indent);
+	putc(']', out);
+}
+
 /* A finding's "held_by": the holders found for its sites. */
 static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site,
 		       bool leak)
@@ -978,6 +1020,9 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_key(out, k, "oom");
 	if ((rc = put_oom(out, r, k)) < 0)
 		return rc;
+	putc(',', out);
+	put_key(out, k, "device_memory_by_context");
+	put_contexts(out, m, k);
 	putc(',', out);
 	put_key(out, k, "schema_version");
 	fprintf(out, "%d", LW_JSON_SCHEMA_VERSION);

@@ -77,6 +77,11 @@ static inline int lw_peak_note_free(struct lw_model *m,
 int lw_peak_end_step(struct lw_model *m);
 int lw_peak_finish(struct lw_model *m);
 
+/* The trace's CONTEXT record: the API, device and stream of the
+ * allocations that follow. */
+int lw_model_on_context(void *ctx, uint64_t api, int64_t device,
+			uint64_t stream);
+
 /* Takes a step point (the step count is the step just ended). */
 int lw_points_add(struct lw_model *m);
 

@@ -71,8 +71,59 @@ static void unaccount(struct lw_model *m, const struct lw_live *e)
 	s->totals.live_count--;
 	k->live_bytes -= e->size;
 	k->live_count--;
-	if (lw_mem_kind_is_device(s->kind))
+	if (lw_mem_kind_is_device(s->kind)) {
+		struct lw_totals *c = &m->contexts.items[e->context].totals;
+
 		m->counts.live_device_bytes -= e->size;
+		c->live_bytes -= e->size;
+		c->live_count--;
+	}
+}
+
+/*
+ * The context of the next allocations: the CONTEXT in force, the first
+ * time it is used added to the table (the last slot standing for all the
+ * contexts past its room).
+ */
+static uint16_t current_context(struct lw_model *m)
+{
+	struct lw_context_table *t = &m->contexts;
+
+	if (t->current == t->count) {
+		/* An allocation before any CONTEXT record. */
+		if (t->count == LW_CONTEXTS_MAX)
+			return LW_CONTEXTS_MAX - 1;
+		t->items[t->count] = (struct lw_context_totals){ .device = -1 };
+		return t->current = t->count++;
+	}
+	return t->current;
+}
+
+int lw_model_on_context(void *ctx, uint64_t api, int64_t device,
+			uint64_t stream)
+{
+	struct lw_model *m = ctx;
+	struct lw_context_table *t = &m->contexts;
+	uint16_t i;
+
+	for (i = 0; i < t->count; i++) {
+		const struct lw_context_totals *c = &t->items[i];
+
+		if (c->api == api && c->device == device && c->stream == stream)
+			break;
+	}
+	if (i == t->count) {
+		if (t->count == LW_CONTEXTS_MAX) {
+			i = LW_CONTEXTS_MAX - 1;
+			t->items[i].other = true;
+		} else {
+			t->items[t->count++] = (struct lw_context_totals){
+				.api = api, .device = device, .stream = stream,
+			};
+		}
+	}
+	t->current = i;
+	return lw_torch_context(ctx, api, device, stream);
 }
 
 static int new_site(struct lw_model *m, uint64_t stack_id, unsigned kind,
@@ -167,6 +218,7 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	e->size = size;
 	e->site = site;
 	e->birth_step = m->counts.steps;
+	e->context = current_context(m);
 	if ((rc = lw_model_phase_born(m, e)) < 0)
 		return rc;
 
@@ -191,6 +243,12 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	k->allocations++;
 	k->bytes_allocated += size;
 	if (lw_mem_kind_is_device(kind)) {
+		struct lw_totals *c = &m->contexts.items[e->context].totals;
+
+		c->live_bytes += size;
+		c->live_count++;
+		c->allocations++;
+		c->bytes_allocated += size;
 		m->counts.live_device_bytes += size;
 		if (m->counts.live_device_bytes > m->peak.bytes) {
 			m->peak.bytes = m->counts.live_device_bytes;
@@ -606,6 +664,12 @@ static int model_mark(void *ctx, uint64_t kind)
 		m->program_end_kinds[k].live_bytes = m->kinds[k].live_bytes;
 		m->program_end_kinds[k].live_count = m->kinds[k].live_count;
 	}
+	for (size_t i = 0; i < m->contexts.count; i++) {
+		struct lw_context_totals *c = &m->contexts.items[i];
+
+		c->program_end.live_bytes = c->totals.live_bytes;
+		c->program_end.live_count = c->totals.live_count;
+	}
 	m->program_end_sites = sites;
 	m->program_end_site_count = m->sites.count;
 	m->program_end_steps = m->counts.steps;
@@ -631,7 +695,7 @@ const struct lw_trace_ops lw_model_ops = {
 	.pycode = model_pycode,
 	.pystack = model_pystack,
 	.mark = model_mark,
-	.context = lw_torch_context,
+	.context = lw_model_on_context,
 	.segment = lw_torch_segment,
 	.segment_free = lw_torch_segment_free,
 	.oom = lw_torch_oom,

@@ -194,6 +194,31 @@ struct lw_live {
 	uint64_t birth_step;	/* STEP records before it */
 	uint32_t site;
 	uint32_t phase;		/* the open phase it was born in + 1; 0: none */
+	uint16_t context;	/* index into the model's contexts */
+};
+
+/*
+ * Device memory (device and managed kinds) by the CONTEXT its allocation
+ * was made in: the API, the device (-1: not known; PyTorch's allocator
+ * says it, a bare cudaMalloc does not) and the stream (0: the default
+ * stream, or none). Past LW_CONTEXTS_MAX distinct contexts, later ones
+ * count in the last, marked other.
+ */
+#define LW_CONTEXTS_MAX 64
+
+struct lw_context_totals {
+	uint64_t api;		/* enum lw_api; 0: before any CONTEXT record */
+	int64_t device;
+	uint64_t stream;
+	bool other;		/* every context past the table's room */
+	struct lw_totals totals;	/* live: at the end of the trace */
+	struct lw_live_count program_end;	/* live at PROGRAM_END */
+};
+
+struct lw_context_table {
+	struct lw_context_totals items[LW_CONTEXTS_MAX];
+	uint16_t count;
+	uint16_t current;	/* the CONTEXT in force (count: none yet) */
 };
 
 /* A site's share of something: bytes and allocations. */
@@ -456,6 +481,7 @@ struct lw_model {
 	struct lw_phase_table phases;
 	struct lw_peak peak;
 	struct lw_holder_list holders;
+	struct lw_context_table contexts;
 	bool in_gc;	/* inside a pass of the cycle collector */
 
 	/*
@@ -693,6 +719,30 @@ lw_model_torch(const struct lw_model *m)
 static inline const struct lw_oom *lw_model_oom(const struct lw_model *m)
 {
 	return &m->oom;
+}
+
+/* Device memory by context (see struct lw_context_totals). */
+static inline size_t lw_model_context_count(const struct lw_model *m)
+{
+	return m->contexts.count;
+}
+
+static inline const struct lw_context_totals *
+lw_model_context(const struct lw_model *m, size_t i)
+{
+	return &m->contexts.items[i];
+}
+
+/* Its live device memory at the report point. */
+static inline struct lw_live_count
+lw_model_context_live(const struct lw_model *m, size_t i)
+{
+	const struct lw_context_totals *c = &m->contexts.items[i];
+
+	if (m->have_program_end)
+		return c->program_end;
+	return (struct lw_live_count){ c->totals.live_bytes,
+				       c->totals.live_count };
 }
 
 /*

@@ -145,6 +145,68 @@ static void put_failed_allocations(FILE *out, const struct lw_model *m)
 	putc('\n', out);
 }
 
+enum context_key { BY_API, BY_DEVICE, BY_STREAM };
+
+/* What a context is grouped by: "other" (the table's overflow) apart. */
+static void context_key(const struct lw_context_totals *c,
+			enum context_key by, char *buf, size_t size)
+{
+	if (c->other)
+		snprintf(buf, size, "other");
+	else if (by == BY_API)
+		snprintf(buf, size, "%s", c->api ? lw_api_name(c->api)
+						 : "unknown");
+	else if (by == BY_DEVICE && c->device < 0)
+		snprintf(buf, size, "not known");
+	else if (by == BY_DEVICE)
+		snprintf(buf, size, "cuda:%" PRId64, c->device);
+	else if (c->stream == 0)
+		snprintf(buf, size, "default");
+	else
+		snprintf(buf, size, "0x%" PRIx64, c->stream);
+}
+
+/*
+ * Live device memory by API, device or stream: a line only when memory is
+ * live under two of them or more (a job on two GPUs, a pool and cudaMalloc,
+ * two streams), in the order they were first seen.
+ */
+static void put_contexts(FILE *out, const struct lw_model *m,
+			 enum context_key by)
+{
+	static const char *const labels[] = { "API", "device", "stream" };
+	char keys[LW_CONTEXTS_MAX][32], key[32], size[LW_SIZE_BUF];
+	struct lw_live_count sums[LW_CONTEXTS_MAX];
+	size_t n = 0, live = 0;
+
+	for (size_t i = 0; i < lw_model_context_count(m); i++) {
+		struct lw_live_count c = lw_model_context_live(m, i);
+		size_t j;
+
+		if (c.live_count == 0)
+			continue;
+		context_key(lw_model_context(m, i), by, key, sizeof(key));
+		for (j = 0; j < n && strcmp(keys[j], key) != 0; j++)
+			;
+		if (j == n) {
+			memcpy(keys[n], key, sizeof(key));
+			sums[n++] = (struct lw_live_count){ 0, 0 };
+		}
+		sums[j].live_bytes += c.live_bytes;
+		sums[j].live_count += c.live_count;
+	}
+	for (size_t j = 0; j < n; j++)
+		live += sums[j].live_count > 0;
+	if (live < 2)
+		return;
+	fprintf(out, "  device memory by %s:", labels[by]);
+	for (size_t j = 0; j < n; j++)
+		fprintf(out, "%s %s %s in %" PRIu64, j ? "," : "", keys[j],
+			lw_format_size(size, sums[j].live_bytes),
+			sums[j].live_count);
+	putc('\n', out);
+}
+
 static void put_summary(FILE *out, const struct lw_report *r,
 			const char *when)
 {
@@ -226,7 +288,11 @@ static void put_summary(FILE *out, const struct lw_report *r,
 			kind_labels[k], lw_format_size(size, t.live_bytes),
 			t.live_count);
 	}
-	fprintf(out, "\n  unknown frees: %" PRIu64 "%s\n", counts->unknown_frees,
+	putc('\n', out);
+	put_contexts(out, m, BY_API);
+	put_contexts(out, m, BY_DEVICE);
+	put_contexts(out, m, BY_STREAM);
+	fprintf(out, "  unknown frees: %" PRIu64 "%s\n", counts->unknown_frees,
 		counts->unknown_frees ? " (memory allocated before tracing began, or freed twice)" : "");
 	put_failed_allocations(out, m);
 	if (counts->reused_live_addresses)

@@ -131,6 +131,10 @@ def runtime_counted_once():
     check_eq(rep["allocations"] - rep["frees"], rep["live_count_at_exit"],
              "allocations minus frees")
     check_eq(rep["live_count_at_exit"], 20, "live count")
+    # A bare cudaMalloc: its API, no device asked for, the default stream.
+    check_eq([(c["api"], c["device"], c["stream"], c["live_count"])
+              for c in rep["device_memory_by_context"]],
+             [("cudaMalloc", None, 0, 20)], "device memory by context")
     for site in rep["sites"]:
         check(all("libcudart" not in (f["module"] or "")
                   for f in site["frames"][:1]),
@@ -161,6 +165,10 @@ def torch_allocator():
     check_eq(r.stdout.strip(), "(unset)", "default: conf the program sees")
     check_eq(visible(rep), ("", "kept", True, False), "default")
     check_eq(rep["torch_allocator"]["blocks"], 4, "default: blocks heard")
+    # The blocks carry their device, told by PyTorch's hook.
+    check_eq([(c["api"], c["device"], c["live_count"])
+              for c in rep["device_memory_by_context"]],
+             [("PyTorch allocator", 0, 4)], "default: device memory by context")
     check("through its profiler hook" in text, f"text report: {text}")
 
     r, rep, text = run({"LEAKWATCH_TORCH_ALLOCATOR": "async"})

@@ -18,6 +18,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
 from lwcheck import check, failures  # noqa: E402
 
+CONTEXT_KEYS = ["api", "device", "stream", "live_bytes", "live_count",
+                "allocations", "bytes_allocated"]
 REPORT_KEYS = [
     "leakwatch_report", "trace", "pid", "command", "exe", "truncated",
     "events", "allocations", "frees", "steps", "live_bytes_at_exit",
@@ -36,6 +38,8 @@ REPORT_KEYS = [
     "failed_allocations", "failed_allocation_errors",
     # PyTorch's out-of-memory error, through its allocator's hook.
     "oom",
+    # Device memory by API, device and stream.
+    "device_memory_by_context",
     # The version of docs/report.schema.json.
     "schema_version",
 ]
@@ -158,6 +162,20 @@ def check_report(r, where):
     device = r["kinds"]["device"]["live_bytes"] + r["kinds"]["managed"]["live_bytes"]
     check(r["live_bytes_at_exit"] == device, f"{where}: live bytes = device + managed")
     check(r["peak"]["bytes"] >= r["live_bytes_at_exit"], f"{where}: peak >= live")
+    contexts = r["device_memory_by_context"]
+    check(all(list(c) == CONTEXT_KEYS and isinstance(c["api"], str) and
+              (c["device"] is None or isinstance(c["device"], int)) and
+              all(is_uint(c[k]) for k in CONTEXT_KEYS[3:]) and
+              c["allocations"] > 0 for c in contexts),
+          f"{where}: device_memory_by_context {contexts}")
+    # Every byte of device memory is in one context, at the report point
+    # and over the trace.
+    check(sum(c["live_bytes"] for c in contexts) == r["live_bytes_at_exit"] and
+          sum(c["live_count"] for c in contexts) == r["live_count_at_exit"],
+          f"{where}: contexts sum to the live device memory")
+    check(sum(c["allocations"] for c in contexts) ==
+          r["kinds"]["device"]["allocations"] + r["kinds"]["managed"]["allocations"],
+          f"{where}: contexts sum to the device allocations")
     check(isinstance(r["warnings"], list) and
           all(isinstance(w, str) for w in r["warnings"]), f"{where}: warnings")
     check(isinstance(r["notes"], list), f"{where}: notes")
@@ -335,6 +353,16 @@ def main():
             subprocess.run([args.gen, s, os.path.join(tmp, s + ".trace")], check=True)
             r = run(args, tmp, s + ".trace")
             check_report(r, s)
+
+        # Each allocation in the context (CONTEXT record) in force.
+        r = run(args, tmp, "kinds.trace")
+        by = {(c["api"], c["device"], c["stream"]): (c["live_bytes"], c["allocations"])
+              for c in r["device_memory_by_context"]}
+        check(by == {("cudaMalloc", 0, 0): (3 << 20, 2),
+                     ("cudaMallocManaged", 0, 0): (0, 1),
+                     ("cudaMallocAsync", 1, 0x5555): (512, 1),
+                     ("cudaMallocHost", None, 0): (2 << 20 | 256, 2)},
+              f"kinds: device memory by context {by}")
 
         r = run(args, tmp, "leak-loop.trace")
         check(r["command"] == ["./leaky_loop", "100", "4096"], "leak-loop: command")

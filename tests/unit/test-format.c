@@ -33,6 +33,12 @@ int main(void)
 	};
 	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
 		roundtrip(values[i]);
+	/* Every API the trace can name has a name (reports print it). */
+	for (uint64_t api = 1; api <= LW_API_MAX; api++)
+		if (strcmp(lw_api_name(api), "?") == 0)
+			lw_test_fail("API %llu has no name",
+				     (unsigned long long)api);
+	CHECK(strcmp(lw_api_name(LW_API_MAX + 1), "?") == 0);
 
 	CHECK_EQ_U64(lw_varint_put((uint8_t[10]){0}, 127), 1);
 	CHECK_EQ_U64(lw_varint_put((uint8_t[10]){0}, 128), 2);
