@@ -103,6 +103,7 @@ int lw_held_by(const struct lw_report *r, uint32_t site,
 
 		e->path = lw_holder_text(m, e->holder->path, &e->path_len);
 		e->root = lw_holder_text(m, e->holder->root, &e->root_len);
+		lw_holder_fix(m, e->holder, e->fix, sizeof(e->fix));
 	}
 	return 0;
 }

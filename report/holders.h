@@ -21,6 +21,7 @@ struct lw_held {
 	const struct lw_holder *holder;
 	const char *path, *root;	/* lw_holder_text() of each */
 	size_t path_len, root_len;
+	char fix[512];			/* lw_holder_fix() */
 };
 
 struct lw_held_by {

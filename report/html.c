@@ -531,9 +531,7 @@ static void put_verdict(FILE *out, const struct lw_report *r,
 /* "Held by" under a finding: the holders, and the fix against the first. */
 static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 {
-	const struct lw_model *m = r->model;
 	struct lw_held_by held;
-	char fix[512];
 	int rc = lw_held_by(r, site, &held);
 
 	if (rc < 0 || held.count == 0)
@@ -556,7 +554,7 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 	if (held.cut)
 		fputs(" (the search ran out of time: there may be more)", out);
 	fputs("</div><div class=\"lw-fix\">Fix the holder: ", out);
-	put_html_str(out, lw_holder_fix(m, held.items[0].holder, fix, sizeof(fix)));
+	put_html_str(out, held.items[0].fix);
 	fputs("</div>", out);
 	return 0;
 }

@@ -692,9 +692,7 @@ static void put_contexts(FILE *out, const struct lw_model *m,
 static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site,
 		       bool leak)
 {
-	const struct lw_model *m = r->model;
 	struct lw_held_by held = { .count = 0 };
-	char fix[512];
 	int rc = leak ? lw_held_by(r, site, &held) : 0;
 
 	if (rc < 0)
@@ -711,7 +709,7 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site,
 		fprintf(out, ", \"objects\": %" PRIu64 ", \"graph_nodes\": %" PRIu64
 			     ", \"cut\": %s, \"fix\": ",
 			h->objects, h->graph, held.cut ? "true" : "false");
-		put_str(out, lw_holder_fix(m, h, fix, sizeof(fix)));
+		put_str(out, e->fix);
 		putc('}', out);
 	}
 	putc(']', out);

@@ -826,9 +826,7 @@ out:
 /* "held by" under a finding's line, and the fix against the holder. */
 static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 {
-	const struct lw_model *m = r->model;
 	struct lw_held_by held;
-	char fix[512];
 	int rc = lw_held_by(r, site, &held);
 
 	if (rc < 0 || held.count == 0)
@@ -852,7 +850,7 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 		fputs("      (the holder search ran out of time: there may be more)\n",
 		      out);
 	fputs("      fix the holder: ", out);
-	lw_put_text_str(out, lw_holder_fix(m, held.items[0].holder, fix, sizeof(fix)));
+	lw_put_text_str(out, held.items[0].fix);
 	putc('\n', out);
 	return 0;
 }
