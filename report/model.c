@@ -80,25 +80,6 @@ static void unaccount(struct lw_model *m, const struct lw_live *e)
 	}
 }
 
-/*
- * The context of the next allocations: the CONTEXT in force, the first
- * time it is used added to the table (the last slot standing for all the
- * contexts past its room).
- */
-static uint16_t current_context(struct lw_model *m)
-{
-	struct lw_context_table *t = &m->contexts;
-
-	if (t->current == t->count) {
-		/* An allocation before any CONTEXT record. */
-		if (t->count == LW_CONTEXTS_MAX)
-			return LW_CONTEXTS_MAX - 1;
-		t->items[t->count] = (struct lw_context_totals){ .device = -1 };
-		return t->current = t->count++;
-	}
-	return t->current;
-}
-
 int lw_model_on_context(void *ctx, uint64_t api, int64_t device,
 			uint64_t stream)
 {
@@ -218,7 +199,7 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	e->size = size;
 	e->site = site;
 	e->birth_step = m->counts.steps;
-	e->context = current_context(m);
+	e->context = m->contexts.current;
 	if ((rc = lw_model_phase_born(m, e)) < 0)
 		return rc;
 
@@ -712,6 +693,9 @@ int lw_model_init(struct lw_model *m)
 	m->stacks.items[0].first_site = LW_NO_SITE;
 	m->stacks.count = 1;
 	m->points.stride = 1;
+	/* Context 0: the allocations before any CONTEXT record. */
+	m->contexts.items[0].device = -1;
+	m->contexts.count = 1;
 	return 0;
 }
 

@@ -207,7 +207,8 @@ struct lw_live {
 #define LW_CONTEXTS_MAX 64
 
 struct lw_context_totals {
-	uint64_t api;		/* enum lw_api; 0: before any CONTEXT record */
+	uint64_t api;		/* enum lw_api; 0: not known (the first
+				 * context: before any CONTEXT record) */
 	int64_t device;
 	uint64_t stream;
 	bool other;		/* every context past the table's room */
@@ -218,7 +219,7 @@ struct lw_context_totals {
 struct lw_context_table {
 	struct lw_context_totals items[LW_CONTEXTS_MAX];
 	uint16_t count;
-	uint16_t current;	/* the CONTEXT in force (count: none yet) */
+	uint16_t current;	/* the CONTEXT in force: an index */
 };
 
 /* A site's share of something: bytes and allocations. */
