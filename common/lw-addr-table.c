@@ -16,8 +16,7 @@ bool lw_addr_table_grow(struct lw_addr_table *t,
 	fresh = k->alloc(slots * k->slot_size);
 	if (!fresh)
 		return false;
-	for (size_t i = 0; i < slots; i++)
-		memcpy(fresh + i * k->slot_size, &k->empty, sizeof(k->empty));
+	memset(fresh, 0, slots * k->slot_size);
 	while (((size_t)1 << bits) < slots)
 		bits++;
 	t->slots = fresh;
@@ -25,10 +24,10 @@ bool lw_addr_table_grow(struct lw_addr_table *t,
 	t->shift = 64 - bits;
 	for (size_t i = 0; i < old_slots; i++) {
 		const unsigned char *s = old + i * k->slot_size;
-		uint64_t key = lw_addr_table_key_(s);
 
-		if (key != k->empty)
-			memcpy(lw_addr_table_probe_(t, k, key), s, k->slot_size);
+		if (lw_addr_table_used_(s, k))
+			memcpy(lw_addr_table_probe_(t, k, lw_addr_table_key_(s)),
+			       s, k->slot_size);
 	}
 	if (old)
 		k->release(old);

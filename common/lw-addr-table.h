@@ -6,13 +6,12 @@
  * removal shifts later records of its probe run back, so there are no
  * tombstones and lookups stay short however many allocations come and go.
  *
- * A record is any struct whose first member is its uint64_t key. What the
- * table holds is described by a kind (struct lw_addr_table_kind), passed to
- * every call: a user defines its kind as a static const and the calls,
- * inline here, are compiled for that record size and empty key. An empty
- * slot holds the kind's empty key, which must be a key the table is never
- * given (0 for pointers returned by an allocator, UINT64_MAX for addresses
- * read from a trace). Not thread-safe.
+ * A record is any struct whose first member is its uint64_t key, with a
+ * byte the table owns: nonzero while the slot holds a record, so that every
+ * key, 0 and 2^64-1 included, is a valid one. What the table holds is
+ * described by a kind (struct lw_addr_table_kind), passed to every call: a
+ * user defines its kind as a static const and the calls, inline here, are
+ * compiled for that record's size and layout. Not thread-safe.
  */
 #ifndef LW_ADDR_TABLE_H
 #define LW_ADDR_TABLE_H
@@ -26,7 +25,7 @@
 
 struct lw_addr_table_kind {
 	size_t slot_size;	/* a multiple of 8, key first */
-	uint64_t empty;		/* the key of an empty slot */
+	size_t used_offset;	/* of the byte the table owns */
 	/* Grows past this many records in 256 slots: 192 (three quarters)
 	 * saves memory, 128 (half) keeps probes shorter. */
 	unsigned max_load;
@@ -41,6 +40,12 @@ struct lw_addr_table {
 	unsigned shift;		/* 64 - log2(slot count) */
 	size_t used;
 };
+
+static inline bool lw_addr_table_used_(const unsigned char *slot,
+				       const struct lw_addr_table_kind *k)
+{
+	return slot[k->used_offset] != 0;
+}
 
 /* Doubles the table (or makes its first slots); false when out of memory.
  * Out of line: it runs once per doubling. */
@@ -79,9 +84,8 @@ lw_addr_table_probe_(const struct lw_addr_table *t,
 {
 	for (size_t i = lw_addr_table_home_(t, key);; i = (i + 1) & t->mask) {
 		unsigned char *s = lw_addr_table_at_(t, k, i);
-		uint64_t found = lw_addr_table_key_(s);
 
-		if (found == key || found == k->empty)
+		if (!lw_addr_table_used_(s, k) || lw_addr_table_key_(s) == key)
 			return s;
 	}
 }
@@ -93,17 +97,17 @@ static inline void *lw_addr_table_find(const struct lw_addr_table *t,
 {
 	unsigned char *s;
 
-	if (!t->slots || key == k->empty)
+	if (!t->slots)
 		return NULL;
 	s = lw_addr_table_probe_(t, k, key);
-	return lw_addr_table_key_(s) == key ? s : NULL;
+	return lw_addr_table_used_(s, k) ? s : NULL;
 }
 
 /*
  * The record of key: the one the table holds (*found true), or a new one
  * with only its key set (*found false; the caller fills the rest). NULL
- * when the table cannot grow or key is the empty key. Pointers into the
- * table are valid until the next insert.
+ * when the table cannot grow. Pointers into the table are valid until the
+ * next insert.
  */
 static inline void *lw_addr_table_put(struct lw_addr_table *t,
 				      const struct lw_addr_table_kind *k,
@@ -112,11 +116,9 @@ static inline void *lw_addr_table_put(struct lw_addr_table *t,
 	unsigned char *s = NULL;
 
 	*found = false;
-	if (key == k->empty)
-		return NULL;
 	if (t->slots) {
 		s = lw_addr_table_probe_(t, k, key);
-		if (lw_addr_table_key_(s) == key) {
+		if (lw_addr_table_used_(s, k)) {
 			*found = true;
 			return s;
 		}
@@ -127,6 +129,7 @@ static inline void *lw_addr_table_put(struct lw_addr_table *t,
 		s = lw_addr_table_probe_(t, k, key);
 	}
 	memcpy(s, &key, sizeof(key));
+	s[k->used_offset] = 1;
 	t->used++;
 	return s;
 }
@@ -142,18 +145,17 @@ static inline void lw_addr_table_remove(struct lw_addr_table *t,
 	 * the hole, so that every record stays reachable from its home. */
 	for (size_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
 		unsigned char *s = lw_addr_table_at_(t, k, j);
-		uint64_t key = lw_addr_table_key_(s);
 		size_t h;
 
-		if (key == k->empty)
+		if (!lw_addr_table_used_(s, k))
 			break;
-		h = lw_addr_table_home_(t, key);
+		h = lw_addr_table_home_(t, lw_addr_table_key_(s));
 		if (((j - h) & t->mask) >= ((j - i) & t->mask)) {
 			memcpy(lw_addr_table_at_(t, k, i), s, k->slot_size);
 			i = j;
 		}
 	}
-	memcpy(lw_addr_table_at_(t, k, i), &k->empty, sizeof(k->empty));
+	lw_addr_table_at_(t, k, i)[k->used_offset] = 0;
 	t->used--;
 }
 
@@ -164,7 +166,7 @@ static inline void *lw_addr_table_slot(const struct lw_addr_table *t,
 {
 	unsigned char *s = lw_addr_table_at_(t, k, i);
 
-	return lw_addr_table_key_(s) != k->empty ? s : NULL;
+	return lw_addr_table_used_(s, k) ? s : NULL;
 }
 
 /* The number of slots, for visiting every record. */

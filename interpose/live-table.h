@@ -17,8 +17,7 @@
 
 struct lw_stack_entry;
 
-/* A live allocation. An allocator never returns address 0: it marks an
- * empty slot. */
+/* A live allocation. */
 struct lw_live {
 	uint64_t addr;
 	uint64_t size;
@@ -27,12 +26,13 @@ struct lw_live {
 	/* Made inside a phase: 1 + the phases closed by then, mod 255; 0
 	 * outside any phase. */
 	uint8_t phase;
+	uint8_t used;	/* the table's */
 	uint32_t step;	/* steps written before it was made */
 };
 
 static const struct lw_addr_table_kind lw_live_table_kind = {
 	.slot_size = sizeof(struct lw_live),
-	.empty = 0,
+	.used_offset = offsetof(struct lw_live, used),
 	.max_load = 192,
 	.alloc = lw_arena_alloc,
 	.release = lw_arena_free,

@@ -41,7 +41,7 @@ static void *alloc_table(size_t bytes)
 
 static const struct lw_addr_table_kind live_kind = {
 	.slot_size = sizeof(struct lw_live),
-	.empty = LW_NO_ADDR,
+	.used_offset = offsetof(struct lw_live, used),
 	.alloc = alloc_table,
 	.release = free,
 	.max_load = 128,
@@ -171,8 +171,7 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	bool found;
 	int rc;
 
-	if (stack_id >= m->stacks.count || kind < 1 || kind > LW_MEM_KIND_MAX ||
-	    addr == LW_NO_ADDR)
+	if (stack_id >= m->stacks.count || kind < 1 || kind > LW_MEM_KIND_MAX)
 		return -EINVAL; /* the reader rules these out */
 	if (m->points.anchor && stack_id == m->points.anchor) {
 		if (m->points.anchor_seen && (rc = end_step(m)) < 0)

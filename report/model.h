@@ -181,12 +181,6 @@ struct lw_frame {
 	bool folded_start;
 };
 
-/*
- * No allocation is at the last address (it would have no room for a byte):
- * the live table's empty slot. The reader rejects a trace that says one is.
- */
-#define LW_NO_ADDR UINT64_MAX
-
 /* A live allocation, keyed by addr in the model's live table. */
 struct lw_live {
 	uint64_t addr;
@@ -195,6 +189,7 @@ struct lw_live {
 	uint32_t site;
 	uint32_t phase;		/* the open phase it was born in + 1; 0: none */
 	uint16_t context;	/* index into the model's contexts */
+	uint8_t used;		/* the live table's */
 };
 
 /*

@@ -475,9 +475,6 @@ int lw_trace_read(const uint8_t *buf, size_t len,
 					       "ALLOC uses stack %" PRIu64 ", which is not defined",
 					       c);
 			prev_addr += (uint64_t)lw_zigzag_decode(a);
-			if (prev_addr == UINT64_MAX)
-				return corrupt(result, (size_t)(rec - buf),
-					       "ALLOC at the last address of memory, where no allocation fits");
 			CALL(alloc, tag - LW_REC_ALLOC_BASE, prev_addr, b, c);
 			break;
 		case LW_REC_FREE:
