@@ -30,6 +30,9 @@ SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(
 sys.path.insert(0, os.path.join(SOURCE, "scripts"))
 from leakwatch import _holders  # noqa: E402
 
+sys.path.insert(0, os.path.join(SOURCE, "tests"))
+from cuda_array import CudaArray  # noqa: E402
+
 KEEPER = "lw_bench_keeper"
 LEAKS = 30
 BASE = 0x7f0000000000
@@ -41,18 +44,6 @@ class Sample(object):
         self.label = "x"
 
 
-class Array(object):
-    """What CuPy and Numba arrays expose."""
-
-    def __init__(self, ptr):
-        self.ptr = ptr
-
-    @property
-    def __cuda_array_interface__(self):
-        return {"data": (self.ptr, False), "shape": (16,), "typestr": "<f4",
-                "version": 3}
-
-
 def objects(n):
     return [Sample(i) for i in range(n // 4)] + [[i] for i in range(n // 2)]
 
@@ -61,7 +52,7 @@ def in_process(n):
     print(f"1. the search in one interpreter: {n:,} objects of the program, "
           f"{LEAKS} leaked arrays held last")
     module = type(sys)(KEEPER)
-    module.kept = [Array(BASE + 0x1000 * i) for i in range(LEAKS)]
+    module.kept = [CudaArray(BASE + 0x1000 * i) for i in range(LEAKS)]
     sys.modules[KEEPER] = module
     program = objects(n)
     targets = b"".join(struct.pack("<QQ", BASE + 0x1000 * i, 64)

@@ -15,21 +15,10 @@ import weakref
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
 from lwcheck import check, failures  # noqa: E402
+from cuda_array import CudaArray  # noqa: E402
 
 sys.path.insert(0, sys.argv[1])
 from leakwatch import _holders  # noqa: E402
-
-
-class Buffer(object):
-    """A device buffer as CuPy or Numba shows one."""
-
-    def __init__(self, ptr):
-        self.ptr = ptr
-
-    @property
-    def __cuda_array_interface__(self):
-        return {"data": (self.ptr, False), "shape": (16,), "typestr": "<f4",
-                "version": 3}
 
 
 class Hostile(object):
@@ -77,7 +66,7 @@ trainer = Trainer()
 
 
 def local_list():
-    losses_since_last_log = [Buffer(0x10000 + 0x100 * i) for i in range(60)]
+    losses_since_last_log = [CudaArray(0x10000 + 0x100 * i) for i in range(60)]
     found, cut = search(targets(*losses_since_last_log))
     check(not cut, "a small search was cut")
     check(len(found) == 1, f"one holder for one list, got {found}")
@@ -93,13 +82,13 @@ def local_list():
 
 
 def globals_and_attributes():
-    copies = [Buffer(0x20000 + 0x100 * i) for i in range(5)]
+    copies = [CudaArray(0x20000 + 0x100 * i) for i in range(5)]
     for c in copies:
         trainer.batch_metrics.append(Module(correct=c))
     del c
-    tok = _embedding_cache["tok"] = Buffer(0x30000)
+    tok = _embedding_cache["tok"] = CudaArray(0x30000)
     layer = trainer.handler._modules["encoder"]._modules["layers"]
-    layer._modules["0"] = Module(weight=Buffer(0x40000))
+    layer._modules["0"] = Module(weight=CudaArray(0x40000))
     weight = layer._modules["0"]._modules["weight"]
     wanted = targets(*copies, tok, weight)
     # Only the program's own references: none from this frame.
@@ -125,7 +114,7 @@ class Registry(object):
 
 
 def class_attributes():
-    Registry.encoders["clip"] = Buffer(0x38000)
+    Registry.encoders["clip"] = CudaArray(0x38000)
     found, cut = search(targets(Registry.encoders["clip"]))
     check([f[1] for f in found] == ["Registry.encoders['clip']"],
           f"the class attribute holds it: {found}")
@@ -133,7 +122,7 @@ def class_attributes():
 
 
 def survives_hostile_objects():
-    hostile.append(Buffer(0x50000))
+    hostile.append(CudaArray(0x50000))
     found, cut = search(targets(hostile[-1]))
     check([f[1] for f in found] == ["hostile[3]"],
           f"found past objects that raise: {found}")
@@ -143,7 +132,7 @@ def survives_hostile_objects():
 def nothing_unreachable():
     # Garbage in a reference cycle, still alive while no collection runs.
     gc.disable()
-    cycle = [Buffer(0x60000)]
+    cycle = [CudaArray(0x60000)]
     cycle.append(cycle)
     ref = weakref.ref(cycle[0])
     del cycle
@@ -154,7 +143,7 @@ def nothing_unreachable():
 
 
 def keeps_no_reference():
-    held = [Buffer(0x70000)]
+    held = [CudaArray(0x70000)]
     ref = weakref.ref(held[0])
     found, _ = search(targets(held[0]))
     check(found, "the held buffer is found")
@@ -171,7 +160,7 @@ def runs_no_collection():
     gc.enable()
     try:
         # Enough objects that their allocation would start a collection.
-        big = [[Buffer(0x80000)] for _ in range(20000)]
+        big = [[CudaArray(0x80000)] for _ in range(20000)]
         before = len(passes)
         search(targets(big[0][0]))
         during = len(passes) - before
