@@ -498,17 +498,11 @@ static int model_holder(void *ctx, uint64_t address, uint64_t path,
 	 * that was cut and joined, and says nothing. */
 	if (!e)
 		return 0;
-	/* Room for 4, then doubled each time it is full. */
-	if (m->holders.count == 0 ||
-	    (m->holders.count >= 4 &&
-	     (m->holders.count & (m->holders.count - 1)) == 0)) {
-		grown = realloc(m->holders.items, (m->holders.count ? 2 * m->holders.count
-							     : 4) *
-					    sizeof(*grown));
-		if (!grown)
-			return -ENOMEM;
-		m->holders.items = grown;
-	}
+	grown = lw_grow_array(m->holders.items, &m->holders.capacity,
+			      m->holders.count + 1, sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	m->holders.items = grown;
 	m->holders.items[m->holders.count++] = (struct lw_holder){
 		e->site, path, root, objects, graph, flags,
 		m->holders.searches,

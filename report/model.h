@@ -438,7 +438,7 @@ struct lw_trace_meta {
  * the run of HOLDER records with no event between. */
 struct lw_holder_list {
 	struct lw_holder *items;
-	size_t count;
+	size_t count, capacity;
 	bool cut;
 	uint32_t searches;
 	uint64_t events;	/* events at the last HOLDER record */
