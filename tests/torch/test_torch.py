@@ -65,6 +65,17 @@ CONFIGS = {
     "no_caching": {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"},
 }
 
+# Where each configuration's device memory comes from: the API and device
+# of device_memory_by_context. PyTorch's own allocator tells the device of
+# its blocks; a cudaMalloc or cudaMallocAsync the shim hooks does not.
+CONTEXTS = {
+    "native": ("PyTorch allocator", 0),
+    "expandable": ("PyTorch allocator", 0),
+    "leakwatch_async": ("cudaMallocAsync", None),
+    "async": ("cudaMallocAsync", None),
+    "no_caching": ("cudaMalloc", None),
+}
+
 # The categories whose leak grows every step; the others hold memory that
 # does not grow (a previous step's buffers, a phase's modules).
 GROWING = {"retained-loss", "cycle-delayed-frees", "metric-copy",
@@ -204,6 +215,12 @@ def test(case, config, python, real_gpu):
     torch = rep["torch_allocator"]
     check(torch is not None and torch["tensors_visible"],
           f"PyTorch's tensors not seen one by one: {torch}")
+    contexts = rep["device_memory_by_context"]
+    live = [(c["api"], c["device"]) for c in contexts if c["live_count"]]
+    check(live == [CONTEXTS[config]],
+          f"device memory by context: {contexts}, expected {CONTEXTS[config]}")
+    check(sum(c["live_bytes"] for c in contexts) == rep["live_bytes_at_exit"],
+          f"device memory by context does not add up: {contexts}")
     if CASES[case] is None:
         check(leaks == [], "a control has leak findings")
         return "clean"
