@@ -70,6 +70,18 @@ struct py_layout {
 	int object_type;
 	int bytes_size;
 	int bytes_data;
+	int tuple_items;          /* PyTupleObject.ob_item */
+	/* Fast locals (lw_py_frame_locals()). 3.11+: the frame object's
+	 * _PyInterpreterFrame, its localsplus, and the code's names and kinds
+	 * of them; 3.9/3.10: the frame object's f_localsplus, co_nlocals
+	 * and co_varnames, then the cells and free variables. */
+	int frameobj_frame;
+	int frame_localsplus;
+	int code_nlocalsplus;
+	int code_localsplusnames;
+	int code_localspluskinds;
+	int code_cellvars;
+	int code_freevars;
 	int unicode_length;
 	int unicode_state;
 	int unicode_ascii_size;   /* sizeof(PyASCIIObject): compact ASCII data follows */
@@ -96,7 +108,10 @@ static const struct py_layout layouts[] = {
 		.frame_owner = -1, .frame_is_entry = -1, .owner_generator = -1, .owner_cstack = -1,
 		.code_filename = 104, .code_name = 112, .code_first_line = 40,
 		.code_line_table = 120, .code_start = -1, .code_first_traceable = -1,
-		.object_type = 8, .bytes_size = 16, .bytes_data = 32,
+		.object_type = 8, .bytes_size = 16, .bytes_data = 32, .tuple_items = 24,
+		.frameobj_frame = -1, .frame_localsplus = 360,
+		.code_nlocalsplus = 28, .code_localsplusnames = 72, .code_localspluskinds = -1,
+		.code_cellvars = 88, .code_freevars = 80,
 		.unicode_length = 16, .unicode_state = 32, .unicode_ascii_size = 48,
 		.unicode_compact_size = 72, .unicode_data = 72,
 		.kind_mask = 0x1c, .compact_mask = 0x20, .ascii_mask = 0x40, .ready_mask = 0x80,
@@ -108,7 +123,10 @@ static const struct py_layout layouts[] = {
 		.frame_owner = -1, .frame_is_entry = -1, .owner_generator = -1, .owner_cstack = -1,
 		.code_filename = 104, .code_name = 112, .code_first_line = 40,
 		.code_line_table = 120, .code_start = -1, .code_first_traceable = -1,
-		.object_type = 8, .bytes_size = 16, .bytes_data = 32,
+		.object_type = 8, .bytes_size = 16, .bytes_data = 32, .tuple_items = 24,
+		.frameobj_frame = -1, .frame_localsplus = 352,
+		.code_nlocalsplus = 28, .code_localsplusnames = 72, .code_localspluskinds = -1,
+		.code_cellvars = 88, .code_freevars = 80,
 		.unicode_length = 16, .unicode_state = 32, .unicode_ascii_size = 48,
 		.unicode_compact_size = 72, .unicode_data = 72,
 		.kind_mask = 0x1c, .compact_mask = 0x20, .ascii_mask = 0x40, .ready_mask = 0x80,
@@ -120,7 +138,10 @@ static const struct py_layout layouts[] = {
 		.frame_owner = 69, .frame_is_entry = 68, .owner_generator = 1, .owner_cstack = -1,
 		.code_filename = 112, .code_name = 128, .code_first_line = 72,
 		.code_line_table = 136, .code_start = 184, .code_first_traceable = 168,
-		.object_type = 8, .bytes_size = 16, .bytes_data = 32,
+		.object_type = 8, .bytes_size = 16, .bytes_data = 32, .tuple_items = 24,
+		.frameobj_frame = 24, .frame_localsplus = 72,
+		.code_nlocalsplus = 76, .code_localsplusnames = 96, .code_localspluskinds = 104,
+		.code_cellvars = -1, .code_freevars = -1,
 		.unicode_length = 16, .unicode_state = 32, .unicode_ascii_size = 48,
 		.unicode_compact_size = 72, .unicode_data = 72,
 		.kind_mask = 0x1c, .compact_mask = 0x20, .ascii_mask = 0x40, .ready_mask = 0x80,
@@ -132,7 +153,10 @@ static const struct py_layout layouts[] = {
 		.frame_owner = 70, .frame_is_entry = -1, .owner_generator = 1, .owner_cstack = 3,
 		.code_filename = 112, .code_name = 128, .code_first_line = 68,
 		.code_line_table = 136, .code_start = 192, .code_first_traceable = 176,
-		.object_type = 8, .bytes_size = 16, .bytes_data = 32,
+		.object_type = 8, .bytes_size = 16, .bytes_data = 32, .tuple_items = 24,
+		.frameobj_frame = 24, .frame_localsplus = 72,
+		.code_nlocalsplus = 72, .code_localsplusnames = 96, .code_localspluskinds = 104,
+		.code_cellvars = -1, .code_freevars = -1,
 		.unicode_length = 16, .unicode_state = 32, .unicode_ascii_size = 40,
 		.unicode_compact_size = 56, .unicode_data = 56,
 		.kind_mask = 0x1c, .compact_mask = 0x20, .ascii_mask = 0x40, .ready_mask = 0x0,
@@ -144,7 +168,10 @@ static const struct py_layout layouts[] = {
 		.frame_owner = 70, .frame_is_entry = -1, .owner_generator = 1, .owner_cstack = 3,
 		.code_filename = 112, .code_name = 128, .code_first_line = 68,
 		.code_line_table = 136, .code_start = 200, .code_first_traceable = 184,
-		.object_type = 8, .bytes_size = 16, .bytes_data = 32,
+		.object_type = 8, .bytes_size = 16, .bytes_data = 32, .tuple_items = 24,
+		.frameobj_frame = 24, .frame_localsplus = 72,
+		.code_nlocalsplus = 72, .code_localsplusnames = 96, .code_localspluskinds = 104,
+		.code_cellvars = -1, .code_freevars = -1,
 		.unicode_length = 16, .unicode_state = 32, .unicode_ascii_size = 40,
 		.unicode_compact_size = 56, .unicode_data = 56,
 		.kind_mask = 0x1c, .compact_mask = 0x20, .ascii_mask = 0x40, .ready_mask = 0x0,
@@ -158,6 +185,8 @@ static struct {
 	void *(*this_thread_state)(void); /* PyGILState_GetThisThreadState */
 	const char *runtime;              /* &_PyRuntime */
 	const void *code_type;            /* &PyCode_Type */
+	const void *frame_type;           /* &PyFrame_Type */
+	const void *tuple_type;
 	const void *bytes_type;
 	const void *unicode_type;
 	struct lw_py_eval_ranges eval;
@@ -637,6 +666,89 @@ int lw_py_code_info(const void *code, char *file, size_t file_size,
 	return 0;
 }
 
+/* ---- a frame's fast locals ---- */
+
+/* The i-th item of a tuple, NULL past its end. */
+static const char *tuple_item(const char *tuple, long i)
+{
+	const struct py_layout *l = py.layout;
+
+	if (!has_type(tuple, py.tuple_type) || i < 0 ||
+	    i >= load_long(tuple, l->bytes_size))
+		return NULL;
+	return load_ptr(tuple, l->tuple_items + (int)(i * (long)sizeof(void *)));
+}
+
+/* CO_FAST_HIDDEN (3.12+): a comprehension's inlined variable. */
+#define CO_FAST_HIDDEN 0x10
+
+int lw_py_frame_locals(const void *frame,
+		       void (*fn)(const void *name, const void *value,
+				  void *ctx),
+		       void *ctx)
+{
+	const struct py_layout *l;
+	const char *code, *values, *names, *kinds = NULL, *cells = NULL,
+		   *frees = NULL;
+	long count, locals, ncells = 0;
+
+	if (lw_py_init() != LW_PY_SUPPORTED || !has_type(frame, py.frame_type))
+		return -1;
+	l = py.layout;
+	if (l->frameobj_frame >= 0) {
+		const char *iframe = load_ptr(frame, l->frameobj_frame);
+
+		if (!iframe)
+			return -1;
+		code = load_ptr(iframe, l->frame_code);
+		values = iframe + l->frame_localsplus;
+	} else {
+		code = load_ptr(frame, l->frame_code);
+		values = (const char *)frame + l->frame_localsplus;
+	}
+	if (!has_type(code, py.code_type))
+		return -1;
+	locals = load_int(code, l->code_nlocalsplus);
+	names = load_ptr(code, l->code_localsplusnames);
+	if (!has_type(names, py.tuple_type) || locals < 0)
+		return -1;
+	count = locals;
+	if (l->code_localspluskinds >= 0) {
+		kinds = load_ptr(code, l->code_localspluskinds);
+		if (!has_type(kinds, py.bytes_type) ||
+		    load_long(kinds, l->bytes_size) < count)
+			return -1;
+	} else {
+		/* 3.9/3.10: the locals, then the cells, then the frees. */
+		cells = load_ptr(code, l->code_cellvars);
+		frees = load_ptr(code, l->code_freevars);
+		if (!has_type(cells, py.tuple_type) ||
+		    !has_type(frees, py.tuple_type))
+			return -1;
+		ncells = load_long(cells, l->bytes_size);
+		count += ncells + load_long(frees, l->bytes_size);
+	}
+	for (long i = 0; i < count; i++) {
+		const char *value = load_ptr(values, (int)(i * (long)sizeof(void *)));
+		const char *name;
+
+		if (!value)
+			continue;
+		if (kinds && ((const uint8_t *)kinds + l->bytes_data)[i] &
+				     CO_FAST_HIDDEN)
+			continue;
+		if (i < locals)
+			name = tuple_item(names, i);
+		else if (i < locals + ncells)
+			name = tuple_item(cells, i - locals);
+		else
+			name = tuple_item(frees, i - locals - ncells);
+		if (name)
+			fn(name, value, ctx);
+	}
+	return 0;
+}
+
 /* ---- the evaluation function's address ranges ---- */
 
 int lw_py_is_eval_address(uintptr_t addr)
@@ -690,6 +802,9 @@ static int debug_offsets_agree(const struct py_layout *l, unsigned long hex)
 	       d->interpreter_frame.executable == (uint64_t)l->frame_code &&
 	       d->interpreter_frame.instr_ptr == (uint64_t)l->frame_instr &&
 	       d->interpreter_frame.owner == (uint64_t)l->frame_owner &&
+	       d->interpreter_frame.localsplus == (uint64_t)l->frame_localsplus &&
+	       d->code_object.localsplusnames == (uint64_t)l->code_localsplusnames &&
+	       d->code_object.localspluskinds == (uint64_t)l->code_localspluskinds &&
 	       d->code_object.filename == (uint64_t)l->code_filename &&
 	       d->code_object.qualname == (uint64_t)l->code_name &&
 	       d->code_object.linetable == (uint64_t)l->code_line_table &&
@@ -794,10 +909,13 @@ static enum lw_py_status detect(void)
 	*(void **)&py.this_thread_state = symbol("PyGILState_GetThisThreadState");
 	py.runtime = symbol("_PyRuntime");
 	py.code_type = symbol("PyCode_Type");
+	py.frame_type = symbol("PyFrame_Type");
+	py.tuple_type = symbol("PyTuple_Type");
 	py.bytes_type = symbol("PyBytes_Type");
 	py.unicode_type = symbol("PyUnicode_Type");
 	if (!eval || !py.this_thread_state || !py.runtime || !py.code_type ||
-	    !py.bytes_type || !py.unicode_type)
+	    !py.frame_type || !py.tuple_type || !py.bytes_type ||
+	    !py.unicode_type)
 		return LW_PY_UNSUPPORTED;
 	if (layout->minor == 13 && !debug_offsets_agree(layout, hex))
 		return LW_PY_UNSUPPORTED;

@@ -94,4 +94,17 @@ int lw_py_code_info(const void *code, char *file, size_t file_size,
  */
 int lw_py_is_eval_address(uintptr_t addr);
 
+/*
+ * The bound fast locals of a frame object (a PyFrameObject *), read from
+ * the interpreter's structures: fn(name, value, ctx) for each, cells and
+ * free variables included (value is then the cell). Reads only: no frame's
+ * f_locals dict is made or filled, so nothing of the program gains a
+ * reference. With the GIL held. Returns 0, or -1 when this interpreter's
+ * frames cannot be read.
+ */
+int lw_py_frame_locals(const void *frame,
+		       void (*fn)(const void *name, const void *value,
+				  void *ctx),
+		       void *ctx);
+
 #endif

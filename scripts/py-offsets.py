@@ -63,6 +63,13 @@ int main(void)
 	printf("owner_generator -1\nowner_cstack -1\n");
 	printf("code_name %d\n", OFF(PyCodeObject, co_name));
 	printf("code_start -1\ncode_first_traceable -1\n");
+	printf("frameobj_frame -1\n");
+	printf("frame_localsplus %d\n", OFF(PyFrameObject, f_localsplus));
+	printf("code_nlocalsplus %d\n", OFF(PyCodeObject, co_nlocals));
+	printf("code_localsplusnames %d\n", OFF(PyCodeObject, co_varnames));
+	printf("code_localspluskinds -1\n");
+	printf("code_cellvars %d\n", OFF(PyCodeObject, co_cellvars));
+	printf("code_freevars %d\n", OFF(PyCodeObject, co_freevars));
 #if PY_VERSION_HEX < 0x030A0000
 	printf("line_format PY_LINES_LNOTAB\n");
 	printf("code_line_table %d\n", OFF(PyCodeObject, co_lnotab));
@@ -96,6 +103,12 @@ int main(void)
 	printf("owner_cstack %d\n", FRAME_OWNED_BY_CSTACK);
 #endif
 	printf("code_name %d\n", OFF(PyCodeObject, co_qualname));
+	printf("frameobj_frame %d\n", OFF(PyFrameObject, f_frame));
+	printf("frame_localsplus %d\n", OFF(_PyInterpreterFrame, localsplus));
+	printf("code_nlocalsplus %d\n", OFF(PyCodeObject, co_nlocalsplus));
+	printf("code_localsplusnames %d\n", OFF(PyCodeObject, co_localsplusnames));
+	printf("code_localspluskinds %d\n", OFF(PyCodeObject, co_localspluskinds));
+	printf("code_cellvars -1\ncode_freevars -1\n");
 	printf("code_line_table %d\n", OFF(PyCodeObject, co_linetable));
 	printf("code_start %d\n", OFF(PyCodeObject, co_code_adaptive));
 	printf("code_first_traceable %d\n", OFF(PyCodeObject, _co_firsttraceable));
@@ -105,6 +118,7 @@ int main(void)
 	printf("object_type %d\n", OFF(PyObject, ob_type));
 	printf("bytes_size %d\n", OFF(PyVarObject, ob_size));
 	printf("bytes_data %d\n", OFF(PyBytesObject, ob_sval));
+	printf("tuple_items %d\n", OFF(PyTupleObject, ob_item));
 	printf("unicode_length %d\n", OFF(PyASCIIObject, length));
 	printf("unicode_state %d\n", OFF(PyASCIIObject, state));
 	printf("unicode_ascii_size %d\n", (int)sizeof(PyASCIIObject));
@@ -131,7 +145,10 @@ GROUPS = [
     ["frame_owner", "frame_is_entry", "owner_generator", "owner_cstack"],
     ["code_filename", "code_name", "code_first_line"],
     ["code_line_table", "code_start", "code_first_traceable"],
-    ["object_type", "bytes_size", "bytes_data"],
+    ["object_type", "bytes_size", "bytes_data", "tuple_items"],
+    ["frameobj_frame", "frame_localsplus"],
+    ["code_nlocalsplus", "code_localsplusnames", "code_localspluskinds"],
+    ["code_cellvars", "code_freevars"],
     ["unicode_length", "unicode_state", "unicode_ascii_size"],
     ["unicode_compact_size", "unicode_data"],
     ["kind_mask", "compact_mask", "ascii_mask", "ready_mask"],
