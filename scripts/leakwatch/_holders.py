@@ -1,17 +1,27 @@
 # SPDX-License-Identifier: MIT
 """Who holds it: the shortest reference path from a root of the program
 (a module global, a local of a live frame, a class attribute) to the live
-objects whose device buffers lie inside given allocations.
+objects whose device buffers lie inside given allocations; and, for those
+no root reaches, the reference cycle that keeps them until the collector
+runs.
 
 The shim runs search() inside the program's interpreter, with the GIL held,
-at the report point and on demand; the source is compiled into the shim, so
-this module needs no import path. It walks the object graph with
-gc.get_referents() and reads a few attributes whose getters are C code
-(a tensor's storage, grad_fn, grad; an autograd node's next_functions and
-saved tensors; __cuda_array_interface__ where a type declares it), each
-guarded, so that an object whose attribute access raises or runs code
-cannot stop it. It never runs the garbage collector and keeps no reference
-once it returns.
+at the report point, during the run and on demand; the source is compiled
+into the shim, so this module needs no import path.
+
+No code of the program runs during a search. Objects are walked with
+gc.get_referents() (the types' own traversal, C code); attributes are read
+only from the instance's and the types' dictionaries, never through
+__getattribute__, __getattr__, a property or any descriptor written in
+Python, and a descriptor is called only when it is C code (a getset or
+member descriptor: a tensor's grad_fn, an autograd node's saved tensors,
+CuPy's __cuda_array_interface__). PyTorch tensors are recognised by their
+type and read through torch's own C methods, taken from torch's base class
+(a subclass's overrides never run) with __torch_function__ dispatch off;
+tensor subclasses that dispatch in Python (__torch_dispatch__) are walked
+as plain objects. Frames' locals come from the shim (frame_locals), which
+reads them without filling a frame's f_locals dict. The search never runs
+the garbage collector and keeps no reference once it returns.
 """
 import array
 import bisect
@@ -30,17 +40,74 @@ MAX_SIZES = 16
 # Graph nodes counted behind one autograd root at most.
 MAX_GRAPH_NODES = 100000
 
+# Flags of a holder (common/lw-format.h, enum lw_holder_flags).
+UNREACHABLE = 4
+GC_OFF = 8
+
 # Objects that refer to nothing: never visited.
 _ATOMS = (str, bytes, int, float, bool, complex, type(None))
 _SKIP_TYPES = (type(sys), types.FrameType, types.CodeType, types.FunctionType,
                types.BuiltinFunctionType, type(gc.get_referents), str, bytes,
                int, float, bool, type(None))
+# Descriptors whose __get__ is C code of the type that defines them.
+_C_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
+
+# Read straight from `type`, so that no metaclass of the program answers.
+_type_mro = type.__dict__["__mro__"].__get__
+_type_dict = type.__dict__["__dict__"].__get__
+_type_name = type.__dict__["__name__"].__get__
+_cell_contents = types.CellType.__dict__["cell_contents"].__get__
+_module_dict = types.ModuleType.__dict__["__dict__"].__get__
+
+
+def _mro(tp):
+    try:
+        return _type_mro(tp)
+    except Exception:
+        return (tp,)
+
+
+def _tname(tp):
+    try:
+        name = _type_name(tp)
+    except Exception:
+        return "?"
+    return name if type(name) is str else "?"
 
 
 def _is(obj, types_):
-    """isinstance() by the object's real type: isinstance() may read a
-    __class__ that the object computes."""
-    return issubclass(type(obj), types_)
+    """isinstance() by the object's real type, along its MRO: isinstance()
+    may read a __class__ that the object computes, and issubclass() may
+    call a metaclass's __subclasscheck__."""
+    mro = _mro(type(obj))
+    if type(types_) is not tuple:
+        types_ = (types_,)
+    return any(t in mro for t in types_)
+
+
+def _static(tp, name):
+    """The attribute name of type tp as its MRO's dictionaries hold it
+    (inspect.getattr_static for types): (value, True), or (None, False)."""
+    for klass in _mro(tp):
+        try:
+            d = _type_dict(klass)
+        except Exception:
+            continue
+        if name in d:
+            return d[name], True
+    return None, False
+
+
+def _c_attribute(obj, name):
+    """obj.name, only where a C descriptor of its type gives it; None
+    otherwise (a Python property, __getattr__, nothing)."""
+    value, found = _static(type(obj), name)
+    if not found or type(value) not in _C_DESCRIPTORS:
+        return None
+    try:
+        return value.__get__(obj, type(obj))
+    except Exception:
+        return None
 
 
 def _instance_dict(obj):
@@ -48,25 +115,31 @@ def _instance_dict(obj):
     through code of the class; None if it has none."""
     if _is(obj, type):
         return None
+    d, found = _static(type(obj), "__dict__")
+    if not found or type(d) is not types.GetSetDescriptorType:
+        return None
     try:
-        for klass in type(obj).__mro__:
-            d = klass.__dict__.get("__dict__")
-            if d is not None:
-                if type(d) is not types.GetSetDescriptorType:
-                    return None
-                own = d.__get__(obj, type(obj))
-                return own if type(own) is dict else None
+        own = d.__get__(obj, type(obj))
     except Exception:
         return None
-    return None
+    return own if type(own) is dict else None
 
 
-def _key(k):
-    if _is(k, str):
-        return repr(k) if len(k) <= 40 else repr(k[:37] + "...")
-    if _is(k, (int, float, bool)) or k is None:
+_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_.\-]{0,23}|[0-9]{1,24})\Z")
+
+
+def _key(k, position):
+    """A dictionary key as the path shows it: a short identifier-like
+    string or a number as it is; anything else (a token used as a cache
+    key, a long text) by its type and position, so that no secret of the
+    program reaches the trace."""
+    if type(k) is str and _KEY.match(k):
         return repr(k)
-    return "<" + type(k).__name__ + ">"
+    if type(k) in (int, bool) or k is None:
+        return repr(k)
+    if type(k) is float and k == k and abs(k) < 1e15:
+        return repr(k)
+    return "<%s #%d>" % (_tname(type(k)), position)
 
 
 # What a type's objects are to the walk, decided once per type.
@@ -74,16 +147,82 @@ _ATOM, _SKIP, _SEQ, _DICT, _TENSOR, _ARRAY, _NODE, _CLASS, _OBJECT = range(9)
 _ATOM_TYPES = frozenset(_ATOMS)
 
 
+class _Torch(object):
+    """PyTorch's C methods, from its base classes: they read a tensor
+    without running a subclass's code (enter() turns __torch_function__
+    dispatch off for the search's thread)."""
+
+    def __init__(self):
+        self.tensor = None
+        self.disabled = None
+        torch = sys.modules.get("torch")
+        if torch is None or not _is(torch, types.ModuleType):
+            return
+        try:
+            tmod = _module_dict(torch)
+            cmod = _module_dict(tmod["_C"])
+            base = cmod.get("TensorBase") or cmod.get("_TensorBase")
+            bdict = _type_dict(base)
+            self.storage = bdict["untyped_storage"]
+            self.grad_fn = bdict["grad_fn"]
+            self.grad = bdict["_grad"] if "_grad" in bdict else bdict["grad"]
+            self.data_ptr = _type_dict(cmod["StorageBase"])["data_ptr"]
+            self.disable = cmod["DisableTorchFunction"]
+            self.base = base
+            tensor = tmod["Tensor"]
+        except Exception:
+            return
+        if _is(tensor, type) and base in _mro(tensor):
+            self.tensor = tensor
+
+    def enter(self):
+        if self.tensor is not None:
+            try:
+                self.disabled = self.disable()
+                self.disabled.__enter__()
+            except Exception:
+                self.disabled = None
+
+    def leave(self):
+        if self.disabled is not None:
+            self.disabled.__exit__(None, None, None)
+            self.disabled = None
+
+    def own(self, tp):
+        """Whether a tensor type's objects can be read: no Python
+        __torch_dispatch__ of its own (FakeTensor, DTensor and the like
+        have no storage of their own to read)."""
+        for klass in _mro(tp):
+            try:
+                if "__torch_dispatch__" in _type_dict(klass):
+                    return klass in (self.tensor, self.base)
+            except Exception:
+                return False
+        return True
+
+    def buffer(self, obj):
+        try:
+            return self.data_ptr(self.storage(obj))
+        except Exception:
+            return None
+
+    def attribute(self, obj, getset):
+        try:
+            return getset.__get__(obj, type(obj))
+        except Exception:
+            return None
+
+
 class _Search(object):
-    def __init__(self, ranges, deadline):
+    def __init__(self, ranges, deadline, frame_locals):
         self.starts = [r[0] for r in ranges]
         self.ranges = ranges
         self.deadline = deadline
+        self.frame_locals = frame_locals
         self.cut = False
         self.found = {}    # range index -> node
-        self.torch = sys.modules.get("torch")
-        self.tensor_type = getattr(self.torch, "Tensor", None) \
-            if self.torch else None
+        self.torch = _Torch()
+        self.tensor_type = self.torch.tensor
         # The walk's nodes: the objects and their parents' indexes, in
         # the order met. Labels are worked out again only for the nodes
         # on a path found (_label), so that a node costs two appends.
@@ -93,6 +232,7 @@ class _Search(object):
         self.seen = set()
         self.kinds = {}       # type -> what its objects are to the walk
         self.labels = {}      # node -> {id of a referent: its label}
+        self.reachable = 0    # nodes met from the program's roots
 
     # -- what a device buffer is --
 
@@ -108,22 +248,22 @@ class _Search(object):
             return kind
         t = self.tensor_type
         try:
+            mro = _mro(tp)
             if tp in _ATOM_TYPES:
                 kind = _ATOM
-            elif issubclass(tp, _SKIP_TYPES):
+            elif any(s in mro for s in _SKIP_TYPES):
                 kind = _SKIP
-            elif issubclass(tp, type):
+            elif type in mro:
                 kind = _CLASS
             elif tp is list or tp is tuple:
                 kind = _SEQ
             elif tp is dict:
                 kind = _DICT
-            elif t is not None and issubclass(tp, t):
-                kind = _TENSOR
-            elif any("__cuda_array_interface__" in k.__dict__
-                     for k in tp.__mro__):
+            elif t is not None and t in mro:
+                kind = _TENSOR if self.torch.own(tp) else _OBJECT
+            elif _static(tp, "__cuda_array_interface__")[1]:
                 kind = _ARRAY
-            elif any("next_functions" in k.__dict__ for k in tp.__mro__):
+            elif _static(tp, "next_functions")[1]:
                 kind = _NODE
             else:
                 kind = _OBJECT
@@ -132,13 +272,47 @@ class _Search(object):
         self.kinds[tp] = kind
         return kind
 
+    def _first_of(self, obj):
+        """The kind of obj's type, decided with obj, the first of its type
+        met: a class whose instances carry __cuda_array_interface__ in
+        their own dictionary is an array type."""
+        tp = type(obj)
+        kind = self._kind(tp)
+        if kind == _OBJECT:
+            own = _instance_dict(obj)
+            if own is not None and "__cuda_array_interface__" in own:
+                kind = self.kinds[tp] = _ARRAY
+        return kind
+
+    def _interface(self, obj):
+        """__cuda_array_interface__ where no code of the program gives it:
+        a dict in the instance's dictionary or the type's, or a C
+        descriptor's (CuPy's, compiled); a Python property is not run."""
+        own = _instance_dict(obj)
+        if own is not None:
+            iface = own.get("__cuda_array_interface__")
+            if type(iface) is dict:
+                return iface
+        value, found = _static(type(obj), "__cuda_array_interface__")
+        if type(value) is dict:
+            return value
+        if type(value) in _C_DESCRIPTORS:
+            try:
+                iface = value.__get__(obj, type(obj))
+            except Exception:
+                return None
+            return iface if type(iface) is dict else None
+        return None
+
     def _buffer(self, obj, kind):
         """The device pointer of obj's buffer, or None."""
+        if kind == _TENSOR:
+            return self.torch.buffer(obj)
+        iface = self._interface(obj)
         try:
-            if kind == _TENSOR:
-                return obj.untyped_storage().data_ptr()
-            iface = obj.__cuda_array_interface__
-            return int(iface["data"][0])
+            data = iface["data"] if iface is not None else None
+            ptr = data[0] if type(data) in (tuple, list) and data else None
+            return ptr if type(ptr) is int else None
         except Exception:
             return None
 
@@ -153,6 +327,13 @@ class _Search(object):
         self.objs.append(obj)
         self.parent.append(-1)
 
+    def _tensor_edges(self, obj):
+        t = self.torch
+        for name, getset in (("grad_fn", t.grad_fn), ("grad", t.grad)):
+            v = t.attribute(obj, getset)
+            if v is not None:
+                yield v, "." + name
+
     def _edges(self, n):
         """The named referents of node n: (object, label, whether it is a
         dict of attributes). The walk takes the same objects, unnamed."""
@@ -162,24 +343,19 @@ class _Search(object):
             return
         if kind == _DICT:
             attr = self._attributes(n)
-            for k, v in list(obj.items()):
-                if attr and _is(k, str):
+            for i, (k, v) in enumerate(list(obj.items())):
+                if attr and type(k) is str and k.isidentifier():
                     yield v, "." + k, False
                 else:
-                    yield v, "[" + _key(k) + "]", False
+                    yield v, "[" + _key(k, i) + "]", False
             return
         if kind == _SEQ:
             for i, v in enumerate(obj):
                 yield v, "[%d]" % i, False
             return
         if kind == _TENSOR:
-            for name in ("grad_fn", "grad"):
-                try:
-                    v = getattr(obj, name)
-                except Exception:
-                    continue
-                if v is not None:
-                    yield v, "." + name, False
+            for v, label in self._tensor_edges(obj):
+                yield v, label, False
         elif kind == _NODE:
             for v, label in self._node_edges(obj):
                 yield v, label, False
@@ -188,9 +364,11 @@ class _Search(object):
             # Its entries, which the walk may meet directly (CPython 3.11
             # and later keep an instance's attributes in the instance
             # until its __dict__ is asked for), and the dict itself.
-            for k, v in list(own.items()):
-                if _is(k, str):
+            for i, (k, v) in enumerate(list(own.items())):
+                if type(k) is str and k.isidentifier():
                     yield v, "." + k, False
+                else:
+                    yield v, "[" + _key(k, i) + "]", False
             yield own, "", True
         for v in gc.get_referents(obj):
             if v is own:
@@ -199,8 +377,10 @@ class _Search(object):
                 # An instance's or a class's __dict__: its entries are
                 # attributes.
                 yield v, "", True
+            elif type(v) is types.CellType:
+                yield v, "", False
             elif not _is(v, type):
-                yield v, ".<%s>" % type(v).__name__, False
+                yield v, ".<%s>" % _tname(type(v)), False
 
     def _attributes(self, n):
         """Whether dict node n holds its parent's attributes: a class's
@@ -230,39 +410,39 @@ class _Search(object):
             except Exception:
                 pass
         want = self.objs[n]
-        return labels.get(id(want), ".<%s>" % type(want).__name__)
+        return labels.get(id(want), ".<%s>" % _tname(type(want)))
 
     def _node_edges(self, node):
-        try:
-            names = [a for a in dir(node) if a.startswith("_saved_")]
-        except Exception:
-            names = []
-        for a in names:
+        """An autograd node's saved tensors and next nodes, through the C
+        getters of its type (torch generates one per kind of node)."""
+        tp = type(node)
+        names = []
+        for klass in _mro(tp):
             try:
-                v = getattr(node, a)
+                d = _type_dict(klass)
             except Exception:
                 continue
+            for a, descr in list(d.items()):
+                if type(a) is str and a.startswith("_saved_") and \
+                        type(descr) in _C_DESCRIPTORS and a not in names:
+                    names.append(a)
+        for a in names:
+            v = _c_attribute(node, a)
             if _is(v, (tuple, list)):
-                for i, x in enumerate(v):
+                for x in v:
                     yield x, " saved tensor"
             elif v is not None:
                 yield v, " saved tensor"
-        try:
-            nexts = node.next_functions
-        except Exception:
-            nexts = ()
-        for pair in nexts or ():
-            try:
-                fn = pair[0]
-            except Exception:
-                continue
+        nexts = _c_attribute(node, "next_functions")
+        for pair in nexts if type(nexts) is tuple else ():
+            fn = pair[0] if type(pair) is tuple and pair else None
             if fn is not None:
                 yield fn, " \u2192"
 
-    def _roots(self, skip_frame):
+    def _roots(self):
         frames = []
         try:
-            current = sys._current_frames().values()
+            current = list(sys._current_frames().values())
         except Exception:
             current = []
         for f in current:
@@ -272,40 +452,145 @@ class _Search(object):
                     frames.append(f)
                 f = f.f_back
         for f in frames:
-            where = "%s (%s:%d)" % (f.f_code.co_name, f.f_code.co_filename,
+            code = f.f_code
+            where = "%s (%s:%d)" % (code.co_name, code.co_filename,
                                     f.f_lineno)
-            try:
-                local = dict(f.f_locals) if f.f_globals is not f.f_locals \
-                    else {}
-            except Exception:
-                local = {}
-            for name, v in local.items():
+            for name, v in self._locals(f):
+                if type(v) is types.CellType:
+                    try:
+                        v = _cell_contents(v)
+                    except Exception:
+                        continue
                 self._add_root(v, name, "local of " + where)
         main = sys.modules.get("__main__")
         self._globals([("__main__", main)] if main else [])
 
+    def _locals(self, f):
+        """A function's bound locals, read by the shim; a module's code
+        (its locals are its globals) has none of its own."""
+        if not f.f_code.co_flags & 0x0001:     # CO_OPTIMIZED
+            return ()
+        got = self.frame_locals(f) if self.frame_locals else None
+        if type(got) is list:
+            return got
+        if sys.version_info >= (3, 13):
+            # A proxy that reads the frame, filling nothing.
+            try:
+                return list(f.f_locals.items())
+            except Exception:
+                return ()
+        return ()
+
     def _globals(self, mods):
         for mname, m in mods:
+            if not _is(m, types.ModuleType):
+                continue
             try:
-                d = m.__dict__
+                d = _module_dict(m)
             except Exception:
                 continue
             if type(d) is not dict:
                 continue
             for name, v in list(d.items()):
-                if _is(v, type(sys)):
+                if _is(v, types.ModuleType):
                     continue
                 self._add_root(v, name, "global of " + mname)
 
-    def run(self, skip_frame):
+    def run(self):
         """Breadth first from the program's own roots (live frames and
         __main__), then from every other module's globals."""
-        self._roots(skip_frame)
+        self._roots()
         n = self._walk(0)
         if not self.cut and len(self.found) < len(self.ranges):
             self._globals(sorted((k, m) for k, m in list(sys.modules.items())
-                                 if k != "__main__" and m is not None))
-            self._walk(n)
+                                 if k != "__main__" and m is not None
+                                 and type(k) is str))
+            n = self._walk(n)
+        self.reachable = len(self.objs)
+        return n
+
+    def garbage(self):
+        """Targets no root reaches, held by reference cycles waiting for a
+        pass of the collector: walks again from the objects the collector
+        tracks that the first walk never met, the instances of classes
+        first (what a person would name), then any. A holder found so is
+        kept only when its cycle is closed: nothing outside it refers to
+        its objects (not the program's variables, not C code). Returns
+        {root node: objects in its cycle}."""
+        first = len(self.objs)
+        try:
+            tracked = gc.get_objects()
+        except Exception:
+            return {}
+        heads, rest = [], []
+        for obj in tracked:
+            if id(obj) in self.seen or type(obj) in _ATOM_TYPES:
+                continue
+            kind = self._first_of(obj)
+            if kind == _OBJECT and _instance_dict(obj) is not None and \
+                    not _is(obj, (dict, list, tuple, set)):
+                heads.append(obj)
+            elif kind in (_OBJECT, _SEQ, _DICT):
+                rest.append(obj)
+        del tracked
+        sizes = {}
+        for group in (heads, rest):
+            if self.cut or len(self.found) == len(self.ranges):
+                break
+            start = len(self.objs)
+            for obj in group:
+                self._add_root(obj, "<%s>" % _tname(type(obj)), None)
+            group.clear()
+            self._walk(start)
+        heads.clear()
+        rest.clear()
+        group = heads = rest = None
+        for r, n in list(self.found.items()):
+            if n < first:
+                continue
+            top = n
+            while self.parent[top] >= 0:
+                top = self.parent[top]
+            if top not in sizes:
+                sizes[top] = self._cycle(top, first)
+            if not sizes[top]:
+                del self.found[r]
+        return {top: n for top, n in sizes.items() if n}
+
+    def _cycle(self, top, first):
+        """How many objects the unreachable part holds from top, itself
+        included, if no reference from outside that part reaches one of
+        them; 0 otherwise (something the walk cannot see keeps them)."""
+        seen = {id(self.objs[top]): self.objs[top]}
+        stack = [self.objs[top]]
+        inside = {}     # id -> references from inside the part
+        reached = set(id(self.objs[i]) for i in range(first))
+        while stack and len(seen) < 100000:
+            obj = stack.pop()
+            try:
+                refs = gc.get_referents(obj)
+            except Exception:
+                return 0
+            for v in refs:
+                i = id(v)
+                if i in reached or type(v) in _ATOM_TYPES or \
+                        self._kind(type(v)) in (_SKIP, _CLASS):
+                    continue
+                inside[i] = inside.get(i, 0) + 1
+                if i not in seen:
+                    seen[i] = v
+                    stack.append(v)
+            del refs
+        obj = v = None
+        if stack:
+            return 0
+        for i in seen:
+            # getrefcount's argument, seen, and the walk's list when the
+            # object is one of its nodes.
+            ours = 2 + (i in self.seen)
+            if sys.getrefcount(seen[i]) - ours > inside.get(i, 0):
+                return 0
+        return len(seen)
 
     def _met(self, obj, kind, node):
         """Whether obj, just met as node, was the last target to find."""
@@ -327,7 +612,9 @@ class _Search(object):
             self.deadline
         # The roots, met before the walk.
         for i in range(n, len(objs)):
-            kind = kind_of(type(objs[i]))
+            kind = kinds_get(type(objs[i]))
+            if kind is None:
+                kind = self._first_of(objs[i])
             if (kind == _TENSOR or kind == _ARRAY) and \
                     self._met(objs[i], kind, i):
                 return len(objs)
@@ -355,7 +642,7 @@ class _Search(object):
                         continue
                     k = kinds_get(tp)
                     if k is None:
-                        k = kind_of(tp)
+                        k = self._first_of(v)
                     if k == _SKIP or (k == _CLASS and kind != _SEQ and
                                       kind != _DICT):
                         # Modules and functions never (a module's globals
@@ -396,7 +683,7 @@ class _Search(object):
         last = None     # the type name of the last graph node passed
         for n in chain:
             label = self._label(n)
-            name = type(self.objs[n]).__name__
+            name = _tname(type(self.objs[n]))
             if label == ".grad_fn":
                 out += ".grad_fn (%s)" % name
                 graph, hops, last = True, 0, name
@@ -404,7 +691,7 @@ class _Search(object):
                 hops += 1
                 last = name
             elif label == " saved tensor":
-                parent = type(self.objs[self.parent[n]]).__name__
+                parent = _tname(type(self.objs[self.parent[n]]))
                 out += _hops(hops - 1 if hops else 0, "saved tensor of " +
                              parent)
                 hops = 0
@@ -417,6 +704,26 @@ class _Search(object):
             out += _hops(hops - 1, last)
         return _pretty(out), graph
 
+    def graph_nodes(self, root_obj):
+        """How many autograd nodes the graph behind root_obj holds."""
+        if self.tensor_type is None or \
+                self._kind(type(root_obj)) != _TENSOR:
+            return 0
+        fn = self.torch.attribute(root_obj, self.torch.grad_fn)
+        if fn is None:
+            return 0
+        seen = {id(fn)}
+        stack = [fn]
+        while stack and len(seen) < MAX_GRAPH_NODES:
+            node = stack.pop()
+            nexts = _c_attribute(node, "next_functions")
+            for pair in nexts if type(nexts) is tuple else ():
+                nxt = pair[0] if type(pair) is tuple and pair else None
+                if nxt is not None and id(nxt) not in seen:
+                    seen.add(id(nxt))
+                    stack.append(nxt)
+        return len(seen)
+
 
 def _hops(folded, last):
     """Graph nodes after grad_fn: the first ones folded, the last kept."""
@@ -425,20 +732,19 @@ def _hops(folded, last):
     return " \u2192 \u2026 \u2192 " + last
 
 
+_MODULE_DICT = re.compile(r"\._(?:parameters|buffers|modules)\[('([^']*)'|[^\]]*)\]")
+
+
 def _pretty(path):
     """nn.Module's own dicts read as the attributes they serve."""
-    for d in ("._parameters", "._buffers", "._modules"):
-        while d + "[" in path:
-            i = path.index(d + "[")
-            j = path.index("]", i)
-            key = path[i + len(d) + 1:j]
-            name = key.strip("'\"")
-            rest = path[j + 1:]
-            if name.isdigit():
-                path = path[:i] + "[" + name + "]" + rest
-            else:
-                path = path[:i] + "." + name + rest
-    return path
+    def name(m):
+        key = m.group(2)
+        if key is None:
+            return m.group(0)
+        if key.isdigit():
+            return "[" + key + "]"
+        return "." + key if key.isidentifier() else m.group(0)
+    return _MODULE_DICT.sub(name, path)
 
 
 def _container(path):
@@ -446,49 +752,37 @@ def _container(path):
     (trainer.batch_metrics[0].correct, [1].correct...) are one holder, as
     are the entries of one dict."""
     path = re.sub(r"\[\d+\]", "[*]", path)
+    path = re.sub(r"\[<[^>]*#\d+>\]", "[*]", path)
     if path.endswith("]") and "[" in path:
         return path[:path.rindex("[")]
     return path
 
 
-def _graph_nodes(root_obj, torch_tensor):
-    """How many autograd nodes the graph behind root_obj holds."""
-    fn = None
-    try:
-        if torch_tensor is not None and _is(root_obj, torch_tensor):
-            fn = root_obj.grad_fn
-    except Exception:
-        return 0
-    if fn is None:
-        return 0
-    seen = {id(fn)}
-    stack = [fn]
-    while stack and len(seen) < MAX_GRAPH_NODES:
-        node = stack.pop()
-        try:
-            nexts = node.next_functions
-        except Exception:
-            continue
-        for pair in nexts or ():
-            nxt = pair[0] if pair else None
-            if nxt is not None and id(nxt) not in seen:
-                seen.add(id(nxt))
-                stack.append(nxt)
-    return len(seen)
+def _unreachable_root(objects, collecting, steps_since_gc):
+    if not collecting:
+        when = "the collector is off"
+    elif steps_since_gc is not None and steps_since_gc >= 0:
+        when = "the collector last ran %d step%s ago" % (
+            steps_since_gc, "" if steps_since_gc == 1 else "s")
+    else:
+        when = "the collector has not run since"
+    return "unreachable reference cycle (%d objects; %s)" % (objects, when)
 
 
 _OWN_GLOBALS = globals()
 
 
-def search(targets, budget):
+def search(targets, budget, frame_locals=None, steps_since_gc=-1):
     """targets: bytes of little-endian (start, size) u64 pairs, sorted by
-    start. Returns ([([address...], path, root, objects, graph_nodes)],
+    start; frame_locals: the shim's reader of a frame's locals;
+    steps_since_gc: steps since the collector last ran (-1: not known).
+    Returns ([([address...], path, root, objects, graph_nodes, flags)],
     cut)."""
     import struct
     ranges = [struct.unpack_from("<QQ", targets, i)
               for i in range(0, len(targets) - 15, 16)]
     ranges.sort()
-    s = _Search(ranges, time.perf_counter() + budget)
+    s = _Search(ranges, time.perf_counter() + budget, frame_locals)
     # The search makes many objects: no collection may run meanwhile (its
     # frees would land inside the search, and it is the program's to run).
     collecting = gc.isenabled()
@@ -496,8 +790,12 @@ def search(targets, budget):
     caught = warnings.catch_warnings()
     caught.__enter__()
     warnings.simplefilter("ignore")
+    s.torch.enter()
     try:
-        s.run(sys._getframe())
+        s.run()
+        cycles = {}
+        if not s.cut and len(s.found) < len(ranges):
+            cycles = s.garbage()
         groups = {}
         order = []
         for r, n in sorted(s.found.items(), key=lambda kv: kv[1]):
@@ -505,12 +803,17 @@ def search(targets, budget):
             top = n
             while s.parent[top] >= 0:
                 top = s.parent[top]
-            root = s.root[top][1]
-            key = (_container(path), root)
+            flags = 0
+            if top in cycles:
+                flags = UNREACHABLE | (0 if collecting else GC_OFF)
+                root = _unreachable_root(cycles[top], collecting,
+                                         steps_since_gc)
+            else:
+                root = s.root[top][1]
+            key = (_container(path), root if not flags else "unreachable")
             if key not in groups:
-                nodes = _graph_nodes(s.objs[top], s.tensor_type) \
-                    if graph else 0
-                groups[key] = [{}, path, root, 0, nodes]
+                nodes = s.graph_nodes(s.objs[top]) if graph else 0
+                groups[key] = [{}, path, root, 0, nodes, flags]
                 order.append(key)
             g = groups[key]
             g[3] += 1
@@ -528,6 +831,7 @@ def search(targets, budget):
         # the walk outlives this call (the parents are numbers).
         for part in (s.objs, s.root, s.seen, s.found, s.labels, s.kinds):
             part.clear()
+        s.torch.leave()
         del s
         caught.__exit__(None, None, None)
         if collecting:

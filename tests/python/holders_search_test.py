@@ -1,13 +1,20 @@
 # SPDX-License-Identifier: MIT
 """The holder search (scripts/leakwatch/_holders.py) on plain Python objects
 that expose __cuda_array_interface__, without the shim: the paths it names,
-how it groups one container's objects, that hostile objects cannot stop it,
+how it groups one container's objects, that hostile objects cannot stop it
+and no code of theirs runs, that dictionary keys that are not names stay
+out of the paths, that reference cycles no root reaches are named as such,
 that it keeps no reference, runs no collection, and stops at its budget.
+
+Without the shim, frames' locals are read through f_locals (the shim reads
+them from the interpreter's structures instead; the integration suite's
+`holders` test checks that).
 
     holders_search_test.py SCRIPTS_DIR
 """
 import gc
 import os
+import re
 import struct
 import sys
 import weakref
@@ -47,8 +54,12 @@ def targets(*buffers):
     return b"".join(struct.pack("<QQ", b.ptr, 64) for b in buffers)
 
 
+def frame_locals(frame):
+    return list(frame.f_locals.items())
+
+
 def search(wanted, budget=5.0):
-    return _holders.search(wanted, budget)
+    return _holders.search(wanted, budget, frame_locals)
 
 
 # Module globals: a cache, and a trainer that keeps copies in a list.
@@ -70,13 +81,14 @@ def local_list():
     found, cut = search(targets(*losses_since_last_log))
     check(not cut, "a small search was cut")
     check(len(found) == 1, f"one holder for one list, got {found}")
-    addresses, path, root, objects, graph = found[0]
+    addresses, path, root, objects, graph, flags = found[0]
     check(path == "losses_since_last_log[59]",
           f"the list's last element names it: {path}")
     check(root.startswith("local of local_list ("),
           f"root is the function's frame: {root}")
     check(objects == 60, f"60 objects through the list, got {objects}")
     check(graph == 0, "no autograd graph")
+    check(flags == 0, f"reachable: no flags, got {flags}")
     check(addresses and all(0x10000 <= a < 0x10000 + 0x100 * 60
                             for a in addresses), f"addresses {addresses}")
 
@@ -129,17 +141,150 @@ def survives_hostile_objects():
     hostile.pop()
 
 
-def nothing_unreachable():
-    # Garbage in a reference cycle, still alive while no collection runs.
+class Metric(object):
+    """Refers to itself, as torchmetrics' metrics do: a copy dropped by
+    the program waits for the collector."""
+
+    def __init__(self, ptr):
+        self.correct = CudaArray(ptr)
+        self.me = self
+
+
+def unreachable_cycles():
+    # Garbage in reference cycles, alive while no collection runs: named
+    # by the object a person would name, with the collector's state.
     gc.disable()
-    cycle = [CudaArray(0x60000)]
-    cycle.append(cycle)
-    ref = weakref.ref(cycle[0])
-    del cycle
-    found, cut = search(struct.pack("<QQ", 0x60000, 64))
-    check(found == [], f"only reachable objects are holders: {found}")
+    copies = [Metric(0x60000 + 0x100 * i) for i in range(4)]
+    ref = weakref.ref(copies[0].correct)
+    wanted = targets(*[c.correct for c in copies])
+    del copies
+    found, cut = search(wanted)
+    check(not cut and len(found) == 1, f"one holder for the copies: {found}")
+    if found:
+        addresses, path, root, objects, graph, flags = found[0]
+        check(path == "<Metric>.correct", f"the copy holds it: {path}")
+        check(objects == 4, f"the four copies: {objects}")
+        check(flags == _holders.UNREACHABLE | _holders.GC_OFF,
+              f"unreachable, collector off: {flags}")
+        # The copy, its attributes and its array: more than the copy.
+        m = re.fullmatch(r"unreachable reference cycle \((\d+) objects; "
+                         r"the collector is off\)", root)
+        check(m and int(m.group(1)) > 2, f"root: {root}")
     check(ref() is not None, "the search ran the collector")
+    # A list that holds itself, the collector on: when it last ran.
+    gc.collect()
+    cycle = [CudaArray(0x68000)]
+    cycle.append(cycle)
+    del cycle
     gc.enable()
+    found, _ = _holders.search(struct.pack("<QQ", 0x68000, 64), 5.0,
+                               frame_locals, 3)
+    check(len(found) == 1 and found[0][1] == "<list>[0]" and
+          re.fullmatch(r"unreachable reference cycle \(\d+ objects; the "
+                       r"collector last ran 3 steps ago\)", found[0][2]),
+          f"a list's cycle: {found}")
+    # Something outside Python's objects keeps it (here a reference the
+    # walk cannot see, held by ctypes): not a cycle, no holder.
+    gc.disable()
+    import ctypes
+    held = Metric(0x6c000)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(held))
+    wanted = targets(held.correct)
+    del held
+    found, _ = search(wanted)
+    check(found == [], f"held from outside Python's objects: {found}")
+    gc.enable()
+
+
+class Watched(object):
+    """Each piece of code of its class that could run counts a call."""
+    calls = []
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def __getattr__(self, name):
+        Watched.calls.append(name)
+        raise AttributeError(name)
+
+    @property
+    def __cuda_array_interface__(self):
+        Watched.calls.append("__cuda_array_interface__")
+        return {"data": (self.ptr, False), "shape": (16,), "typestr": "<f4",
+                "version": 3}
+
+    def __eq__(self, other):
+        Watched.calls.append("__eq__")
+        return False
+
+    def __hash__(self):
+        Watched.calls.append("__hash__")
+        return 1
+
+
+class Meta(type):
+    def __getattribute__(cls, name):
+        Watched.calls.append("meta:" + name)
+        return type.__getattribute__(cls, name)
+
+
+class Exotic(object, metaclass=Meta):
+    pass
+
+
+class Key(str):
+    def __repr__(self):
+        Watched.calls.append("__repr__")
+        return "Key"
+
+
+def runs_no_program_code():
+    """A property with side effects, __getattr__, __eq__, a metaclass and
+    a str subclass's __repr__ never run: no lock of the program is taken,
+    nothing of it is allocated or raised. Such an array is not recognised
+    (its interface is code); the one that holds it still is walked."""
+    import threading
+    lock = threading.Lock()
+
+    class Locked(Watched):
+        @property
+        def __cuda_array_interface__(self):
+            with lock:      # would deadlock: the program holds the lock
+                return Watched.__cuda_array_interface__.fget(self)
+    kept = {Key("k"): [Watched(0xa0000), Locked(0xa1000), Exotic(),
+                       CudaArray(0xa2000)]}
+    globals()["kept_by_watched"] = kept
+    Watched.calls.clear()
+    with lock:
+        found, cut = search(struct.pack("<QQ", 0xa0000, 0x3000))
+    check(Watched.calls == [], f"program code ran: {Watched.calls}")
+    check([f[1] for f in found] == ["kept[<Key #0>][3]"],
+          f"only the array read without code: {found}")
+    del globals()["kept_by_watched"]
+
+
+def keys_stay_out():
+    """A secret used as a cache key does not reach the path."""
+    secret = "sk-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+    cache = globals()["token_cache"] = {"tok": CudaArray(0xb0000),
+                                        secret: CudaArray(0xb1000),
+                                        7: CudaArray(0xb2000)}
+    found, _ = search(targets(*cache.values()))
+    paths = sorted(f[1] for f in found)
+    check(paths == ["token_cache"] or
+          all(secret not in p for p in paths), f"the secret: {paths}")
+    for f in found:
+        check(secret[:6] not in f[1] and secret[:6] not in f[2], f)
+    _, path, *_ = _holders.search(targets(cache[secret]), 5.0,
+                                  frame_locals)[0][0]
+    check(path == "cache[<str #1>]", f"type and position: {path}")
+    _, path, *_ = _holders.search(targets(cache["tok"]), 5.0,
+                                  frame_locals)[0][0]
+    check(path == "cache['tok']", f"a name stays: {path}")
+    _, path, *_ = _holders.search(targets(cache[7]), 5.0,
+                                  frame_locals)[0][0]
+    check(path == "cache[7]", f"a number stays: {path}")
+    del globals()["token_cache"]
 
 
 def keeps_no_reference():
@@ -173,15 +318,16 @@ def runs_no_collection():
 def budget_cuts():
     # A wide graph and a target out of reach: the budget ends the search.
     wide = [[object() for _ in range(100)] for _ in range(3000)]
-    found, cut = _holders.search(struct.pack("<QQ", 0x90000, 64), 1e-4)
+    found, cut = _holders.search(struct.pack("<QQ", 0x90000, 64), 1e-4,
+                                 frame_locals)
     check(cut, "a 0.1 ms budget does not cut a walk of 300,000 objects")
     del wide
 
 
 for test in (local_list, globals_and_attributes, class_attributes,
-             survives_hostile_objects,
-             nothing_unreachable, keeps_no_reference, runs_no_collection,
-             budget_cuts):
+             survives_hostile_objects, unreachable_cycles,
+             runs_no_program_code, keys_stay_out, keeps_no_reference,
+             runs_no_collection, budget_cuts):
     test()
 print("FAILED" if failures else "ok")
 sys.exit(1 if failures else 0)

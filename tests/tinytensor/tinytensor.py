@@ -159,6 +159,13 @@ class Tensor(object):
         self._parents = tuple(parents)
         self._ctx = ctx
         self._graph_freed = False
+        # The CUDA Array Interface (version 3), as CuPy gives it: an
+        # attribute, read without running code of this class (a storage
+        # keeps its pointer for life).
+        self.__cuda_array_interface__ = {
+            "shape": self.shape, "typestr": "<f4",
+            "data": (storage.ptr or 0, False), "strides": None,
+            "version": 3}
 
     # ---- making tensors ----
 
@@ -191,13 +198,6 @@ class Tensor(object):
     @property
     def ptr(self):
         return self.storage.ptr
-
-    @property
-    def __cuda_array_interface__(self):
-        """The CUDA Array Interface (version 3), as CuPy and Numba give it."""
-        return {"shape": self.shape, "typestr": "<f4",
-                "data": (self.ptr or 0, False), "strides": None,
-                "version": 3}
 
     # ---- operations: each result is a new storage ----
 
