@@ -198,8 +198,10 @@ enum lw_record_tag {
 	 * program would write it), varint root string id (where the path
 	 * starts: "global of MODULE", "local of FUNCTION (FILE:LINE)"),
 	 * varint objects found through the same holder, varint autograd
-	 * graph nodes kept behind it, varint enum lw_holder_flags. Older
-	 * readers skip it. */
+	 * graph nodes kept behind it, varint enum lw_holder_flags. Written
+	 * at the report point, and during the run for the stacks that grow
+	 * (the holder of memory a function lets go of when it returns).
+	 * Older readers skip it. */
 	LW_REC_HOLDER = 0x4f,
 };
 
@@ -208,6 +210,12 @@ enum lw_holder_flags {
 	LW_HOLDER_CUT = 1,
 	/* The path runs through an autograd graph. */
 	LW_HOLDER_GRAPH = 2,
+	/* No root of the program reaches the holder: a reference cycle
+	 * that waits for the cycle collector (the root string says how
+	 * many objects, and when the collector last ran). */
+	LW_HOLDER_UNREACHABLE = 4,
+	/* ... and the program turned the collector off. */
+	LW_HOLDER_GC_OFF = 8,
 };
 
 enum lw_mark {

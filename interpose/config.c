@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "lw-growth.h"
 #include "tracker.h"
 
 int lw_parse_bool(const char *value)
@@ -143,6 +144,26 @@ static void read_rank(char *out, size_t size)
 	}
 }
 
+/*
+ * LEAKWATCH_MIN_STEPS, the steps a site must grow over before it is
+ * judged (and searched for its holder during the run): read here without a
+ * warning, which the growth gate (gate.c) gives for a bad value.
+ */
+static unsigned read_min_steps(void)
+{
+	const char *value = getenv("LEAKWATCH_MIN_STEPS");
+	unsigned long long n;
+	char *end;
+
+	if (!value || !*value || *value == '-')
+		return LW_DEFAULT_MIN_STEPS;
+	errno = 0;
+	n = strtoull(value, &end, 10);
+	if (errno || *end || n == 0 || n > UINT_MAX)
+		return LW_DEFAULT_MIN_STEPS;
+	return (unsigned)n;
+}
+
 void lw_config_load(struct lw_config *config)
 {
 	struct problems p = { "", 0 };
@@ -167,6 +188,7 @@ void lw_config_load(struct lw_config *config)
 	config->holders = read_bool(&p, "LEAKWATCH_HOLDERS", 1);
 	config->holders_budget = read_seconds(&p, "LEAKWATCH_HOLDERS_BUDGET",
 					      0.001, 3600, 2.0);
+	config->min_steps = read_min_steps();
 	if (p.count)
 		lw_warn_once(LW_WARN_BAD_ENV, "%s", p.line);
 }

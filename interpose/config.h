@@ -25,6 +25,7 @@ struct lw_config {
 	int use_signal;             /* LEAKWATCH_SIGNAL: SIGUSR2 */
 	int holders;                /* LEAKWATCH_HOLDERS: the holder search */
 	double holders_budget;      /* LEAKWATCH_HOLDERS_BUDGET, seconds */
+	unsigned min_steps;         /* LEAKWATCH_MIN_STEPS (the gate warns) */
 };
 
 /*

@@ -15,6 +15,9 @@ static int live_signal;
 static int handler_installed;
 static uint64_t steps;
 static uint64_t first_bytes, first_step, last_bytes, last_step;
+/* Device memory at the end of the latest step: growth is judged on step
+ * ends, never on what a step happens to hold in the middle of it. */
+static uint64_t end_bytes;
 static int have_first;
 
 void lw_live_view_configure(unsigned every, int use_signal)
@@ -47,10 +50,45 @@ void lw_live_view_trace_opened(void)
 		handler_installed = 1;
 }
 
-static void format_line(char *line, size_t size, const char *lead,
-			uint64_t live_bytes, uint64_t live_count)
+/* "; +X over the last K steps, +R per step since step F" from step ends. */
+static int format_growth(char *line, size_t size, uint64_t bytes)
 {
-	char live[32], delta[32], rate[32];
+	char delta[32], rate[32];
+	uint64_t since = steps - last_step;
+	int64_t d = (int64_t)(bytes - last_bytes);
+	int64_t total = (int64_t)(bytes - first_bytes);
+
+	lw_format_size(delta, (uint64_t)(d < 0 ? -d : d));
+	lw_format_size(rate, (uint64_t)((total < 0 ? -total : total) /
+					(int64_t)(steps - first_step)));
+	return snprintf(line, size,
+			"; %s%s over the last %" PRIu64 " step%s, %s%s per step since step %" PRIu64,
+			d < 0 ? "-" : "+", delta, since, since == 1 ? "" : "s",
+			total < 0 ? "-" : "+", rate, first_step);
+}
+
+/* "; growing at N sites (+R per step at the fastest)" (kept.h). */
+static void format_sites(char *line, size_t size, lw_live_growth_fn *growth)
+{
+	char rate[32];
+	unsigned sites = 0;
+	double fastest = 0;
+
+	if (growth)
+		growth(&sites, &fastest);
+	if (!sites)
+		return;
+	lw_format_rate(rate, fastest);
+	snprintf(line, size, "; growing at %u site%s (%s per step at the fastest)",
+		 sites, sites == 1 ? "" : "s", rate);
+}
+
+static void format_line(char *line, size_t size, const char *lead,
+			uint64_t live_bytes, uint64_t live_count,
+			lw_live_growth_fn *growth)
+{
+	char live[32];
+	size_t len;
 	int n;
 
 	lw_format_size(live, live_bytes);
@@ -58,19 +96,24 @@ static void format_line(char *line, size_t size, const char *lead,
 		     lead, steps, live, live_count, live_count == 1 ? "" : "s");
 	if (n < 0 || (size_t)n >= size)
 		return;
+	len = (size_t)n;
 	if (have_first && steps > last_step) {
-		uint64_t since = steps - last_step;
-		int64_t d = (int64_t)(live_bytes - last_bytes);
-		int64_t total = (int64_t)(live_bytes - first_bytes);
-
-		lw_format_size(delta, (uint64_t)(d < 0 ? -d : d));
-		lw_format_size(rate, (uint64_t)((total < 0 ? -total : total) /
-					   (int64_t)(steps - first_step)));
-		snprintf(line + n, size - (size_t)n,
-			 "; %s%s over the last %" PRIu64 " step%s, %s%s per step since step %" PRIu64,
-			 d < 0 ? "-" : "+", delta, since, since == 1 ? "" : "s",
-			 total < 0 ? "-" : "+", rate, first_step);
+		if (lead[0]) {
+			/* Now, in a step: the growth is that of step ends. */
+			lw_format_size(live, end_bytes);
+			n = snprintf(line + len, size - len,
+				     "; %s at the end of step %" PRIu64, live,
+				     steps);
+			if (n < 0 || (size_t)n >= size - len)
+				return;
+			len += (size_t)n;
+		}
+		n = format_growth(line + len, size - len, end_bytes);
+		if (n < 0 || (size_t)n >= size - len)
+			return;
+		len += (size_t)n;
 	}
+	format_sites(line + len, size - len, growth);
 }
 
 static void remember(uint64_t live_bytes)
@@ -84,11 +127,13 @@ static void remember(uint64_t live_bytes)
 	last_step = steps;
 }
 
-void lw_live_view_step(uint64_t live_bytes, uint64_t live_count)
+void lw_live_view_step(uint64_t live_bytes, uint64_t live_count,
+		       lw_live_growth_fn *growth)
 {
 	char line[512];
 
 	steps++;
+	end_bytes = live_bytes;
 	if (!have_first && steps == 1) {
 		/* The baseline: memory after the first step (optimizer
 		 * state and caches are made there). */
@@ -97,19 +142,19 @@ void lw_live_view_step(uint64_t live_bytes, uint64_t live_count)
 	}
 	if (!live_every || steps % live_every != 0)
 		return;
-	format_line(line, sizeof(line) - 1, "", live_bytes, live_count);
+	format_line(line, sizeof(line) - 1, "", live_bytes, live_count, growth);
 	strcat(line, "\n");
 	lw_write_stderr(line, strlen(line));
 	remember(live_bytes);
 }
 
 void lw_live_view_print_now(uint64_t live_bytes, uint64_t live_count,
-		       const char *trace_path)
+			    const char *trace_path, lw_live_growth_fn *growth)
 {
 	char line[512 + 4096];
 	size_t n;
 
-	format_line(line, 512, "SIGUSR2: ", live_bytes, live_count);
+	format_line(line, 512, "SIGUSR2: ", live_bytes, live_count, growth);
 	n = strlen(line);
 	snprintf(line + n, sizeof(line) - n, "; trace flushed: %s\n",
 		 trace_path);
@@ -118,7 +163,7 @@ void lw_live_view_print_now(uint64_t live_bytes, uint64_t live_count,
 
 void lw_live_view_reset(void)
 {
-	steps = first_step = last_step = 0;
+	steps = first_step = last_step = end_bytes = 0;
 	have_first = 0;
 	lw_live_requested = 0;
 }

@@ -24,9 +24,16 @@ void lw_live_view_configure(unsigned every, int use_signal);
  */
 void lw_live_view_trace_opened(void);
 
+/*
+ * What grows from step to step (kept.h), asked for only when a line is
+ * printed: how many sites, and the fastest's bytes per step.
+ */
+typedef void lw_live_growth_fn(unsigned *sites, double *fastest);
+
 /* A step ended with this much device memory live: prints the line every
  * N steps. Under the tracker's lock. */
-void lw_live_view_step(uint64_t live_bytes, uint64_t live_count);
+void lw_live_view_step(uint64_t live_bytes, uint64_t live_count,
+		       lw_live_growth_fn *growth);
 
 /* Whether a signal asked for a line (and clears the request). */
 static inline int lw_live_view_take_request(void)
@@ -37,9 +44,10 @@ static inline int lw_live_view_take_request(void)
 	return 1;
 }
 
-/* The line asked for by the signal, after the trace was flushed. */
+/* The line asked for by the signal, after the trace was flushed: memory
+ * live now, and its growth judged on step ends, as the periodic line's. */
 void lw_live_view_print_now(uint64_t live_bytes, uint64_t live_count,
-		       const char *trace_path);
+			    const char *trace_path, lw_live_growth_fn *growth);
 
 /* In a forked child: steps count from 0 again. */
 void lw_live_view_reset(void);

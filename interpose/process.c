@@ -15,6 +15,7 @@
 #include "arena.h"
 #include "config.h"
 #include "holders.h"
+#include "kept.h"
 #include "live-view.h"
 #include "pyframes.h"
 #include "unwind.h"
@@ -127,6 +128,7 @@ static void init_once_fn(void)
 	}
 	lw_live_view_configure(config.live_every, config.use_signal);
 	lw_holders_configure(config.holders, config.holders_budget);
+	lw_kept_configure(config.min_steps);
 	lw_unwind_init(config.fast_unwind);
 	enum lw_py_status py = lw_py_init();
 	if (py == LW_PY_UNSUPPORTED)

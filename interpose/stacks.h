@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kept.h"
 #include "lw-uthash.h"
 
 struct lw_writer;
@@ -29,6 +30,7 @@ struct lw_stack_entry {
 	uint32_t py_depth;  /* Python frames */
 	uint32_t trace_gen; /* the trace its records went to */
 	uint64_t device_live_bytes, device_live_count;
+	struct lw_kept kept;	/* what survives the steps (kept.h) */
 	UT_hash_handle hh;
 	uintptr_t frames[];
 };

@@ -44,6 +44,31 @@ void lw_summary_add_site(struct lw_summary *s, const uintptr_t *frames,
 	snprintf(site->python, sizeof(site->python), "%s", python ? python : "");
 }
 
+void lw_summary_add_growing(struct lw_summary *s, const uintptr_t *frames,
+			    unsigned depth, const char *python, double rate,
+			    uint64_t max_bytes, int released)
+{
+	unsigned pos;
+
+	s->growing_total++;
+	if (s->ngrowing == LW_SUMMARY_SITES &&
+	    rate <= s->growing[LW_SUMMARY_SITES - 1].rate)
+		return;
+	pos = s->ngrowing < LW_SUMMARY_SITES ? s->ngrowing++
+					     : LW_SUMMARY_SITES - 1;
+	while (pos > 0 && s->growing[pos - 1].rate < rate) {
+		s->growing[pos] = s->growing[pos - 1];
+		pos--;
+	}
+	struct lw_summary_growth *g = &s->growing[pos];
+	g->rate = rate;
+	g->max_bytes = max_bytes;
+	g->released = released;
+	g->depth = depth < LW_SUMMARY_FRAMES ? depth : LW_SUMMARY_FRAMES;
+	memcpy(g->frames, frames, g->depth * sizeof(*frames));
+	snprintf(g->python, sizeof(g->python), "%s", python ? python : "");
+}
+
 void lw_write_stderr(const char *text, size_t len)
 {
 	while (len > 0) {
@@ -85,10 +110,44 @@ static void describe(char *out, size_t size, uintptr_t addr)
 		snprintf(out, size, "%s+0x%llx", module, offset);
 }
 
+/* The sites that grew from step to step, first: what leaked. */
+static void print_growing(const struct lw_summary *s)
+{
+	char line[1024], rate[32], bytes[32], where[300];
+	int n;
+
+	if (!s->ngrowing)
+		return;
+	n = snprintf(line, sizeof(line),
+		     "leakwatch: device memory grew from step to step at "
+		     "%llu site%s:\n", (unsigned long long)s->growing_total,
+		     s->growing_total == 1 ? "" : "s");
+	put(line, n, sizeof(line));
+	for (unsigned i = 0; i < s->ngrowing; i++) {
+		const struct lw_summary_growth *g = &s->growing[i];
+
+		lw_format_rate(rate, g->rate);
+		lw_format_size(bytes, g->max_bytes);
+		if (g->python[0])
+			snprintf(where, sizeof(where), "%s", g->python);
+		else if (g->depth)
+			describe(where, sizeof(where), g->frames[0]);
+		else
+			snprintf(where, sizeof(where), "(no stack)");
+		n = snprintf(line, sizeof(line),
+			     "leakwatch:   %s per step at %s, %s at the most%s\n",
+			     rate, where, bytes,
+			     g->released ? ", let go after the last step" : "");
+		put(line, n, sizeof(line));
+	}
+}
+
 void lw_summary_print(const struct lw_summary *s)
 {
 	char line[PATH_MAX + 256], bytes[32], where[3][300];
 	int n;
+
+	print_growing(s);
 
 	if (!s->live_count) {
 		n = snprintf(line, sizeof(line),

@@ -22,6 +22,16 @@ struct lw_summary_site {
 	uintptr_t frames[LW_SUMMARY_FRAMES];
 };
 
+/* A site whose memory grew from step to step (kept.h). */
+struct lw_summary_growth {
+	double rate;		/* bytes per step */
+	uint64_t max_bytes;	/* the most it held at a step end */
+	int released;		/* none of it live now */
+	char python[160];
+	unsigned depth;
+	uintptr_t frames[LW_SUMMARY_FRAMES];
+};
+
 struct lw_summary {
 	char trace_path[PATH_MAX];
 	const char *when; /* "at exit", ...: a literal */
@@ -34,6 +44,11 @@ struct lw_summary {
 	int failed_error;
 	/* Events the trace lacks: after a write to it failed. */
 	uint64_t lost_events;
+	/* The sites that grew, fastest first: what leaked, judged on the
+	 * steps, even when a function's return let go of it. */
+	unsigned ngrowing;
+	uint64_t growing_total;
+	struct lw_summary_growth growing[LW_SUMMARY_SITES];
 };
 
 void lw_summary_init(struct lw_summary *s, const char *trace_path,
@@ -45,6 +60,12 @@ void lw_summary_init(struct lw_summary *s, const char *trace_path,
 void lw_summary_add_site(struct lw_summary *s, const uintptr_t *frames,
 			 unsigned depth, const char *python, uint64_t bytes,
 			 uint64_t count);
+
+/* Offers a site that grew from step to step; the summary keeps the
+ * fastest few. */
+void lw_summary_add_growing(struct lw_summary *s, const uintptr_t *frames,
+			    unsigned depth, const char *python, double rate,
+			    uint64_t max_bytes, int released);
 
 /* Writes the summary to stderr. */
 void lw_summary_print(const struct lw_summary *s);

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "gate.h"
 #include "holders.h"
+#include "kept.h"
 #include "live-table.h"
 #include "live-view.h"
 #include "modules.h"
@@ -70,6 +71,14 @@ static struct trace_context {
 	uint64_t live_bytes[LW_MEM_KIND_MAX + 1];
 	uint64_t live_count[LW_MEM_KIND_MAX + 1];
 	uint64_t unknown_frees;
+	/* After a phase ends, a search for what it left live, once its
+	 * steps have gone by: due at step phase_search_at. */
+	uint32_t phase_search_at;
+	int phase_search_due;
+	/* Passes of Python's cycle collector ended, and the steps written
+	 * when the last one ended. */
+	uint64_t gc_passes;
+	uint32_t last_gc_step;
 	/* Allocations recorded (read without the lock: atomic stores). */
 	uint64_t recorded_allocations;
 	/* What was live when the program's code finished (PROGRAM_END). */
@@ -242,6 +251,7 @@ static uint64_t device_live_count(void)
 
 static void trace_context_reset(void)
 {
+	lw_kept_reset();
 	lw_live_table_clear(&tc.live);
 	memset(&tc, 0, sizeof(tc));
 	tc.last_api = UINT_MAX;
@@ -340,6 +350,12 @@ static void flush_locked(void)
 	tc.last_flush_ns = coarse_now_ns();
 }
 
+/* The live view's growing sites (kept.h). Under the lock. */
+static void growing_now(unsigned *sites, double *fastest)
+{
+	lw_kept_growing_now(tc.steps_written, sites, fastest);
+}
+
 /* Writes THREAD and TIME records when they changed; flushes now and then
  * so that a killed process leaves a trace readable up to the last second. */
 static void note_thread_and_time_locked(void)
@@ -371,8 +387,8 @@ static void note_thread_and_time_locked(void)
 		lw_holders_schedule();
 		flush_locked();
 		lw_live_view_print_now(device_live_bytes(),
-				  device_live_count(),
-				  trace_path);
+				       device_live_count(), trace_path,
+				       growing_now);
 	}
 	if (warned_mask != tc.warnings_in_trace_mask)
 		record_warnings_locked();
@@ -455,6 +471,8 @@ static void account_live(const struct lw_live *e, int sign)
 			e->stack->device_live_bytes += bytes;
 			e->stack->device_live_count += count;
 		}
+		lw_kept_account(e->stack, e->step, tc.steps_written, bytes,
+				sign);
 	}
 }
 
@@ -740,11 +758,21 @@ static void write_step_locked(enum lw_step_source source)
 		tc.step_source_in_trace = source;
 	}
 	lw_writer_tag(&writer, LW_REC_STEP);
+	/* A stack that has grown long enough gets its holder searched for
+	 * while it is alive (the program's own code may let go of it when a
+	 * function returns); asked again at each step end until it runs. */
+	if (tc.phase_search_at && tc.steps_written >= tc.phase_search_at) {
+		tc.phase_search_at = 0;
+		tc.phase_search_due = 1;
+	}
+	if (lw_kept_step_end(tc.steps_written, device_live_bytes()) ||
+	    tc.phase_search_due)
+		lw_holders_schedule_in_run();
 	tc.steps_written++;
 	flush_locked();
 	lw_gate_step(device_live_bytes());
-	lw_live_view_step(device_live_bytes(),
-		     device_live_count());
+	lw_live_view_step(device_live_bytes(), device_live_count(),
+			  growing_now);
 }
 
 void lw_record_step(enum lw_step_source source)
@@ -799,6 +827,11 @@ void lw_record_phase_end(void)
 		if (tc.phases_open) {
 			tc.phases_open--;
 			tc.phases_closed++;
+			/* What it made that is still live after min_steps
+			 * steps is searched for its holder then. */
+			if (!tc.phases_open)
+				tc.phase_search_at = tc.steps_written +
+						     config->min_steps;
 		}
 		flush_locked();
 	}
@@ -816,14 +849,21 @@ static void summarize_stack(struct lw_stack_entry *s, void *data)
 {
 	struct summary_ctx *ctx = data;
 	char python[160] = "";
+	int growing = lw_kept_growing(s, tc.steps_written);
 
-	if (!s->device_live_count)
+	if (!s->device_live_count && !growing)
 		return;
 	if (ctx->with_python)
 		lw_stacks_python_location(s, python, sizeof(python));
-	lw_summary_add_site(ctx->summary, s->frames, s->depth,
-			    python[0] ? python : NULL, s->device_live_bytes,
-			    s->device_live_count);
+	if (growing)
+		lw_summary_add_growing(ctx->summary, s->frames, s->depth,
+				       python[0] ? python : NULL,
+				       lw_kept_rate(s), s->kept.max_bytes,
+				       !s->device_live_count);
+	if (s->device_live_count)
+		lw_summary_add_site(ctx->summary, s->frames, s->depth,
+				    python[0] ? python : NULL,
+				    s->device_live_bytes, s->device_live_count);
 }
 
 /*
@@ -853,6 +893,10 @@ void lw_record_mark(enum lw_mark mark)
 		note_thread_and_time_locked();
 		size_t n = lw_varint_put(payload, mark);
 		lw_writer_ext(&writer, LW_REC_MARK, payload, n);
+		if (mark == LW_MARK_GC_STOP) {
+			tc.gc_passes++;
+			tc.last_gc_step = tc.steps_written;
+		}
 		/* GC passes are frequent; only the program's end flushes. */
 		if (mark == LW_MARK_PROGRAM_END)
 			flush_locked();
@@ -866,7 +910,29 @@ void lw_record_mark(enum lw_mark mark)
 	lw_leave();
 }
 
-size_t lw_holder_targets(uint64_t *pairs, size_t max)
+/*
+ * Whether a live allocation is searched for during the run: what a
+ * stack asked for kept (kept.h), or what a phase that ended a while ago
+ * left live.
+ */
+static int wanted_target(const struct lw_live *e)
+{
+	uint8_t want = e->stack ? e->stack->kept.wanted : 0;
+
+	if (tc.phase_search_due && e->phase &&
+	    e->phase != 1 + tc.phases_closed % 255)
+		return 1;
+	if (e->step < 1 || e->step >= tc.steps_written)
+		return 0;
+	/* What grows: survivors of two step ends (the last step's tensors
+	 * are still in the loop's variables, loss and outputs, as the
+	 * next step begins: no leak). What lingers: of one. */
+	return ((want & LW_KEPT_WANT_GROWTH) &&
+		e->step + 1 < tc.steps_written) ||
+	       (want & LW_KEPT_WANT_LINGER);
+}
+
+size_t lw_holder_targets(uint64_t *pairs, size_t max, int wanted_only)
 {
 	size_t n = 0;
 
@@ -883,14 +949,31 @@ size_t lw_holder_targets(uint64_t *pairs, size_t max)
 		if ((e->step < 1 || e->step >= tc.steps_written) &&
 		    (!e->phase || e->phase == 1 + tc.phases_closed % 255))
 			continue;
+		if (wanted_only && !wanted_target(e))
+			continue;
 		if (n < max) {
 			pairs[2 * n] = e->addr;
 			pairs[2 * n + 1] = e->size;
 		}
 		n++;
 	}
+	if (wanted_only && pairs) {
+		lw_kept_clear_wanted();
+		tc.phase_search_due = 0;
+	}
 	pthread_mutex_unlock(&lock);
 	return n;
+}
+
+int64_t lw_steps_since_gc(void)
+{
+	int64_t steps = -1;
+
+	pthread_mutex_lock(&lock);
+	if (tc.gc_passes)
+		steps = (int64_t)tc.steps_written - (int64_t)tc.last_gc_step;
+	pthread_mutex_unlock(&lock);
+	return steps;
 }
 
 void lw_record_holder(uint64_t address, const char *path, const char *root,

@@ -141,12 +141,16 @@ void lw_record_block_free(const void *ptr);
  * Who holds it (holders.c), called between lw_enter() and lw_leave():
  * the live device memory that outlived the step that made it, other than
  * the first step's, or the phase that made it, as (address, size) pairs,
- * at most max of them; returns how many there are. And a holder found for
- * the allocation at address.
+ * at most max of them; returns how many there are. With wanted_only, only
+ * that of the stacks a search is asked for during the run (kept.h); the
+ * call that fills pairs then forgets the asks. And a holder found for the
+ * allocation at address.
  */
-size_t lw_holder_targets(uint64_t *pairs, size_t max);
+size_t lw_holder_targets(uint64_t *pairs, size_t max, int wanted_only);
 void lw_record_holder(uint64_t address, const char *path, const char *root,
 		      uint64_t objects, uint64_t graph_nodes, unsigned flags);
+/* Steps since the cycle collector's last pass ended; -1 if none was seen. */
+int64_t lw_steps_since_gc(void);
 
 enum lw_step_source {
 	LW_STEP_API = 1,       /* leakwatch_step(), the Python helper */

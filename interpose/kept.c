@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+#include "kept.h"
+
+#include <string.h>
+
+#include "arena.h"
+#include "lw-growth.h"
+#include "stacks.h"
+
+static unsigned min_steps = LW_DEFAULT_MIN_STEPS;
+/* The stacks that allocated in the running step (after the first): the
+ * only ones whose survivors can rise when it ends. */
+static struct lw_stack_entry **listed;
+static size_t listed_count, listed_capacity;
+static bool any_wanted;
+
+void lw_kept_configure(unsigned steps)
+{
+	if (steps)
+		min_steps = steps;
+}
+
+/* Lists the stack for the step's end; false when leakwatch's memory is
+ * out (its survivors then rise at a later step). */
+static bool list(struct lw_stack_entry *s, uint32_t step)
+{
+	if (s->kept.listed_step == step + 1)
+		return true;
+	if (listed_count == listed_capacity) {
+		size_t n = listed_capacity ? 2 * listed_capacity : 256;
+		struct lw_stack_entry **grown = lw_arena_alloc(n * sizeof(*grown));
+
+		if (!grown)
+			return false;
+		if (listed_count)
+			memcpy(grown, listed, listed_count * sizeof(*grown));
+		lw_arena_free(listed);
+		listed = grown;
+		listed_capacity = n;
+	}
+	listed[listed_count++] = s;
+	s->kept.listed_step = step + 1;
+	return true;
+}
+
+void lw_kept_account(struct lw_stack_entry *s, uint32_t birth_step,
+		     uint32_t step, uint64_t bytes, int sign)
+{
+	struct lw_kept *k;
+
+	/* The first step's memory is the warm-up: not a survivor. */
+	if (!s || birth_step < 1)
+		return;
+	k = &s->kept;
+	if (sign > 0) {
+		if (!list(s, step))
+			return;
+		k->step_bytes += bytes;
+		k->step_count++;
+	} else if (birth_step >= step) {
+		if (k->step_count) {
+			k->step_bytes -= bytes;
+			k->step_count--;
+		}
+	} else if (k->count) {
+		k->bytes -= bytes;
+		k->count--;
+	}
+}
+
+bool lw_kept_step_end(uint32_t step, uint64_t device_live)
+{
+	bool wanted = false;
+
+	for (size_t i = 0; i < listed_count; i++) {
+		struct lw_kept *k = &listed[i]->kept;
+
+		k->bytes += k->step_bytes;
+		k->count += k->step_count;
+		k->step_bytes = k->step_count = 0;
+		k->listed_step = 0;
+		if (k->count) {
+			k->streak = k->streak_step + 1 == step ? k->streak + 1 : 1;
+			k->streak_step = step;
+			if (!k->linger_asked && k->streak >= min_steps &&
+			    k->bytes >= device_live / 10) {
+				k->linger_asked = true;
+				k->wanted |= LW_KEPT_WANT_LINGER;
+				wanted = true;
+			}
+		}
+		if (k->count <= k->max_count)
+			continue;
+		if (!k->highs++) {
+			k->first_high = step;
+			k->first_bytes = k->bytes;
+		}
+		k->last_high = step;
+		k->max_count = k->count;
+		k->max_bytes = k->bytes;
+		/* Grown long enough to be judged, and again each time what
+		 * it keeps doubles. */
+		if (k->highs >= min_steps && k->count >= 2 * k->searched_count) {
+			k->searched_count = k->count;
+			k->wanted |= LW_KEPT_WANT_GROWTH;
+			wanted = true;
+		}
+	}
+	listed_count = 0;
+	any_wanted |= wanted;
+	return any_wanted;
+}
+
+static void clear_wanted(struct lw_stack_entry *s, void *ctx)
+{
+	(void)ctx;
+	s->kept.wanted = 0;
+}
+
+void lw_kept_clear_wanted(void)
+{
+	if (any_wanted)
+		lw_stacks_for_each(clear_wanted, NULL);
+	any_wanted = false;
+}
+
+bool lw_kept_growing(const struct lw_stack_entry *s, uint32_t steps)
+{
+	const struct lw_kept *k = &s->kept;
+
+	return k->highs >= min_steps && 4 * (uint64_t)k->last_high >= 3 * (uint64_t)steps;
+}
+
+double lw_kept_rate(const struct lw_stack_entry *s)
+{
+	const struct lw_kept *k = &s->kept;
+
+	if (k->last_high <= k->first_high)
+		return 0;
+	return ((double)k->max_bytes - (double)k->first_bytes) /
+	       (double)(k->last_high - k->first_high);
+}
+
+struct growing_ctx {
+	uint32_t steps;
+	unsigned sites;
+	double fastest;
+};
+
+static void count_growing(struct lw_stack_entry *s, void *data)
+{
+	struct growing_ctx *ctx = data;
+
+	if (!lw_kept_growing(s, ctx->steps))
+		return;
+	ctx->sites++;
+	if (lw_kept_rate(s) > ctx->fastest)
+		ctx->fastest = lw_kept_rate(s);
+}
+
+void lw_kept_growing_now(uint32_t steps, unsigned *sites, double *fastest)
+{
+	struct growing_ctx ctx = { steps, 0, 0 };
+
+	lw_stacks_for_each(count_growing, &ctx);
+	*sites = ctx.sites;
+	*fastest = ctx.fastest;
+}
+
+void lw_kept_reset(void)
+{
+	/* The stacks listed are gone or forgotten with the trace. */
+	listed_count = 0;
+	any_wanted = false;
+}
