@@ -155,6 +155,10 @@ static void site_evidence(const struct lw_model *m,
 	ev->count_per_step = sg->count_per_step;
 	ev->live_bytes = t.live_bytes;
 	ev->live_count = t.live_count;
+	ev->held_bytes = sg->held_bytes;
+	ev->held_count = sg->held_count;
+	ev->held_step = sg->held_step;
+	ev->released = sg->released;
 	ev->frees = s->frees;
 	ev->mean_lifetime = s->frees ? (double)s->lifetime_total /
 					       (double)s->frees : 0;
@@ -230,7 +234,8 @@ static void classify_site(const struct lw_report *r,
 
 	f->category = LW_CATEGORY_NONE;
 	f->confidence = LW_CONFIDENCE_MEDIUM;
-	f->weight = (double)ev->live_bytes;
+	f->weight = (double)(ev->live_bytes > ev->held_bytes ? ev->live_bytes
+							   : ev->held_bytes);
 	if ((growing || gc || kept) && copy) {
 		f->category = LW_CATEGORY_METRIC_COPY;
 		f->confidence = LW_CONFIDENCE_HIGH;
@@ -264,14 +269,16 @@ static void classify_site(const struct lw_report *r,
 					: LW_CONFIDENCE_MEDIUM;
 		f->reason = "a step's blocks are still alive at the next step's peak, and freed during it";
 		f->weight = (double)s->lingering_max;
-	} else if (ev->live_bytes &&
+	} else if ((ev->live_bytes || sg->last_bytes) &&
 		   (share = transient_share(r, site, &ev->phase_string)) &&
 		   ((tags & LW_TAG_LOAD) || share->bytes >= LARGE_SURVIVOR)) {
 		ev->phase_bytes = share->bytes;
 		f->category = LW_CATEGORY_UNRELEASED_MODULE;
 		f->confidence = tags & LW_TAG_LOAD ? LW_CONFIDENCE_HIGH
 						   : LW_CONFIDENCE_LOW;
-		f->reason = "born in a phase that should have released it, and still live";
+		f->reason = ev->live_bytes
+				    ? "born in a phase that should have released it, and still live"
+				    : "born in a phase that should have released it, and kept through the steps after it";
 	} else if (ev->live_bytes && (tags & LW_TAG_WORKSPACE)) {
 		f->category = LW_CATEGORY_NOT_A_LEAK;
 		f->reason = "a library workspace, kept for reuse";
@@ -622,6 +629,11 @@ static int collect(const struct lw_report *r, const struct lw_growth_report *g,
 		lead->evidence.count_per_step += f->evidence.count_per_step;
 		lead->evidence.live_bytes += f->evidence.live_bytes;
 		lead->evidence.live_count += f->evidence.live_count;
+		lead->evidence.held_bytes += f->evidence.held_bytes;
+		lead->evidence.held_count += f->evidence.held_count;
+		if (f->evidence.held_step > lead->evidence.held_step)
+			lead->evidence.held_step = f->evidence.held_step;
+		lead->evidence.released |= f->evidence.released;
 		lead->evidence.sites++;
 	}
 	for (size_t k = 0; k < d->finding_count; k++) {

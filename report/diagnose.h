@@ -30,6 +30,12 @@ struct lw_evidence {
 	double count_per_step;
 	uint64_t live_bytes;	/* at the report point */
 	uint64_t live_count;
+	/* What it held at step ends (struct lw_site_growth): the most, and
+	 * the step it was reached at; let go after the last step. */
+	uint64_t held_bytes;
+	uint64_t held_count;
+	uint64_t held_step;
+	bool released;
 	uint64_t frees;		/* before the report point */
 	double mean_lifetime;	/* in steps, of those frees */
 	uint64_t max_lifetime;

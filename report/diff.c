@@ -114,6 +114,16 @@ static enum change classify(const struct lw_site_key *b,
 	return a->live_bytes == b->live_bytes ? CHANGE_SAME : CHANGE_LIVE;
 }
 
+/* What a location held: live at the report point, or for a leak let go
+ * before it, the most it held at step ends. */
+static uint64_t held(const struct lw_site_key *k)
+{
+	if (!k)
+		return 0;
+	return k->live_bytes > k->held_bytes || !growing(k) ? k->live_bytes
+							    : k->held_bytes;
+}
+
 static int compare_pairs(const void *x, const void *y)
 {
 	const struct pair *p = x, *q = y;
@@ -121,10 +131,8 @@ static int compare_pairs(const void *x, const void *y)
 
 	if (p->change != q->change)
 		return p->change < q->change ? -1 : 1;
-	pb = (p->after ? p->after->live_bytes : 0) +
-	     (p->before ? p->before->live_bytes : 0);
-	qb = (q->after ? q->after->live_bytes : 0) +
-	     (q->before ? q->before->live_bytes : 0);
+	pb = held(p->after) + held(p->before);
+	qb = held(q->after) + held(q->before);
 	return pb > qb ? -1 : pb < qb;
 }
 
@@ -150,8 +158,8 @@ static void put_pair(FILE *out, const struct pair *p)
 	fputs(" -> ", out);
 	put_rate(out, p->after);
 	fprintf(out, "; held %s -> %s\n",
-		p->before ? lw_format_size(b, p->before->live_bytes) : "-",
-		p->after ? lw_format_size(a, p->after->live_bytes) : "-");
+		p->before ? lw_format_size(b, held(p->before)) : "-",
+		p->after ? lw_format_size(a, held(p->after)) : "-");
 	fputs("      at ", out);
 	lw_put_text_str(out, any->label);
 	putc('\n', out);

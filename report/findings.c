@@ -4,6 +4,7 @@
 
 #include "analysis.h"
 #include "diagnose.h"
+#include "holders.h"
 #include "pystack.h"
 
 #include <errno.h>
@@ -214,9 +215,41 @@ static char *make_title(const struct lw_report_finding *f, const char *reason)
 	return text;
 }
 
-static void put_evidence(FILE *out, const struct lw_model *m,
-			 const struct lw_finding *f)
+/* What a finding held, and when it was let go: "grew to 15.0 KiB in 30
+ * allocations by step 200, released after the last step, when `train`
+ * returned" (the function whose local held it, from the holder search). */
+static int put_held(FILE *out, const struct lw_report *r,
+		    const struct lw_finding *f)
 {
+	const struct lw_evidence *ev = &f->evidence;
+	char a[LW_SIZE_BUF];
+	const char *function;
+	size_t len;
+	int rc;
+
+	if (ev->bytes_per_step > 0)
+		fprintf(out, "grew to %s in %" PRIu64 " allocation%s by step %" PRIu64,
+			lw_format_size(a, ev->held_bytes), ev->held_count,
+			ev->held_count == 1 ? "" : "s", ev->held_step);
+	else
+		fprintf(out, "held %s in %" PRIu64 " allocation%s at step ends",
+			lw_format_size(a, ev->held_bytes), ev->held_count,
+			ev->held_count == 1 ? "" : "s");
+	fputs(", released after the last step", out);
+	if ((rc = lw_released_when(r, f->site, &function, &len)) < 0)
+		return rc;
+	if (rc) {
+		fputs(", when `", out);
+		lw_put_text(out, function, len);
+		fputs("` returned", out);
+	}
+	return 0;
+}
+
+static int put_evidence(FILE *out, const struct lw_report *r,
+			const struct lw_finding *f)
+{
+	const struct lw_model *m = r->model;
 	const struct lw_evidence *ev = &f->evidence;
 	char a[LW_SIZE_BUF], b[LW_SIZE_BUF];
 	const char *sep = "";
@@ -268,25 +301,41 @@ static void put_evidence(FILE *out, const struct lw_model *m,
 		fputs("\" outlived it", out);
 		sep = "; ";
 	}
+	if (ev->released && ev->held_bytes > ev->live_bytes) {
+		int rc;
+
+		fputs(sep, out);
+		if ((rc = put_held(out, r, f)) < 0)
+			return rc;
+		fprintf(out, "; %" PRIu64 " bytes per allocation on average",
+			ev->mean_size);
+		return 0;
+	}
 	fprintf(out, "%s%s live in %" PRIu64 " allocation%s; %" PRIu64 " bytes per allocation on average",
 		sep, lw_format_size(a, ev->live_bytes), ev->live_count,
 		ev->live_count == 1 ? "" : "s", ev->mean_size);
+	return 0;
 }
 
-char *lw_evidence_string(const struct lw_model *m, const struct lw_finding *f)
+int lw_evidence_string(const struct lw_report *r, const struct lw_finding *f,
+		       char **out)
 {
 	char *text = NULL;
 	size_t len = 0;
 	FILE *s = open_memstream(&text, &len);
+	int rc;
 
+	*out = NULL;
 	if (!s)
-		return NULL;
-	put_evidence(s, m, f);
-	if (fclose(s) != 0) {
+		return -ENOMEM;
+	rc = put_evidence(s, r, f);
+	if (fclose(s) != 0 && rc == 0)
+		rc = -ENOMEM;
+	if (rc < 0)
 		free(text);
-		return NULL;
-	}
-	return text;
+	else
+		*out = text;
+	return rc;
 }
 
 int lw_site_location(const struct lw_report *r, uint32_t site,
@@ -343,11 +392,8 @@ int lw_findings_collect(const struct lw_report *r, struct lw_findings *out)
 		f->bytes_per_step = df->evidence.bytes_per_step;
 		f->count_per_step = df->evidence.count_per_step;
 		f->fix = df->fix;
-		f->evidence = lw_evidence_string(r->model, df);
-		if (!f->evidence) {
-			rc = -ENOMEM;
+		if ((rc = lw_evidence_string(r, df, &f->evidence)) < 0)
 			goto out;
-		}
 		if ((rc = lw_site_location(r, f->site, &f->location,
 					   &f->have_location)) < 0)
 			goto out;

@@ -96,10 +96,12 @@ struct lw_finding;
 
 /*
  * A finding's evidence in the numbers that matter for its kind, one line
- * without its newline, as text (a phase's name as the trace has it);
- * malloc'ed, NULL when out of memory.
+ * without its newline, as text (a phase's name as the trace has it): what
+ * it held at step ends and, when it was let go after the last step, the
+ * function whose return let go of it. *out is malloc'ed. Returns 0 or a
+ * negative errno.
  */
-char *lw_evidence_string(const struct lw_model *model,
-			 const struct lw_finding *finding);
+int lw_evidence_string(const struct lw_report *report,
+		       const struct lw_finding *finding, char **out);
 
 #endif

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `--format folded`: the device memory each stack retains at the report
- * point, one line per stack, "outermost;...;innermost BYTES", as
- * flamegraph.pl, inferno and speedscope read it.
+ * `--format folded`: the device memory each stack kept from step to step
+ * (held at the last step end; live at the report point in a trace with no
+ * steps: lw_site_retained()), one line per stack, "outermost;...;innermost
+ * BYTES", as flamegraph.pl, inferno and speedscope read it.
  */
+#include "analysis.h"
 #include "findings.h"
 #include "formats.h"
 
@@ -46,16 +48,13 @@ static int render(struct lw_render_run *run, const struct lw_report *r,
 
 	(void)options;
 	(void)index;
-	rc = lw_model_live_sites(m, &sites, &count);
+	rc = lw_retained_sites(r, &sites, &count);
 	for (size_t i = 0; rc == 0 && i < count; i++) {
 		uint32_t site = sites[i];
-		struct lw_totals t = lw_model_site_totals(m, site);
+		uint64_t bytes = lw_site_retained(r, site);
 		struct lw_named_frame *frames;
 		size_t n;
 
-		if (t.live_bytes == 0 ||
-		    !lw_mem_kind_is_device(lw_model_site(m, site)->kind))
-			continue;
 		rc = lw_named_stack(r, lw_model_site(m, site)->stack_id,
 				    &frames, &n);
 		if (rc < 0)
@@ -67,7 +66,7 @@ static int render(struct lw_render_run *run, const struct lw_report *r,
 			if (j)
 				putc(';', out);
 		}
-		fprintf(out, " %" PRIu64 "\n", t.live_bytes);
+		fprintf(out, " %" PRIu64 "\n", bytes);
 		free(frames);
 	}
 	free(sites);

@@ -79,6 +79,33 @@ static bool grows_in_a_phase(const double *v, const struct segment *seg,
 	return found;
 }
 
+/* Each site's memory at step ends: the most, the last, and whether it
+ * was let go after the last step. */
+static void held(const struct lw_model *m, struct lw_growth_report *out)
+{
+	size_t n = m->points.count;
+
+	for (uint32_t site = 0; n && site < m->sites.count; site++) {
+		struct lw_site_growth *sg = &out->sites[site];
+		struct lw_live_count c;
+		struct lw_totals now;
+
+		for (size_t i = 0; i < n; i++) {
+			if (!lw_model_site_at_point(m, site, i, &c))
+				break;
+			if (c.live_bytes > sg->held_bytes) {
+				sg->held_bytes = c.live_bytes;
+				sg->held_count = c.live_count;
+				sg->held_step = m->points.items[i].step;
+			}
+			sg->last_bytes = c.live_bytes;
+			sg->last_count = c.live_count;
+		}
+		now = lw_model_site_totals(m, site);
+		sg->released = sg->last_bytes > now.live_bytes;
+	}
+}
+
 static int judge(const struct lw_model *m, uint64_t min_steps,
 		 struct lw_growth_report *out)
 {
@@ -98,6 +125,7 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 		if (!out->sites)
 			return -ENOMEM;
 	}
+	held(m, out);
 	if (!judge)
 		return 0; /* calloc: every site "not-enough-steps", 0 */
 	bytes = malloc((n ? n : 1) * sizeof(*bytes));

@@ -17,6 +17,19 @@ struct lw_site_growth {
 	enum lw_verdict verdict;	/* "growing" if bytes or count grow */
 	double bytes_per_step;
 	double count_per_step;
+	/*
+	 * What the site held from step to step, read off its step series:
+	 * the most at a step end (and the step that ended then), and at the
+	 * last step end. What leaked is judged here, on the steps, never on
+	 * what happens to be live at exit: a list local to train() grows for
+	 * every step and is gone when train() returns. 0 when the site is
+	 * not tracked.
+	 */
+	uint64_t held_bytes, held_count, held_step;
+	uint64_t last_bytes, last_count;
+	/* It held memory at the last step end and less of it at the report
+	 * point: let go after the loop (a function returned, teardown). */
+	bool released;
 	/* A suppression matched it: left out of the run's verdict and of
 	 * lw_growing_sites(). */
 	bool suppressed;

@@ -20,13 +20,35 @@ const char *lw_holder_text(const struct lw_model *m, uint64_t id, size_t *len)
 	return (const char *)s->text.data;
 }
 
-static bool same_text(const struct lw_model *m, uint64_t a, uint64_t b)
-{
-	size_t la, lb;
-	const char *x = lw_holder_text(m, a, &la);
-	const char *y = lw_holder_text(m, b, &lb);
+static size_t last_index(const char *path, size_t len);
 
-	return la == lb && memcmp(x, y, la) == 0;
+/* The length of a root without its line: "local of train (t.py:12)" and
+ * "local of train (t.py:40)" are the same frame, met at two lines. */
+static size_t root_frame(const char *root, size_t len)
+{
+	const char *colon = len && root[len - 1] == ')'
+				    ? memrchr(root, ':', len) : NULL;
+
+	return colon ? (size_t)(colon - root) : len;
+}
+
+/* Whether two holders are one: the same container (a list's elements are
+ * one holder, whichever index a search named) from the same root. */
+static bool same_holder(const struct lw_model *m, const struct lw_holder *a,
+			const struct lw_holder *b)
+{
+	size_t pa, pb, ra, rb;
+	const char *x = lw_holder_text(m, a->path, &pa);
+	const char *y = lw_holder_text(m, b->path, &pb);
+	const char *u = lw_holder_text(m, a->root, &ra);
+	const char *v = lw_holder_text(m, b->root, &rb);
+
+	pa = last_index(x, pa);
+	pb = last_index(y, pb);
+	ra = root_frame(u, ra);
+	rb = root_frame(v, rb);
+	return pa == pb && memcmp(x, y, pa) == 0 && ra == rb &&
+	       memcmp(u, v, ra) == 0;
 }
 
 /* Whether holder h was found for the finding led by site. */
@@ -80,10 +102,7 @@ int lw_held_by(const struct lw_report *r, uint32_t site,
 		if (!rc)
 			continue;
 		for (size_t j = 0; j < out->count && !seen; j++)
-			seen = same_text(m, out->items[j].holder->path,
-					 h->path) &&
-			       same_text(m, out->items[j].holder->root,
-					 h->root);
+			seen = same_holder(m, out->items[j].holder, h);
 		if (seen)
 			continue;
 		/* Among equals, the one found first (met last) goes first. */
@@ -106,6 +125,30 @@ int lw_held_by(const struct lw_report *r, uint32_t site,
 		lw_holder_fix(m, e->holder, e->fix, sizeof(e->fix));
 	}
 	return 0;
+}
+
+int lw_released_when(const struct lw_report *r, uint32_t site,
+		     const char **name, size_t *len)
+{
+	static const char local[] = "local of ";
+	struct lw_held_by held;
+	const char *root, *end;
+	int rc;
+
+	if ((rc = lw_held_by(r, site, &held)) < 0)
+		return rc;
+	if (held.count == 0)
+		return 0;
+	root = held.items[0].root;
+	if (held.items[0].root_len <= sizeof(local) - 1 ||
+	    memcmp(root, local, sizeof(local) - 1) != 0)
+		return 0;
+	root += sizeof(local) - 1;
+	end = memchr(root, ' ', held.items[0].root_len - (sizeof(local) - 1));
+	*name = root;
+	*len = end ? (size_t)(end - root)
+		   : held.items[0].root_len - (sizeof(local) - 1);
+	return *len > 0;
 }
 
 /* The last subscript of path ("[59]", "['tok']"): where it starts, or
@@ -143,6 +186,23 @@ const char *lw_holder_fix(const struct lw_model *m,
 	const char *path = lw_holder_text(m, h->path, &len);
 	const char *graph = memmem(path, len, ".grad_fn", 8);
 
+	if (h->flags & LW_HOLDER_UNREACHABLE) {
+		/* Garbage: "<Accuracy>.correct" names the cycle's class. */
+		size_t name = path[0] == '<' ? strcspn(path + 1, ">") : 0;
+
+		if (name && name + 1 < len)
+			snprintf(buf, size, "break the reference cycle of `%.*s` (a weak reference instead of the one back to itself), or run gc.collect() at the end of each step%s",
+				 (int)name, path + 1,
+				 h->flags & LW_HOLDER_GC_OFF
+					 ? "; the program turned the collector off (gc.disable()): turn it back on"
+					 : "");
+		else
+			snprintf(buf, size, "break the reference cycle (a weak reference), or run gc.collect() at the end of each step%s",
+				 h->flags & LW_HOLDER_GC_OFF
+					 ? "; the program turned the collector off (gc.disable()): turn it back on"
+					 : "");
+		return buf;
+	}
 	if (graph && memmem(path, len, "saved tensor", 12)) {
 		/* A graph that was never back-propagated: what holds it is
 		 * the tensor before ".grad_fn". */

@@ -41,6 +41,15 @@ struct lw_held_by {
 int lw_held_by(const struct lw_report *report, uint32_t site,
 	       struct lw_held_by *out);
 
+/*
+ * The function whose local held the finding led by site when the search
+ * last found its holder (root "local of NAME (FILE:LINE)"): *name and *len
+ * point into the trace. Returns 1 when there is one, 0 when not, or a
+ * negative errno.
+ */
+int lw_released_when(const struct lw_report *report, uint32_t site,
+		     const char **name, size_t *len);
+
 /* A string of the trace by id (a holder's path or root); "" if unknown. */
 const char *lw_holder_text(const struct lw_model *model, uint64_t id,
 			   size_t *len);

@@ -10,9 +10,9 @@
  *   - the growth of the locations that grow fastest (else the largest),
  *     one line per location, its sites summed;
  *   - the phases;
- *   - an icicle graph of the device memory retained at the report point,
- *     by stack, outermost frame on top (a Python program's from its
- *     script: pystack.h);
+ *   - an icicle graph of the device memory kept from step to step (held
+ *     at the last step end: lw_site_retained()), by stack, outermost frame
+ *     on top (a Python program's from its script: pystack.h);
  *   - the run: process, trace, steps, peak.
  *
  * Everything is aggregated here, before the page is written: the step
@@ -27,6 +27,7 @@
  * script reads that JSON and builds the charts with textContent and
  * setAttribute, never by parsing markup.
  */
+#include "analysis.h"
 #include "findings.h"
 #include "formats.h"
 #include "holders.h"
@@ -176,7 +177,6 @@ static int flame_add_site(struct flame *fl, const struct lw_report *r,
 
 static int flame_build(struct flame *fl, const struct lw_report *r)
 {
-	const struct lw_model *m = r->model;
 	uint32_t *sites;
 	size_t count;
 	uint64_t rest = 0;
@@ -188,17 +188,14 @@ static int flame_build(struct flame *fl, const struct lw_report *r)
 		return -ENOMEM;
 	fl->capacity = 256;
 	fl->count = 1;
-	rc = lw_model_live_sites(m, &sites, &count);
+	rc = lw_retained_sites(r, &sites, &count);
 	for (size_t i = 0; rc == 0 && i < count; i++) {
-		struct lw_totals t = lw_model_site_totals(m, sites[i]);
-		unsigned kind = lw_model_site(m, sites[i])->kind;
+		uint64_t bytes = lw_site_retained(r, sites[i]);
 
-		if (t.live_bytes == 0 || !lw_mem_kind_is_device(kind))
-			continue;
 		if (i >= HTML_MAX_SITES)
-			rest += t.live_bytes;
+			rest += bytes;
 		else
-			rc = flame_add_site(fl, r, sites[i], t.live_bytes);
+			rc = flame_add_site(fl, r, sites[i], bytes);
 	}
 	free(sites);
 	if (rc == 0 && rest) {
@@ -734,8 +731,11 @@ static int html_report(struct lw_render_run *run, const struct lw_report *r,
 	      "<h3>Growth by location</h3>\n<div class=\"lw-sites\"></div>\n",
 	      out);
 	put_phase_list(out, r->model, &t);
-	fputs("<h3>Retained device memory by stack</h3>\n<div class=\"lw-flame\"></div>\n",
-	      out);
+	fputs("<h3>Retained device memory by stack</h3>\n", out);
+	if (lw_model_point_count(r->model))
+		fprintf(out, "<p class=\"lw-note\">Held at the end of the last step (step %" PRIu64 "), kept from step to step.</p>\n",
+			lw_model_point(r->model, lw_model_point_count(r->model) - 1)->step);
+	fputs("<div class=\"lw-flame\"></div>\n", out);
 	put_summary(out, r, &findings);
 	fputs("<script type=\"application/json\" class=\"lw-data\">{", out);
 	put_steps(out, r->model);

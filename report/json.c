@@ -309,6 +309,19 @@ static int put_site(FILE *out, const struct lw_report *r,
 		put_str(out, finding->fix);
 	else
 		fputs("null", out);
+	putc(',', out);
+	put_key(out, indent + 2, "held_bytes");
+	fprintf(out, "%" PRIu64 ",", sg->held_bytes);
+	put_key(out, indent + 2, "held_count");
+	fprintf(out, "%" PRIu64 ",", sg->held_count);
+	put_key(out, indent + 2, "held_at_step");
+	fprintf(out, "%" PRIu64 ",", sg->held_step);
+	put_key(out, indent + 2, "retained_bytes");
+	fprintf(out, "%" PRIu64 ",", lw_site_retained(r, site));
+	put_key(out, indent + 2, "leaked");
+	fputs(lw_site_leaked(r, site) ? "true," : "false,", out);
+	put_key(out, indent + 2, "released");
+	fputs(sg->released ? "true" : "false", out);
 	newline(out, indent);
 	putc('}', out);
 out:
@@ -625,8 +638,14 @@ out:
 	return rc;
 }
 
-static void put_evidence(FILE *out, const struct lw_evidence *ev)
+static int put_evidence(FILE *out, const struct lw_report *r,
+			const struct lw_finding *f)
 {
+	const struct lw_evidence *ev = &f->evidence;
+	const char *function = NULL;
+	size_t len = 0;
+	int rc = 0;
+
 	fputs("{\"bytes_per_step\": ", out);
 	put_rate(out, ev->bytes_per_step);
 	fputs(", \"count_per_step\": ", out);
@@ -639,11 +658,30 @@ static void put_evidence(FILE *out, const struct lw_evidence *ev)
 	fprintf(out, ", \"max_lifetime_steps\": %" PRIu64 ", \"gc_frees\": %" PRIu64
 		     ", \"gc_passes\": %" PRIu64 ", \"lingering_steps\": %" PRIu64
 		     ", \"lingering_bytes\": %" PRIu64 ", \"peak_bytes\": %" PRIu64
-		     ", \"phase_bytes\": %" PRIu64 ", \"sites\": %" PRIu32 "}",
+		     ", \"phase_bytes\": %" PRIu64 ", \"sites\": %" PRIu32,
 		ev->max_lifetime,
 		ev->gc_frees, ev->gc_passes, ev->lingering_steps,
 		ev->lingering_bytes, ev->peak_bytes, ev->phase_bytes,
 		ev->sites);
+	/* What it held at step ends, and whether (and where) it was let
+	 * go after the last step. */
+	fprintf(out, ", \"held_bytes\": %" PRIu64 ", \"held_count\": %" PRIu64
+		     ", \"held_at_step\": %" PRIu64 ", \"released\": %s"
+		     ", \"released_when\": ",
+		ev->held_bytes, ev->held_count, ev->held_step,
+		ev->released ? "true" : "false");
+	if (ev->released && f->leak &&
+	    (rc = lw_released_when(r, f->site, &function, &len)) < 0)
+		return rc;
+	if (rc > 0) {
+		fputs("{\"function_returned\": ", out);
+		lw_put_json_string(out, function, len);
+		putc('}', out);
+	} else {
+		fputs("null", out);
+	}
+	putc('}', out);
+	return 0;
 }
 
 /* Device memory by the API, device and stream it was allocated with. */
@@ -757,8 +795,8 @@ static int put_findings(FILE *out, const struct lw_report *r,
 		else
 			fputs("null", out);
 		fputs(", \"evidence\": ", out);
-		put_evidence(out, &f->evidence);
-		if ((rc = put_held_by(out, r, f->site, f->leak)) < 0)
+		if ((rc = put_evidence(out, r, f)) < 0 ||
+		    (rc = put_held_by(out, r, f->site, f->leak)) < 0)
 			break;
 		putc('}', out);
 	}
@@ -874,7 +912,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	size_t site_count, note_count;
 	int rc;
 
-	rc = lw_model_live_sites(m, &sites, &site_count);
+	rc = lw_report_sites(r, &sites, &site_count);
 	if (rc < 0)
 		return rc;
 	if (nested) {

@@ -67,7 +67,12 @@ static int load(const char *path, size_t min_steps, struct merged_trace *t)
 		t->pid = m->meta.header.pid;
 		t->steps = m->counts.steps;
 		t->peak = m->peak.bytes;
-		t->held = lw_model_device_live_bytes(m);
+		/* What the run kept from step to step: device memory at the
+		 * last step end (at the report point without steps). */
+		t->held = lw_model_point_count(m)
+				  ? lw_model_point(m, lw_model_point_count(m) - 1)
+					    ->live_bytes
+				  : lw_model_device_live_bytes(m);
 		t->run = keys.findings.growth.run;
 		t->keys = keys.items;
 		t->key_count = keys.count;
@@ -144,7 +149,7 @@ static void put_view(FILE *out, struct merged_trace *t, size_t n)
 		putc('\n', out);
 	}
 	put_imbalance(out, "peak", t, n, get_peak);
-	put_imbalance(out, "held at the report point", t, n, get_held);
+	put_imbalance(out, "held at the last step end", t, n, get_held);
 
 	row = calloc(n, sizeof(*row));
 	if (!row)

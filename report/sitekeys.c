@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "locations.h"
 
 static void put_raw(FILE *out, const void *data, size_t len)
@@ -70,11 +71,16 @@ static int add_key(const struct lw_report *r, struct lw_site_keys *keys,
 	k->growth = keys->findings.growth.sites[sum->lead];
 	k->growth.bytes_per_step = sum->rate;
 	k->growth.count_per_step = sum->count_rate;
-	for (size_t i = 0; i < count; i++)
-		if (lw_location_sum_holds(m, sum, where[i], sites[i]) &&
-		    keys->findings.growth.sites[sites[i]].verdict ==
-			    LW_VERDICT_GROWING)
+	for (size_t i = 0; i < count; i++) {
+		const struct lw_site_growth *g =
+			&keys->findings.growth.sites[sites[i]];
+
+		if (!lw_location_sum_holds(m, sum, where[i], sites[i]))
+			continue;
+		if (g->verdict == LW_VERDICT_GROWING)
 			k->growth.verdict = LW_VERDICT_GROWING;
+		k->held_bytes += g->held_bytes;
+	}
 	k->exact = make_key(m, sum->lead, &e->frame, n, true);
 	k->loose = make_key(m, sum->lead, &e->frame, n, false);
 	k->label = e->label ? strndup(e->label, e->label_len)
@@ -95,7 +101,7 @@ int lw_site_keys_build(const struct lw_report *r, struct lw_site_keys *keys)
 	memset(keys, 0, sizeof(*keys));
 	rc = lw_findings_collect(r, &keys->findings);
 	if (rc == 0)
-		rc = lw_model_live_sites(m, &sites, &count);
+		rc = lw_report_sites(r, &sites, &count);
 	if (rc < 0)
 		goto out;
 	rc = -ENOMEM;
@@ -107,15 +113,16 @@ int lw_site_keys_build(const struct lw_report *r, struct lw_site_keys *keys)
 	count_rate = calloc(count + 1, sizeof(*count_rate));
 	if (!chosen || !where || !bytes || !counts || !rate || !count_rate)
 		goto out;
-	/* Growing sites hold memory at the report point (they keep some
-	 * every step), so the live sites cover them. */
+	/* The report's sites: live at the report point, or leaked (held
+	 * at step ends, even when let go before the report point). */
 	for (size_t i = 0; i < count; i++) {
 		const struct lw_site_growth *g =
 			&keys->findings.growth.sites[sites[i]];
 		struct lw_totals t = lw_model_site_totals(m, sites[i]);
 
 		if (!is_device_site(m, sites[i]) ||
-		    (t.live_bytes == 0 && g->verdict != LW_VERDICT_GROWING))
+		    (t.live_bytes == 0 && g->verdict != LW_VERDICT_GROWING &&
+		     !lw_site_leaked(r, sites[i])))
 			continue;
 		chosen[n] = sites[i];
 		bytes[n] = t.live_bytes;

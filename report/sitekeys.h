@@ -25,6 +25,9 @@ struct lw_site_key {
 	char *label;		/* the location's label, for people */
 	uint64_t live_bytes;	/* at the report point, summed */
 	uint64_t live_count;
+	/* The most its sites held at step ends, summed: what a leak let go
+	 * of after the last step (a local of train()) still counts. */
+	uint64_t held_bytes;
 	struct lw_site_growth growth;	/* summed; growing if a site grows */
 	bool matched;
 };
@@ -37,8 +40,8 @@ struct lw_site_keys {
 
 /*
  * Keys of the device locations of a report (device and managed memory):
- * its sites that hold memory at the report point or grow, one key per
- * location and kind, largest first. Returns 0 or -ENOMEM; call
+ * its sites that hold memory at the report point or leaked (analysis.h:
+ * lw_report_sites()), one key per location and kind, largest first. Returns 0 or -ENOMEM; call
  * lw_site_keys_fini() either way.
  */
 int lw_site_keys_build(const struct lw_report *report,

@@ -861,7 +861,6 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
  */
 static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 {
-	const struct lw_model *m = r->model;
 	const struct lw_diagnosis d = r->analysis->diagnosis;
 	size_t leaks = 0, others = 0, shown = 0;
 	bool in_others = false;
@@ -905,12 +904,10 @@ static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 		if ((rc = lw_put_site_location(out, r, f->site)) < 0 ||
 		    (f->leak && (rc = put_held_by(out, r, f->site)) < 0))
 			break;
-		char *evidence = lw_evidence_string(m, f);
+		char *evidence;
 
-		if (!evidence) {
-			rc = -ENOMEM;
+		if ((rc = lw_evidence_string(r, f, &evidence)) < 0)
 			break;
-		}
 		fprintf(out, "      evidence: %s\n", evidence);
 		free(evidence);
 		if (lw_finding_has_fix(f))

@@ -63,7 +63,10 @@ EVIDENCE_KEYS = ["bytes_per_step", "count_per_step", "live_bytes", "live_count",
                  "mean_size", "frees", "mean_lifetime_steps",
                  "max_lifetime_steps", "gc_frees", "gc_passes",
                  "lingering_steps", "lingering_bytes", "peak_bytes",
-                 "phase_bytes", "sites"]
+                 "phase_bytes", "sites",
+                 # What it held at step ends, and when it was let go.
+                 "held_bytes", "held_count", "held_at_step", "released",
+                 "released_when"]
 CATEGORIES = ["retained-loss", "metric-copy", "retained-graph",
               "lingering-previous-step", "unreleased-module",
               "cycle-delayed-frees", "growth", "not-a-leak"]
@@ -76,7 +79,10 @@ SITE_KEYS = ["id", "kind", "live_bytes", "live_count", "allocations",
              "live_count_at_program_end", "live_bytes_at_end",
              "live_count_at_end",
              "growth_bytes_per_step", "growth_count_per_step", "verdict",
-             "category", "fix"]
+             "category", "fix",
+             # What it held at step ends: the one notion of what leaked.
+             "held_bytes", "held_count", "held_at_step", "retained_bytes",
+             "leaked", "released"]
 DEVICE_KINDS = ("device", "managed")
 FRAME_KEYS = ["function", "file", "line", "python", "module", "address",
               "module_offset"]
