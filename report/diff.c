@@ -6,8 +6,10 @@
  * from run to run): first all frames with their lines, then, for a file
  * edited above the site, without line numbers.
  *
- * Exit status: 0 when no site grows in AFTER that did not grow in BEFORE
- * and none grows faster than before; 1 when one does (a regression); 2 for
+ * Exit status: 0 when no site grows in AFTER that did not grow in BEFORE,
+ * none grows faster than before, and no site leads a leak finding in AFTER
+ * that had none in BEFORE (a phase's memory left live, a step's kept into
+ * the next); 1 when one does (a regression); 2 for
  * bad usage or an unreadable trace; 3 when there is no regression but a
  * trace has too few steps to judge growth: "cannot judge" is its own
  * outcome, never "fixed" nor "no regression".
@@ -67,7 +69,8 @@ static void diff_usage(FILE *out)
 	      "  -h, --help      show this help\n"
 	      "\n"
 	      "Exit status: 0 when no location grows in AFTER that did not grow in BEFORE,\n"
-	      "or grows faster than before (by more than 10%); 1 when one does; 2 for\n"
+	      "or grows faster than before (by more than 10%), or leaks in AFTER (a\n"
+	      "finding) and not in BEFORE; 1 when one does; 2 for\n"
 	      "bad usage or an unreadable trace; 3 when none does but a trace has too\n"
 	      "few steps to judge growth (\"cannot judge\"). Locations still growing at\n"
 	      "the same rate do not fail the diff: `leakwatch check` judges those.\n",
@@ -89,6 +92,13 @@ static bool faster(double after, double before)
 	return after > before * (1 + DIFF_RATE_TOLERANCE) + 1;
 }
 
+/* A leak finding that does not grow: memory a phase left, a step's kept
+ * into the next. */
+static bool leaked(const struct lw_site_key *k)
+{
+	return k && k->leaked;
+}
+
 static enum change classify(const struct lw_site_key *b,
 			    const struct lw_site_key *a)
 {
@@ -97,9 +107,9 @@ static enum change classify(const struct lw_site_key *b,
 	if (unjudged(b) || unjudged(a))
 		return CHANGE_UNJUDGED;
 	if (!b)
-		return growing(a) ? CHANGE_NEW_LEAK : CHANGE_NEW;
+		return growing(a) || leaked(a) ? CHANGE_NEW_LEAK : CHANGE_NEW;
 	if (!a)
-		return growing(b) ? CHANGE_FIXED : CHANGE_GONE;
+		return growing(b) || leaked(b) ? CHANGE_FIXED : CHANGE_GONE;
 	if (growing(b) && !growing(a))
 		return CHANGE_FIXED;
 	if (!growing(b) && growing(a))
@@ -111,6 +121,10 @@ static enum change classify(const struct lw_site_key *b,
 			return CHANGE_BETTER;
 		return CHANGE_STILL_GROWING;
 	}
+	if (leaked(a) && !leaked(b))
+		return CHANGE_NEW_LEAK;
+	if (leaked(b) && !leaked(a))
+		return CHANGE_FIXED;
 	return a->live_bytes == b->live_bytes ? CHANGE_SAME : CHANGE_LIVE;
 }
 
@@ -292,9 +306,10 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 		fprintf(out, "  %zu location%s unchanged\n", same,
 			same == 1 ? "" : "s");
 	if (regressions)
-		fprintf(out, "\nREGRESSION: %zu location%s grow%s in the second run that did not, or grow%s faster\n",
+		fprintf(out, "\nREGRESSION: %zu location%s grow%s or leak%s in the second run that did not, or grow%s faster\n",
 			regressions, regressions == 1 ? "" : "s",
-			regressions == 1 ? "s" : "", regressions == 1 ? "s" : "");
+			regressions == 1 ? "s" : "", regressions == 1 ? "s" : "",
+			regressions == 1 ? "s" : "");
 	else if (cannot_judge)
 		put_unjudged(out, &before, before_path, &after, after_path,
 			     min_steps, cannot_judge);

@@ -80,6 +80,7 @@ static int add_key(const struct lw_report *r, struct lw_site_keys *keys,
 		if (g->verdict == LW_VERDICT_GROWING)
 			k->growth.verdict = LW_VERDICT_GROWING;
 		k->held_bytes += g->held_bytes;
+		k->leaked |= lw_site_leaked(r, sites[i]);
 	}
 	k->exact = make_key(m, sum->lead, &e->frame, n, true);
 	k->loose = make_key(m, sum->lead, &e->frame, n, false);

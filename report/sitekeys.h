@@ -29,6 +29,10 @@ struct lw_site_key {
 	 * of after the last step (a local of train()) still counts. */
 	uint64_t held_bytes;
 	struct lw_site_growth growth;	/* summed; growing if a site grows */
+	/* A site of it leaked (analysis.h: it grows, or belongs to a leak
+	 * finding, such as memory a phase left or a step's kept into the
+	 * next). */
+	bool leaked;
 	bool matched;
 };
 

@@ -10,8 +10,14 @@ after every step and the number of optimizer steps it made, and writes them
 as JSON to OUT, so that a test can compare what leakwatch measured with
 PyTorch's own counter on the same run.
 
-Usage: scenarios.py CASE STEPS OUT [SCRIPTS_DIR]
+Usage: scenarios.py CASE STEPS OUT [SCRIPTS_DIR [held|released]]
 (SCRIPTS_DIR: where the leakwatch helper module is, for phase marks.)
+
+held (the default): what the story kept stays live to the program's end,
+as a job's memory is when it runs out. released: main() calls the story and
+lets go of it, as most training code does (its loop in train(), called from
+main()): what the loop kept dies when the function returns, and only what
+happened during the steps shows the leak.
 """
 import copy
 import ctypes
@@ -408,14 +414,23 @@ CASES = {f.__name__: f for f in (
     control_adam, control_accumulation, control_eval, control_cache, control_gc,
     steps_two_optimizers, steps_grad_scaler)}
 
-if __name__ == "__main__":
+def main():
     record = Record()
-    kept = CASES[sys.argv[1]](int(sys.argv[2]), record)
-    # What the story kept stays live to the program's end, as a job's
-    # memory is when it runs out, but through no Python object of this
-    # harness: a holder found at the end is the story's own, or none.
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(kept))
-    del kept
+    case, steps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    released = len(sys.argv) > 5 and sys.argv[5] == "released"
+    if released:
+        CASES[case](steps, record)
+    else:
+        kept = CASES[case](steps, record)
+        # What the story kept stays live to the program's end, but
+        # through no Python object of this harness: a holder found at the
+        # end is the story's own, or none.
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(kept))
+        del kept
     torch.cuda.synchronize()
-    record.write(sys.argv[3])
+    record.write(out)
     print("ok")
+
+
+if __name__ == "__main__":
+    main()
