@@ -744,6 +744,24 @@ out:
 	pthread_mutex_unlock(&lock);
 }
 
+/* The holder searches made during the run, and their time (INFO
+ * "holder_searches_in_run": "N T", T in seconds), for the cost's record. */
+static void note_holder_searches_locked(void)
+{
+	unsigned searches;
+	double seconds;
+	char value[64];
+	int n;
+
+	lw_holders_in_run_stats(&searches, &seconds);
+	if (!searches)
+		return;
+	n = snprintf(value, sizeof(value), "%u %.6f", searches, seconds);
+	if (n > 0)
+		lw_writer_info(&writer, "holder_searches_in_run", value,
+			       (size_t)n);
+}
+
 /* ---- steps and phases ---- */
 
 static void write_step_locked(enum lw_step_source source)
@@ -1090,6 +1108,7 @@ void lw_shutdown(void)
 		note_thread_and_time_locked();
 		note_deepbind_locked();
 		note_runtimes_locked();
+		note_holder_searches_locked();
 		lw_writer_close(&writer, 1, 0);
 		if (tc.have_program_end_summary) {
 			/* In a Python program, what its code left allocated;

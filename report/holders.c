@@ -68,10 +68,17 @@ static int holds(const struct lw_report *r, const struct lw_holder *h,
 	return at == loc;
 }
 
-/* Whether a comes before b: the later search first (what held the
- * memory last), then the holder of more objects. */
+/* Whether a comes before b: a variable of the program before an
+ * unreachable cycle (what held the memory while the program ran, before
+ * what was left of it once a function returned), then the later search
+ * first (what held the memory last), then the holder of more objects. */
 static bool before(const struct lw_holder *a, const struct lw_holder *b)
 {
+	bool ua = a->flags & LW_HOLDER_UNREACHABLE;
+	bool ub = b->flags & LW_HOLDER_UNREACHABLE;
+
+	if (ua != ub)
+		return ub;
 	if (a->search != b->search)
 		return a->search > b->search;
 	return a->objects > b->objects;
@@ -85,6 +92,7 @@ int lw_held_by(const struct lw_report *r, uint32_t site,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	/* With no holder, any search cut short may have missed it. */
 	out->cut = m->holders.cut;
 	if (m->holders.count == 0)
 		return 0;
@@ -117,6 +125,11 @@ int lw_held_by(const struct lw_report *r, uint32_t site,
 			(out->count - 1 - at) * sizeof(out->items[0]));
 		out->items[at].holder = h;
 	}
+	/* With one, whether the search that found it last was cut short
+	 * (another search may have been: what it looked for was other
+	 * memory). */
+	if (out->count)
+		out->cut = out->items[0].holder->flags & LW_HOLDER_CUT;
 	for (size_t i = 0; i < out->count; i++) {
 		struct lw_held *e = &out->items[i];
 

@@ -27,7 +27,8 @@ struct lw_held {
 struct lw_held_by {
 	struct lw_held items[LW_HELD_BY_MAX];
 	size_t count;
-	/* A search ran out of its time budget: more may hold it. */
+	/* The search that found the first holder ran out of its time
+	 * budget (with none: a search did): more may hold it. */
 	bool cut;
 };
 

@@ -746,7 +746,8 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site,
 		lw_put_json_string(out, e->root, e->root_len);
 		fprintf(out, ", \"objects\": %" PRIu64 ", \"graph_nodes\": %" PRIu64
 			     ", \"cut\": %s, \"fix\": ",
-			h->objects, h->graph, held.cut ? "true" : "false");
+			h->objects, h->graph,
+			h->flags & LW_HOLDER_CUT ? "true" : "false");
 		put_str(out, e->fix);
 		putc('}', out);
 	}

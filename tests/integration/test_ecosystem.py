@@ -280,6 +280,101 @@ def holders():
           "a bad budget falls back to the default")
 
 
+QUIET = r"""
+import gc, os, signal, sys, threading, time, weakref
+import leakwatch
+import tinytensor as tt
+
+lock = threading.Lock()
+ran = []
+
+
+class Watched:
+    # Code of the program the search must never run: a property that
+    # takes the program's lock, __getattr__, __eq__.
+
+    def __init__(self, t):
+        self.t = t
+
+    @property
+    def __cuda_array_interface__(self):
+        ran.append("property")
+        if lock.acquire(timeout=2):   # blocks while the program holds it
+            lock.release()
+        return self.t.__cuda_array_interface__
+
+    def __getattr__(self, name):
+        ran.append("getattr " + name)
+        raise AttributeError(name)
+
+    def __eq__(self, other):
+        ran.append("eq")
+        return False
+
+    __hash__ = object.__hash__
+
+
+def train(steps):
+    history = []
+    for i in range(steps):
+        x = tt.ones(16)
+        loss = (x * x).sum()
+        history.append(Watched(loss))
+        leakwatch.step()
+    # A tensor the function lets go of: no f_locals dict of this frame
+    # may keep it once the search has read the frame.
+    scratch = tt.ones(16)
+    gone = weakref.ref(scratch)
+    with lock:                        # the program holds its lock
+        leakwatch.snapshot()
+        os.kill(os.getpid(), signal.SIGUSR2)
+        for _ in range(20):
+            y = tt.ones(1)
+            time.sleep(0.01)
+    del scratch
+    print("freed" if gone() is None else "kept", "ran:", ran)
+    return history
+
+
+kept = train(30)
+"""
+
+
+def holders_run_no_program_code():
+    """The holder search runs none of the program's code: a property that
+    takes a lock the program holds while it calls leakwatch.snapshot() or
+    gets SIGUSR2 neither runs nor deadlocks it, nor __getattr__ or __eq__;
+    and the frames it reads keep nothing alive (a local the function lets
+    go of is freed at once)."""
+    env = {"PYTHONPATH": os.pathsep.join(
+        [os.environ["LW_SCRIPTS"],
+         os.path.dirname(os.environ["LW_TINYTENSOR_PY"])])}
+    run = Run([sys.executable, "-c", QUIET], env=env, timeout=60).expect_ok()
+    check("freed ran: []" in run.stdout,
+          f"program code ran, or a local was kept: {run.stdout}")
+    check("holder search failed" not in run.stderr, run.stderr)
+    rep = report(run.traces()[-1])
+    leaks = [f for f in rep["findings"] if f["leak"]]
+    check(leaks and leaks[0]["held_by"] and
+          leaks[0]["held_by"][0]["path"].startswith(("history[", "kept[")),
+          f"the list still holds the losses: {leaks}")
+
+
+def gate_names_growth():
+    """The bare gate's exit summary names what grew from step to step,
+    also when the program let go of it after its loop (keep_then_free
+    frees its kept buffers at the end): the leak, not what is live."""
+    run = Run([prog("keep_then_free"), "40", "4096"],
+              env={"LEAKWATCH_MAX_GROWTH": "100"})
+    check_eq(run.returncode, 23, f"the gate trips: {run.stderr}")
+    m = re.search(r"leakwatch: device memory grew from step to step at "
+                  r"(\d+) sites?:\nleakwatch:   (\S+ \S+) per step at "
+                  r"(\S+).*let go after the last step", run.stderr)
+    check(m, f"the summary names the growth: {run.stderr}")
+    check_eq(m.group(2), "+4.0 KiB", "its rate")
+    check("keep_one_buffer" in m.group(3), f"its site: {m.group(0)}")
+
+
 def pytest_python():
     """An interpreter with pytest (Debian's python3-pytest), or None."""
     for py in ("/usr/bin/python3", sys.executable):
@@ -398,4 +493,5 @@ def pytest_bad_marker():
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         rank_names, two_ranks, dataloader_workers, live_every, signal_flush,
-        signal_respected, pytest_plugin, pytest_bad_marker, holders]}))
+        signal_respected, pytest_plugin, pytest_bad_marker, holders,
+        holders_run_no_program_code, gate_names_growth]}))
