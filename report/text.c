@@ -622,12 +622,14 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 			lw_format_rate(rate, g.run.per_step),
 			lw_format_rate(per10k, g.run.per_step * 10000),
 			lw_model_step_stride(m) > 1 ? " (series downsampled)" : "");
+	else if (g.run.verdict == LW_VERDICT_PLATEAU)
+		fprintf(out, "Growth: plateau; device memory rose by %s per step, then stopped growing%s\n",
+			lw_format_rate(rate, g.run.per_step),
+			lw_model_step_stride(m) > 1 ? " (series downsampled)" : "");
 	else
-		fprintf(out, "Growth: %s; device memory %s per step%s, not growing on%s\n",
+		fprintf(out, "Growth: %s; device memory does not grow from step to step (%s per step)%s\n",
 			lw_verdict_name(g.run.verdict),
 			lw_format_rate(rate, g.run.per_step),
-			g.run.verdict == LW_VERDICT_PLATEAU
-				? " while it rose, then it stopped" : "",
 			lw_model_step_stride(m) > 1 ? " (series downsampled)" : "");
 	if (count == 0)
 		fputs("  no site grows from step to step\n", out);
