@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "lw-size.h"
+#include "lw-text.h"
 
 void lw_summary_init(struct lw_summary *s, const char *trace_path,
 		     const char *when, uint64_t live_bytes, uint64_t live_count,
@@ -64,9 +65,18 @@ static void put(const char *line, int n, size_t size)
 							  : size - 1);
 }
 
+/* Text of the program's (a name, a path), escaped as the text report
+ * escapes it: it cannot forge a line of its own or reach the terminal. */
+static const char *escaped(char *out, size_t size, const char *text)
+{
+	lw_text_escape(out, size, text, strlen(text));
+	return out;
+}
+
 /* "name (module+0xoff)" for a return address. */
 static void describe(char *out, size_t size, uintptr_t addr)
 {
+	char name[256], module_name[256];
 	Dl_info info;
 
 	/* addr - 1: a return address may be the first byte of the next
@@ -77,17 +87,20 @@ static void describe(char *out, size_t size, uintptr_t addr)
 	}
 	const char *module = strrchr(info.dli_fname, '/');
 	module = module ? module + 1 : info.dli_fname;
+	escaped(module_name, sizeof(module_name), module);
 	unsigned long long offset = addr - (uintptr_t)info.dli_fbase;
 	if (info.dli_sname)
-		snprintf(out, size, "%s (%s+0x%llx)", info.dli_sname, module,
-			 offset);
+		snprintf(out, size, "%s (%s+0x%llx)",
+			 escaped(name, sizeof(name), info.dli_sname),
+			 module_name, offset);
 	else
-		snprintf(out, size, "%s+0x%llx", module, offset);
+		snprintf(out, size, "%s+0x%llx", module_name, offset);
 }
 
 void lw_summary_print(const struct lw_summary *s)
 {
-	char line[PATH_MAX + 256], bytes[32], where[3][300];
+	char line[2 * PATH_MAX + 256], bytes[32], where[3][600];
+	char python[4 * sizeof(s->sites[0].python)], path[PATH_MAX];
 	int n;
 
 	if (!s->live_count) {
@@ -117,7 +130,9 @@ void lw_summary_print(const struct lw_summary *s)
 				     "leakwatch:   %s in %llu allocation%s at "
 				     "%s\n", bytes,
 				     (unsigned long long)site->count,
-				     site->count == 1 ? "" : "s", site->python);
+				     site->count == 1 ? "" : "s",
+				     escaped(python, sizeof(python),
+					     site->python));
 			put(line, n, sizeof(line));
 			continue;
 		}
@@ -157,8 +172,9 @@ void lw_summary_print(const struct lw_summary *s)
 			     s->unknown_frees == 1 ? "" : "s");
 		put(line, n, sizeof(line));
 	}
+	escaped(path, sizeof(path), s->trace_path);
 	n = snprintf(line, sizeof(line),
 		     "leakwatch: trace %s (full report: leakwatch report %s)\n",
-		     s->trace_path, s->trace_path);
+		     path, path);
 	put(line, n, sizeof(line));
 }

@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: MIT
+"""Integration tests of what a program may do that reaches the shim's own
+resources: its trace descriptor (closed, taken by dup2, its file removed),
+its signals and ways to end (terminating signals, _exit, quick_exit,
+faulthandler), the text it prints at exit, its settings and the command
+line it records. Each program makes its events with no step or flush of its
+own (tests/programs/intrusions.c: 110 allocations and 100 frees), so that a
+trace that lost its buffer shows it."""
+import os
+import shutil
+import signal
+import sys
+import tempfile
+
+from lwtest import Run, check, check_eq, main, prog, report
+
+EVENTS = {"allocations": 110, "frees": 100}
+
+
+def intrusions(*args, **kw):
+    return Run([prog("intrusions"), *[str(a) for a in args]], **kw)
+
+
+FORGED = "e\x1b[31m\n::error::x\nleakwatch: ok: no device memory growth"
+
+PYTHON_NAMES = r"""
+import ctypes, sys
+ext = ctypes.CDLL(sys.argv[1])
+ext.testext_alloc.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+name = sys.argv[2]
+kept = []
+src = ("def f():\n    p = ctypes.c_void_p()\n"
+       "    assert ext.testext_alloc(4096, ctypes.byref(p)) == 0\n"
+       "    kept.append(p)\n")
+ns = {"ctypes": ctypes, "ext": ext, "kept": kept}
+exec(compile(src, name + ".py", "exec"), ns)
+f = ns["f"]
+f.__code__ = f.__code__.replace(co_name=name, co_qualname=name)
+f()
+"""
+
+
+def check_summary_escaped(stderr, what):
+    check("\x1b" not in stderr, f"{what}: an escape byte on stderr")
+    for line in stderr.splitlines():
+        check(line.startswith("leakwatch: "),
+              f"{what}: a line not of leakwatch's: {line!r}")
+        check(line != "leakwatch: ok: no device memory growth",
+              f"{what}: a forged line")
+    check("\\x1b[31m\\n::error::x\\nleakwatch: ok: no device memory growth"
+          in stderr, f"{what}: the name, escaped: {stderr!r}")
+
+
+def summary_escaped():
+    """Function, file and library names in the exit summary are escaped as
+    the text report escapes them: no terminal escape, no line of their
+    own (a forged verdict, a GitHub workflow command)."""
+    run = Run([sys.executable, "-c", PYTHON_NAMES, os.environ["LW_TESTEXT"],
+               FORGED]).expect_ok()
+    check_summary_escaped(run.stderr, "Python names")
+    d = tempfile.mkdtemp(prefix="lw-names-")
+    lib = os.path.join(d, FORGED + ".so")
+    shutil.copy(os.environ["LW_TESTEXT"], lib)
+    run = intrusions("dlopen", lib).expect_ok()
+    check_summary_escaped(run.stderr, "a library's name")
+    shutil.rmtree(d)
+
+
+if __name__ == "__main__":
+    sys.exit(main({f.__name__: f for f in [
+        summary_escaped]}))
