@@ -34,6 +34,15 @@ struct lw_config {
 void lw_config_load(struct lw_config *config);
 
 /*
+ * A setting read before lw_config_load() (by a constructor) that does not
+ * parse: name is the variable, fmt and what follows the warning's text. It
+ * is said in lw_config_load()'s one warning line, so only by a process
+ * that starts tracing. Not thread-safe: for constructors.
+ */
+void lw_config_defer_problem(const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
  * Expands the trace pattern for pid into out: %p is the pid, %h the host
  * name, %r the rank (nothing when there is none), %% a percent sign. A relative result is made absolute against the
  * working directory. Returns 0, or -ENAMETOOLONG.

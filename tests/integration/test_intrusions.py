@@ -66,6 +66,34 @@ def summary_escaped():
     shutil.rmtree(d)
 
 
+def bad_settings_deferred():
+    """Bad LEAKWATCH_MAX_GROWTH, LEAKWATCH_MIN_STEPS and
+    LEAKWATCH_TORCH_ALLOCATOR say nothing in processes that make no CUDA
+    allocation (a shell loop), and one warning line in one that does."""
+    loop = ["sh", "-c", "for i in 1 2 3 4 5 6; do /bin/true; done"]
+    for env in ({"LEAKWATCH_MAX_GROWTH": "lots",
+                 "LEAKWATCH_TORCH_ALLOCATOR": "fast"},
+                {"LEAKWATCH_MAX_GROWTH": "1MiB",
+                 "LEAKWATCH_MIN_STEPS": "few"}):
+        run = Run(loop, env=env).expect_ok()
+        check_eq(run.stderr, "", f"{env}: a process without CUDA")
+    run = intrusions("args", env={"LEAKWATCH_MAX_GROWTH": "lots",
+                                  "LEAKWATCH_TORCH_ALLOCATOR": "fast",
+                                  "LEAKWATCH_QUIET": "1"}).expect_ok()
+    lines = run.stderr.splitlines()
+    check_eq(len(lines), 1, f"one warning line: {lines}")
+    check(lines[0].startswith("leakwatch: warning: ") and
+          "LEAKWATCH_MAX_GROWTH" in lines[0] and
+          "LEAKWATCH_TORCH_ALLOCATOR" in lines[0], lines[0])
+    rep = report(run.trace())
+    check(any("LEAKWATCH_MAX_GROWTH" in w for w in rep["warnings"]),
+          f"the warning in the trace: {rep['warnings']}")
+    run = intrusions("args", env={"LEAKWATCH_MAX_GROWTH": "1MiB",
+                                  "LEAKWATCH_MIN_STEPS": "few",
+                                  "LEAKWATCH_QUIET": "1"}).expect_ok()
+    check("LEAKWATCH_MIN_STEPS='few'" in run.stderr, run.stderr)
+
+
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
-        summary_escaped]}))
+        summary_escaped, bad_settings_deferred]}))
