@@ -326,14 +326,32 @@ void lw_writer_string(struct lw_writer *w, uint64_t id, const char *s)
 	lw_writer_ext(w, LW_REC_STRING, payload, n + len);
 }
 
+static size_t varint_size(uint64_t v)
+{
+	uint8_t scratch[LW_VARINT_MAX];
+
+	return lw_varint_put(scratch, v);
+}
+
+/* Built in the buffer itself: a value may be as long as the command line
+ * (LW_WRITER_INFO_MAX), which no stack should hold twice. */
 void lw_writer_info(struct lw_writer *w, const char *key, const char *value,
 		    size_t value_len)
 {
-	uint8_t payload[3 * LW_VARINT_MAX + 64 + 2 * STRING_LIMIT];
-	size_t n = put_string(payload, key, strlen(key), 64);
+	size_t key_len = strlen(key);
 
-	n += put_string(payload + n, value, value_len, 2 * STRING_LIMIT);
-	lw_writer_ext(w, LW_REC_INFO, payload, n);
+	if (key_len > 64)
+		key_len = 64;
+	if (value_len > LW_WRITER_INFO_MAX)
+		value_len = LW_WRITER_INFO_MAX;
+	size_t len = varint_size(key_len) + key_len + varint_size(value_len) +
+		     value_len;
+	if (!reserve(w, 1 + LW_VARINT_MAX + len))
+		return;
+	w->buf[w->used++] = LW_REC_INFO;
+	w->used += lw_varint_put(w->buf + w->used, len);
+	w->used += put_string(w->buf + w->used, key, key_len, key_len);
+	w->used += put_string(w->buf + w->used, value, value_len, value_len);
 }
 
 void lw_writer_module(struct lw_writer *w, uint64_t bias, uint64_t start,

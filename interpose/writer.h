@@ -66,6 +66,10 @@ void lw_writer_stack(struct lw_writer *w, uint64_t id, const uintptr_t *frames,
 		     unsigned depth);
 /* STRING, WARNING, PHASE_BEGIN-like records made of varints and strings. */
 void lw_writer_string(struct lw_writer *w, uint64_t id, const char *s);
+
+/* The longest INFO value written whole; a longer one is cut there. */
+#define LW_WRITER_INFO_MAX (32 * 1024)
+
 void lw_writer_info(struct lw_writer *w, const char *key, const char *value,
 		    size_t value_len);
 void lw_writer_module(struct lw_writer *w, uint64_t bias, uint64_t start,

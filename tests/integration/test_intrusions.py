@@ -94,6 +94,26 @@ def bad_settings_deferred():
     check("LEAKWATCH_MIN_STEPS='few'" in run.stderr, run.stderr)
 
 
+def long_command_line():
+    """A command line over 8 KiB is recorded whole; one past what a trace
+    record holds is cut at an argument's end and the cut is marked."""
+    args = ["a" * 5000, "b" * 5000, "c" * 5000]
+    run = intrusions("args", *args).expect_ok()
+    rep = report(run.trace())
+    check_eq(rep["command"][1:], ["args", *args], "the whole command line")
+    args = [chr(ord("a") + i % 26) * 4000 for i in range(30)]
+    run = intrusions("args", *args).expect_ok()
+    rep = report(run.trace())
+    command = rep["command"]
+    check(len(command) < 32 and command[-1].startswith("[cut by leakwatch:"),
+          f"the cut is marked: {command[-3:]!r}"[:400])
+    check_eq(command[1:-1], ["args", *args[:len(command) - 3]],
+             "whole arguments before the mark")
+    text = report(run.trace(), fmt="text")
+    check("[cut by leakwatch:" in text, "the text report shows the mark")
+
+
+
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
-        summary_escaped, bad_settings_deferred]}))
+        summary_escaped, bad_settings_deferred, long_command_line]}))
