@@ -21,6 +21,32 @@ def intrusions(*args, **kw):
     return Run([prog("intrusions"), *[str(a) for a in args]], **kw)
 
 
+def events(rep):
+    return {"allocations": rep["allocations"], "frees": rep["frees"]}
+
+
+def trace_dir_symlink():
+    """A directory on the trace's path may be a symbolic link (/scratch to
+    a bigger disk): the trace is written where it leads. The trace's own
+    name is never followed: a link there, even a dangling one, is left
+    alone and nothing is recorded."""
+    probe = Run([prog("no_cuda")])
+    real = os.path.join(probe.dir, "disk")
+    os.mkdir(real)
+    os.symlink(real, os.path.join(probe.dir, "scratch"))
+    run = intrusions("args", env={"LEAKWATCH_OUT": os.path.join(
+        probe.dir, "scratch", "t-%p.trace")}).expect_ok()
+    found = os.listdir(real)
+    check_eq(len(found), 1, f"the trace, in the link's target: {found}")
+    check_eq(events(report(os.path.join(real, found[0]))), EVENTS, "events")
+    dangling = os.path.join(probe.dir, "dangling.trace")
+    os.symlink(os.path.join(probe.dir, "nothing-here"), dangling)
+    run = intrusions("args", env={"LEAKWATCH_OUT": dangling}).expect_ok()
+    check(not os.path.exists(os.path.join(probe.dir, "nothing-here")),
+          "a dangling link is not followed")
+    check_eq(run.stderr.count("leakwatch: warning:"), 1, run.stderr)
+
+
 FORGED = "e\x1b[31m\n::error::x\nleakwatch: ok: no device memory growth"
 
 PYTHON_NAMES = r"""
@@ -116,4 +142,5 @@ def long_command_line():
 
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
-        summary_escaped, bad_settings_deferred, long_command_line]}))
+        trace_dir_symlink, summary_escaped, bad_settings_deferred,
+        long_command_line]}))
