@@ -158,10 +158,14 @@ void lw_summary_print(const struct lw_summary *s)
 		n = snprintf(line, sizeof(line),
 			     "leakwatch: about %llu event%s (allocations, "
 			     "frees, steps) from when the trace stopped being "
-			     "written %s not in it\n",
+			     "written %s not in it%s\n",
 			     (unsigned long long)s->lost_events,
 			     s->lost_events == 1 ? "" : "s",
-			     s->lost_events == 1 ? "is" : "are");
+			     s->lost_events == 1 ? "is" : "are",
+			     s->descriptor_lost ?
+				     " (the program closed or replaced the "
+				     "trace's descriptor, and the trace could "
+				     "not be opened again)" : "");
 		put(line, n, sizeof(line));
 	}
 	if (s->unknown_frees) {

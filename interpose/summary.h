@@ -34,6 +34,8 @@ struct lw_summary {
 	int failed_error;
 	/* Events the trace lacks: after a write to it failed. */
 	uint64_t lost_events;
+	/* Because the program closed or replaced the trace's descriptor. */
+	int descriptor_lost;
 };
 
 void lw_summary_init(struct lw_summary *s, const char *trace_path,

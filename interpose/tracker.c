@@ -375,7 +375,13 @@ static void flush_locked(void)
 	note_runtimes_locked();
 	err = lw_writer_flush(&writer);
 
-	if (err < 0)
+	if (err < 0 && writer.descriptor_lost)
+		lw_warn_once(LW_WARN_TRACE_WRITE,
+			     "the program closed or replaced the descriptor of "
+			     "the trace %s, which could not be opened again; "
+			     "the trace ends here, the program carries on",
+			     trace_path);
+	else if (err < 0)
 		lw_warn_once(LW_WARN_TRACE_WRITE,
 			     "writing the trace %s failed: %s; the trace ends "
 			     "here, the program carries on",
@@ -1066,6 +1072,7 @@ void lw_shutdown(void)
 			summary.failed_api = lw_api_name(first_failed_api);
 			summary.failed_error = first_failed_error;
 			summary.lost_events = writer.lost;
+			summary.descriptor_lost = writer.descriptor_lost;
 		}
 	}
 	__atomic_store_n(&lw_state, LW_STATE_CLOSED, __ATOMIC_RELEASE);

@@ -25,6 +25,59 @@ def events(rep):
     return {"allocations": rep["allocations"], "frees": rep["frees"]}
 
 
+def program_file(run):
+    with open(os.path.join(run.dir, "own.txt"), "rb") as f:
+        return f.read()
+
+
+def trace_descriptor_closed():
+    """A program that closes every descriptor above 2 and opens a file of
+    its own: the file holds only what the program wrote, and the trace is
+    reopened and holds every event."""
+    run = intrusions("closefds", "own.txt").expect_ok()
+    check_eq(program_file(run), b"program\nprogram\n", "the program's file")
+    rep = report(run.trace())
+    check_eq(events(rep), {"allocations": 220, "frees": 200},
+             "every event, before and after the descriptors were closed")
+    check_eq(rep["truncated"], False, "complete")
+    check("leakwatch: warning" not in run.stderr, run.stderr)
+
+
+def trace_descriptor_taken():
+    """A program that dup2()s a file of its own over the trace's
+    descriptor: the file holds only what the program wrote; the trace is
+    reopened and holds every event."""
+    run = intrusions("dup2", "own.txt").expect_ok()
+    check(run.stdout.startswith("took "), run.stdout)
+    check(int(run.stdout.split()[1]) > 2, f"descriptor: {run.stdout}")
+    check_eq(program_file(run), b"program\nprogram\n", "the program's file")
+    rep = report(run.trace())
+    check_eq(events(rep), {"allocations": 220, "frees": 200}, "every event")
+    check_eq(rep["truncated"], False, "complete")
+
+
+def trace_file_removed():
+    """The trace's file is removed and its descriptor closed: the trace
+    cannot be reopened, nothing is written anywhere else, and the exit
+    summary says how many events are not in the trace (420 allocations and
+    frees, and the step)."""
+    run = intrusions("unlink", "own.txt").expect_ok()
+    check_eq(program_file(run), b"program\nprogram\n", "the program's file")
+    check_eq(run.traces(), [], "no trace file")
+    lines = [l for l in run.stderr.splitlines() if l.startswith("leakwatch")]
+    lost = [l for l in lines if "about 421 events" in l]
+    check_eq(len(lost), 1, f"one line counting the events lost: {lines}")
+    check("descriptor" in lost[0], f"the line says why: {lost[0]}")
+
+
+def trace_descriptor_high():
+    """The trace's descriptor is not one the program's next open() would
+    take."""
+    run = intrusions("dup2", "own.txt").expect_ok()
+    check(int(run.stdout.split()[1]) >= 100,
+          f"the trace's descriptor: {run.stdout}")
+
+
 def trace_dir_symlink():
     """A directory on the trace's path may be a symbolic link (/scratch to
     a bigger disk): the trace is written where it leads. The trace's own
@@ -142,5 +195,6 @@ def long_command_line():
 
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
-        trace_dir_symlink, summary_escaped, bad_settings_deferred,
-        long_command_line]}))
+        trace_descriptor_closed, trace_descriptor_taken, trace_file_removed,
+        trace_descriptor_high, trace_dir_symlink, summary_escaped,
+        bad_settings_deferred, long_command_line]}))
