@@ -186,7 +186,10 @@ void lw_config_load(struct lw_config *config)
 				  : LW_DEFAULT_TRACE_PATTERN);
 	config->live_every = read_count(&p, "LEAKWATCH_LIVE_EVERY", 0, UINT_MAX,
 					 0);
-	config->use_signal = read_bool(&p, "LEAKWATCH_SIGNAL", 1);
+	/* SIGUSR2 is the program's unless the user asked for the live view
+	 * or for the signal: a program that raises it expects to end. */
+	config->use_signal = read_bool(&p, "LEAKWATCH_SIGNAL",
+				       config->live_every != 0);
 	read_path(&p, "LEAKWATCH_MANIFEST", config->manifest,
 		  sizeof(config->manifest), "");
 	config->holders = read_bool(&p, "LEAKWATCH_HOLDERS", 1);

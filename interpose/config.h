@@ -22,7 +22,8 @@ struct lw_config {
 	int fast_unwind;            /* LEAKWATCH_FAST_UNWIND */
 	char rank[16];              /* $RANK, else $LOCAL_RANK; "" */
 	unsigned live_every;        /* LEAKWATCH_LIVE_EVERY: 0 off */
-	int use_signal;             /* LEAKWATCH_SIGNAL: SIGUSR2 */
+	int use_signal;             /* LEAKWATCH_SIGNAL: SIGUSR2; by default
+				     * only with LEAKWATCH_LIVE_EVERY */
 	int holders;                /* LEAKWATCH_HOLDERS: the holder search */
 	double holders_budget;      /* LEAKWATCH_HOLDERS_BUDGET, seconds */
 };

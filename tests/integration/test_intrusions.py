@@ -78,6 +78,29 @@ def trace_descriptor_high():
           f"the trace's descriptor: {run.stdout}")
 
 
+def same_without_shim(args, what):
+    plain = intrusions(*args, preload=False)
+    run = intrusions(*args)
+    check_eq(run.returncode, plain.returncode, f"{what}: exit status")
+    check_eq(run.stdout, plain.stdout, f"{what}: output")
+    return run
+
+
+def sigusr2_default():
+    """A program that never asked for leakwatch's SIGUSR2 keeps the
+    signal's default action; LEAKWATCH_SIGNAL=1 or the live view takes it
+    (and the program carries on)."""
+    usr2 = int(signal.SIGUSR2)
+    run = same_without_shim(["signal", usr2], "SIGUSR2")
+    check_eq(run.returncode, -signal.SIGUSR2, "killed by SIGUSR2")
+    for env in ({"LEAKWATCH_SIGNAL": "1"}, {"LEAKWATCH_LIVE_EVERY": "100"}):
+        run = intrusions("signal", usr2, env=env)
+        check_eq(run.returncode, 0, f"{env}: SIGUSR2 taken by leakwatch")
+    run = intrusions("signal", usr2, env={"LEAKWATCH_LIVE_EVERY": "100",
+                                          "LEAKWATCH_SIGNAL": "0"})
+    check_eq(run.returncode, -signal.SIGUSR2, "LEAKWATCH_SIGNAL=0 wins")
+
+
 def trace_dir_symlink():
     """A directory on the trace's path may be a symbolic link (/scratch to
     a bigger disk): the trace is written where it leads. The trace's own
@@ -196,5 +219,5 @@ def long_command_line():
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         trace_descriptor_closed, trace_descriptor_taken, trace_file_removed,
-        trace_descriptor_high, trace_dir_symlink, summary_escaped,
-        bad_settings_deferred, long_command_line]}))
+        trace_descriptor_high, sigusr2_default, trace_dir_symlink,
+        summary_escaped, bad_settings_deferred, long_command_line]}))
