@@ -1004,13 +1004,25 @@ void lw_tracker_flush_before_exec(void)
 	}
 }
 
-void lw_tracker_flush_on_fatal_signal(void)
+void lw_tracker_flush_at_end(void)
 {
-	if (pthread_mutex_trylock(&lock) == 0) {
-		if (trace_state == TRACE_OPEN)
-			lw_writer_flush(&writer);
-		pthread_mutex_unlock(&lock);
+	const struct timespec pause = { 0, 1000000 };
+
+	/* A vfork() child: this memory is its parent's (see above). */
+	if (getpid() != __atomic_load_n(&trace_pid, __ATOMIC_ACQUIRE))
+		return;
+	/* Inside a hook this thread may hold the lock itself, and then
+	 * waiting is for nothing: a short wait, for another thread. */
+	int limit = lw_in_hook ? 10 : 200;
+
+	for (int waited = 0; pthread_mutex_trylock(&lock) != 0; waited++) {
+		if (waited == limit)
+			return;
+		nanosleep(&pause, NULL);
 	}
+	if (trace_state == TRACE_OPEN)
+		lw_writer_flush(&writer);
+	pthread_mutex_unlock(&lock);
 }
 
 void lw_tracker_before_fork(void)

@@ -86,6 +86,102 @@ def same_without_shim(args, what):
     return run
 
 
+TERMINATING = ["SIGTERM", "SIGINT", "SIGHUP", "SIGALRM", "SIGUSR1",
+               "SIGQUIT", "SIGPIPE", "SIGXCPU", "SIGUSR2"]
+
+
+def signal_exits():
+    """Signals whose default action ends the program: the program ends as
+    it would without leakwatch (killed by the same signal), and the trace
+    has every event."""
+    for name in TERMINATING:
+        sig = getattr(signal, name)
+        run = same_without_shim(["signal", int(sig)], name)
+        check_eq(run.returncode, -sig, f"{name}: killed by it")
+        rep = report(run.trace())
+        check_eq(events(rep), EVENTS, f"{name}: every event")
+
+
+def exit_functions():
+    """_exit(), _Exit() and quick_exit() run no destructor: the trace still
+    has every event, and the exit status is the program's."""
+    for how in ["_exit", "_Exit", "quick_exit"]:
+        run = same_without_shim([how, 7], how)
+        check_eq(run.returncode, 7, f"{how}: exit status")
+        rep = report(run.trace())
+        check_eq(events(rep), EVENTS, f"{how}: every event")
+
+
+def handlers_kept():
+    """The program's own handlers: one installed after the shim started
+    wins; putting SIG_DFL back ends the program with that signal, every
+    event flushed; and a program that asks sees the default action where
+    it left one."""
+    run = same_without_shim(["own-later", int(signal.SIGUSR1)], "own-later")
+    check_eq(run.returncode, 0, "own-later: the program carried on")
+    check_eq(run.stdout, f"handled {int(signal.SIGUSR1)}\n", "own-later")
+    run = same_without_shim(["default-again", int(signal.SIGTERM)],
+                            "default-again")
+    check_eq(run.returncode, -signal.SIGTERM, "default-again: killed")
+    rep = report(run.trace())
+    check_eq(rep["allocations"], 111, "default-again: every allocation")
+    run = same_without_shim(["query"], "query")
+    check_eq(run.stdout, "default 1 1 1\n", "the default actions read back")
+
+
+def signal_while_busy():
+    """A signal to a thread that is inside a hook, maybe holding the
+    tracker's lock (two threads allocate without pause): the program is
+    killed by it as without leakwatch, never left waiting on the lock, and
+    its trace reads."""
+    for _ in range(20):
+        run = intrusions("kill-busy", int(signal.SIGTERM), timeout=60)
+        check_eq(run.returncode, -signal.SIGTERM, "killed by SIGTERM")
+        report(run.trace())
+
+
+PYTHON_ENDS = r"""
+import ctypes, faulthandler, os, signal, sys
+ext = ctypes.CDLL(sys.argv[1])
+ext.testext_alloc.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+how = sys.argv[2]
+if how == "faulthandler":
+    faulthandler.enable()
+kept = []
+for i in range(5):
+    p = ctypes.c_void_p()
+    assert ext.testext_alloc(5000, ctypes.byref(p)) == 0
+    kept.append(p)
+sys.stdout.flush()
+if how == "faulthandler":
+    ctypes.string_at(16)
+elif how == "os._exit":
+    os._exit(3)
+elif how == "SIGTERM":
+    os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+def python_ends():
+    """A Python program with faulthandler on (as pytest runs tests) that
+    crashes: faulthandler's report still comes, the program dies of the
+    same signal, and the trace has its allocations. os._exit() and a
+    SIGTERM it leaves at the default action likewise."""
+    ext = os.environ["LW_TESTEXT"]
+    for how, status in [("faulthandler", -signal.SIGSEGV),
+                        ("os._exit", 3), ("SIGTERM", -signal.SIGTERM)]:
+        argv = [sys.executable, "-c", PYTHON_ENDS, ext, how]
+        plain = Run(argv, preload=False)
+        run = Run(argv)
+        check_eq((plain.returncode, run.returncode), (status, status),
+                 f"{how}: exit status without and with leakwatch")
+        if how == "faulthandler":
+            check("Fatal Python error: Segmentation fault" in run.stderr,
+                  f"faulthandler's report: {run.stderr}")
+        rep = report(run.trace())
+        check_eq(rep["allocations"], 5, f"{how}: every allocation")
+
+
 def sigusr2_default():
     """A program that never asked for leakwatch's SIGUSR2 keeps the
     signal's default action; LEAKWATCH_SIGNAL=1 or the live view takes it
@@ -215,9 +311,9 @@ def long_command_line():
     check("[cut by leakwatch:" in text, "the text report shows the mark")
 
 
-
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         trace_descriptor_closed, trace_descriptor_taken, trace_file_removed,
-        trace_descriptor_high, sigusr2_default, trace_dir_symlink,
+        trace_descriptor_high, signal_exits, exit_functions, handlers_kept,
+        signal_while_busy, python_ends, sigusr2_default, trace_dir_symlink,
         summary_escaped, bad_settings_deferred, long_command_line]}))
