@@ -9,8 +9,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
-#include <string.h>
 #include <sys/auxv.h>
 
 #include "arena.h"
