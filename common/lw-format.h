@@ -133,7 +133,9 @@ enum lw_record_tag {
 	/* PHASE_BEGIN: varint string id of the phase name. */
 	LW_REC_PHASE_BEGIN = 0x43,
 	/* INFO: string key, string value. Keys: "exe", "cmdline" (arguments
-	 * separated by NUL), "cwd", "leakwatch", "cudart" (the runtime's path),
+	 * separated by NUL; this shim writes at most 32 KiB, and a longer
+	 * command line is cut after an argument and ends with one more,
+	 * "[cut by leakwatch: ...]"), "cwd", "leakwatch", "cudart" (the runtime's path),
 	 * "python" (the CPython version, when Python frames are recorded),
 	 * "python_eval" (then also: the address of the interpreter's
 	 * evaluation loop, "0x..."; the module that holds it is the

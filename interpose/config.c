@@ -36,23 +36,48 @@ struct problems {
 	unsigned count;
 };
 
+static void vproblem(struct problems *p, const char *name, const char *fmt,
+		     va_list ap) __attribute__((format(printf, 3, 0)));
+
+static void vproblem(struct problems *p, const char *name, const char *fmt,
+		     va_list ap)
+{
+	size_t len = strlen(p->line);
+
+	if (p->count++ == 0)
+		vsnprintf(p->line, sizeof(p->line), fmt, ap);
+	else if (len < sizeof(p->line))
+		snprintf(p->line + len, sizeof(p->line) - len, "%s%s",
+			 p->count == 2 ? "; also not valid: " : ", ", name);
+}
+
 static void problem(struct problems *p, const char *name, const char *fmt,
 		    ...) __attribute__((format(printf, 3, 4)));
 
 static void problem(struct problems *p, const char *name, const char *fmt,
 		    ...)
 {
-	size_t len = strlen(p->line);
 	va_list ap;
 
-	if (p->count++ == 0) {
-		va_start(ap, fmt);
-		vsnprintf(p->line, sizeof(p->line), fmt, ap);
-		va_end(ap);
-	} else if (len < sizeof(p->line)) {
-		snprintf(p->line + len, sizeof(p->line) - len, "%s%s",
-			 p->count == 2 ? "; also not valid: " : ", ", name);
-	}
+	va_start(ap, fmt);
+	vproblem(p, name, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * Problems found by the library's constructors (the gate's and PyTorch's
+ * settings, read before the program runs), said with the others at the
+ * first allocation: a process that never allocates says nothing.
+ */
+static struct problems early_problems;
+
+void lw_config_defer_problem(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vproblem(&early_problems, name, fmt, ap);
+	va_end(ap);
 }
 
 static int read_bool(struct problems *p, const char *name, int fallback)
@@ -166,7 +191,7 @@ static unsigned read_min_steps(void)
 
 void lw_config_load(struct lw_config *config)
 {
-	struct problems p = { "", 0 };
+	struct problems p = early_problems;
 
 	memset(config, 0, sizeof(*config));
 	config->disabled = read_bool(&p, "LEAKWATCH_DISABLE", 0);
@@ -182,7 +207,10 @@ void lw_config_load(struct lw_config *config)
 				  : LW_DEFAULT_TRACE_PATTERN);
 	config->live_every = read_count(&p, "LEAKWATCH_LIVE_EVERY", 0, UINT_MAX,
 					 0);
-	config->use_signal = read_bool(&p, "LEAKWATCH_SIGNAL", 1);
+	/* SIGUSR2 is the program's unless the user asked for the live view
+	 * or for the signal: a program that raises it expects to end. */
+	config->use_signal = read_bool(&p, "LEAKWATCH_SIGNAL",
+				       config->live_every != 0);
 	read_path(&p, "LEAKWATCH_MANIFEST", config->manifest,
 		  sizeof(config->manifest), "");
 	config->holders = read_bool(&p, "LEAKWATCH_HOLDERS", 1);

@@ -22,7 +22,8 @@ struct lw_config {
 	int fast_unwind;            /* LEAKWATCH_FAST_UNWIND */
 	char rank[16];              /* $RANK, else $LOCAL_RANK; "" */
 	unsigned live_every;        /* LEAKWATCH_LIVE_EVERY: 0 off */
-	int use_signal;             /* LEAKWATCH_SIGNAL: SIGUSR2 */
+	int use_signal;             /* LEAKWATCH_SIGNAL: SIGUSR2; by default
+				     * only with LEAKWATCH_LIVE_EVERY */
 	int holders;                /* LEAKWATCH_HOLDERS: the holder search */
 	double holders_budget;      /* LEAKWATCH_HOLDERS_BUDGET, seconds */
 	unsigned min_steps;         /* LEAKWATCH_MIN_STEPS (the gate warns) */
@@ -33,6 +34,15 @@ struct lw_config {
  * with one warning naming the variable, and the default is used.
  */
 void lw_config_load(struct lw_config *config);
+
+/*
+ * A setting read before lw_config_load() (by a constructor) that does not
+ * parse: name is the variable, fmt and what follows the warning's text. It
+ * is said in lw_config_load()'s one warning line, so only by a process
+ * that starts tracing. Not thread-safe: for constructors.
+ */
+void lw_config_defer_problem(const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /*
  * Expands the trace pattern for pid into out: %p is the pid, %h the host

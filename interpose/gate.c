@@ -216,13 +216,13 @@ static void gate_at_exit(int status, void *arg)
 
 /*
  * Reads the gate's settings and registers its handler, early (see the top
- * of this file). A bad value is one warning line and no gate.
+ * of this file). A bad value means no gate, and a warning at the first
+ * allocation (with the other settings').
  */
 __attribute__((constructor)) static void gate_init(void)
 {
 	const char *value = getenv("LEAKWATCH_MAX_GROWTH");
 	const char *steps_value = getenv("LEAKWATCH_MIN_STEPS");
-	char line[320];
 
 	if (!value || getauxval(AT_SECURE))
 		return;
@@ -230,11 +230,10 @@ __attribute__((constructor)) static void gate_init(void)
 	    lw_parse_bool(getenv("LEAKWATCH_DISABLE")) == 1)
 		return;
 	if (lw_parse_size(value, &max_growth) < 0) {
-		snprintf(line, sizeof(line),
-			 "leakwatch: warning: LEAKWATCH_MAX_GROWTH=%.64s is not "
-			 "a size (such as 0, 512KiB or 1MiB); growth is not "
-			 "judged\n", value);
-		say(line);
+		lw_config_defer_problem("LEAKWATCH_MAX_GROWTH",
+					"LEAKWATCH_MAX_GROWTH='%.64s' is not a "
+					"size (such as 0, 512KiB or 1MiB); "
+					"growth is not judged", value);
 		return;
 	}
 	snprintf(limit_text, sizeof(limit_text), "%s", value);
@@ -244,11 +243,11 @@ __attribute__((constructor)) static void gate_init(void)
 
 		n = strtoull(steps_value, &end, 10);
 		if (!*steps_value || *end || steps_value[0] == '-' || n == 0) {
-			snprintf(line, sizeof(line),
-				 "leakwatch: warning: LEAKWATCH_MIN_STEPS=%.64s "
-				 "is not a positive number of steps; growth is "
-				 "not judged\n", steps_value);
-			say(line);
+			lw_config_defer_problem("LEAKWATCH_MIN_STEPS",
+						"LEAKWATCH_MIN_STEPS='%.64s' is "
+						"not a positive number of steps; "
+						"growth is not judged",
+						steps_value);
 			return;
 		}
 		min_steps = n;

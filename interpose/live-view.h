@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The live view of a long job: one line on stderr every N steps
- * (LEAKWATCH_LIVE_EVERY), and on SIGUSR2 (LEAKWATCH_SIGNAL) a flush of the
- * trace and the same line at the next event, so that `leakwatch report` can
- * be run on the trace of a job that is still running.
+ * (LEAKWATCH_LIVE_EVERY), and on SIGUSR2 (LEAKWATCH_SIGNAL, on by default
+ * only with LEAKWATCH_LIVE_EVERY: otherwise the signal keeps its default
+ * action, which ends the program) a flush of the trace and the same line at
+ * the next event, so that `leakwatch report` can be run on the trace of a
+ * job that is still running.
  */
 #ifndef LW_LIVE_VIEW_H
 #define LW_LIVE_VIEW_H

@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The process's life as the shim sees it: the lazy start (configuration,
- * unwinder, Python), fork, exec, a fatal signal and exit. The tracker does
+ * unwinder, Python, signals), fork, exec, an end without exit handlers (a
+ * signal's default action, _exit(), quick_exit()) and exit. The tracker does
  * the work of each (lw_tracker_*); this file decides when.
  */
 #include "tracker.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
-#include <string.h>
 #include <sys/auxv.h>
 
 #include "arena.h"
@@ -18,6 +17,7 @@
 #include "kept.h"
 #include "live-view.h"
 #include "pyframes.h"
+#include "signals.h"
 #include "unwind.h"
 
 __thread int lw_in_hook __attribute__((tls_model("initial-exec")));
@@ -60,52 +60,13 @@ static void after_fork_in_child(void)
 	lw_tracker_after_fork_in_child();
 }
 
-/*
- * A program that crashes (SIGSEGV, abort()) would lose what was recorded
- * since the last flush. Where the program has no handler of its own for a
- * fatal signal, the shim writes the buffer out and lets the signal kill
- * the process as it would have: it restores the default action and raises
- * the signal again. It flushes only if it can take the lock at once (a
- * crash inside a hook, or while another thread writes, skips the flush);
- * write() is safe in a signal handler. The trace has no end record, so the
- * report says it was cut short. A handler the program installs later
- * replaces this one.
- */
-static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
-
-static void flush_on_fatal_signal(int sig)
+void lw_flush_at_end(void)
 {
 	int saved_errno = errno;
-	struct sigaction dfl;
 
-	lw_tracker_flush_on_fatal_signal();
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	sigemptyset(&dfl.sa_mask);
-	sigaction(sig, &dfl, NULL);
-	/* Blocked while this handler runs: delivered, with the default
-	 * action, as it returns (a fault would also recur then). */
-	raise(sig);
+	if (__atomic_load_n(&lw_state, __ATOMIC_ACQUIRE) == LW_STATE_ACTIVE)
+		lw_tracker_flush_at_end();
 	errno = saved_errno;
-}
-
-static void install_fatal_signal_handlers(void)
-{
-	struct sigaction sa, old;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = flush_on_fatal_signal;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_ONSTACK;
-	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]);
-	     i++) {
-		int sig = fatal_signals[i];
-		/* Look first: a handler of the program's is never replaced,
-		 * not even for an instant. */
-		if (sigaction(sig, NULL, &old) == 0 &&
-		    !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL)
-			sigaction(sig, &sa, NULL);
-	}
 }
 
 /* Read once, at the start; the tracker keeps a pointer. */
@@ -138,7 +99,7 @@ static void init_once_fn(void)
 			     lw_py_version());
 	lw_tracker_start(&config, py);
 	pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
-	install_fatal_signal_handlers();
+	lw_signals_start(config.use_signal);
 done:
 	lw_in_hook = 0;
 	__atomic_store_n(&lw_state, state, __ATOMIC_RELEASE);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "lw-size.h"
+#include "lw-text.h"
 
 void lw_summary_init(struct lw_summary *s, const char *trace_path,
 		     const char *when, uint64_t live_bytes, uint64_t live_count,
@@ -89,9 +90,18 @@ static void put(const char *line, int n, size_t size)
 							  : size - 1);
 }
 
+/* Text of the program's (a name, a path), escaped as the text report
+ * escapes it: it cannot forge a line of its own or reach the terminal. */
+static const char *escaped(char *out, size_t size, const char *text)
+{
+	lw_text_escape(out, size, text, strlen(text));
+	return out;
+}
+
 /* "name (module+0xoff)" for a return address. */
 static void describe(char *out, size_t size, uintptr_t addr)
 {
+	char name[256], module_name[256];
 	Dl_info info;
 
 	/* addr - 1: a return address may be the first byte of the next
@@ -102,18 +112,20 @@ static void describe(char *out, size_t size, uintptr_t addr)
 	}
 	const char *module = strrchr(info.dli_fname, '/');
 	module = module ? module + 1 : info.dli_fname;
+	escaped(module_name, sizeof(module_name), module);
 	unsigned long long offset = addr - (uintptr_t)info.dli_fbase;
 	if (info.dli_sname)
-		snprintf(out, size, "%s (%s+0x%llx)", info.dli_sname, module,
-			 offset);
+		snprintf(out, size, "%s (%s+0x%llx)",
+			 escaped(name, sizeof(name), info.dli_sname),
+			 module_name, offset);
 	else
-		snprintf(out, size, "%s+0x%llx", module, offset);
+		snprintf(out, size, "%s+0x%llx", module_name, offset);
 }
 
 /* The sites that grew from step to step, first: what leaked. */
 static void print_growing(const struct lw_summary *s)
 {
-	char line[1024], rate[32], bytes[32], where[300];
+	char line[1024], rate[32], bytes[32], where[640];
 	int n;
 
 	if (!s->ngrowing)
@@ -129,7 +141,7 @@ static void print_growing(const struct lw_summary *s)
 		lw_format_rate(rate, g->rate);
 		lw_format_size(bytes, g->max_bytes);
 		if (g->python[0])
-			snprintf(where, sizeof(where), "%s", g->python);
+			escaped(where, sizeof(where), g->python);
 		else if (g->depth)
 			describe(where, sizeof(where), g->frames[0]);
 		else
@@ -144,7 +156,8 @@ static void print_growing(const struct lw_summary *s)
 
 void lw_summary_print(const struct lw_summary *s)
 {
-	char line[PATH_MAX + 256], bytes[32], where[3][300];
+	char line[2 * PATH_MAX + 256], bytes[32], where[3][600];
+	char python[4 * sizeof(s->sites[0].python)], path[PATH_MAX];
 	int n;
 
 	print_growing(s);
@@ -176,7 +189,9 @@ void lw_summary_print(const struct lw_summary *s)
 				     "leakwatch:   %s in %llu allocation%s at "
 				     "%s\n", bytes,
 				     (unsigned long long)site->count,
-				     site->count == 1 ? "" : "s", site->python);
+				     site->count == 1 ? "" : "s",
+				     escaped(python, sizeof(python),
+					     site->python));
 			put(line, n, sizeof(line));
 			continue;
 		}
@@ -202,10 +217,14 @@ void lw_summary_print(const struct lw_summary *s)
 		n = snprintf(line, sizeof(line),
 			     "leakwatch: about %llu event%s (allocations, "
 			     "frees, steps) from when the trace stopped being "
-			     "written %s not in it\n",
+			     "written %s not in it%s\n",
 			     (unsigned long long)s->lost_events,
 			     s->lost_events == 1 ? "" : "s",
-			     s->lost_events == 1 ? "is" : "are");
+			     s->lost_events == 1 ? "is" : "are",
+			     s->descriptor_lost ?
+				     " (the program closed or replaced the "
+				     "trace's descriptor, and the trace could "
+				     "not be opened again)" : "");
 		put(line, n, sizeof(line));
 	}
 	if (s->unknown_frees) {
@@ -216,8 +235,9 @@ void lw_summary_print(const struct lw_summary *s)
 			     s->unknown_frees == 1 ? "" : "s");
 		put(line, n, sizeof(line));
 	}
+	escaped(path, sizeof(path), s->trace_path);
 	n = snprintf(line, sizeof(line),
 		     "leakwatch: trace %s (full report: leakwatch report %s)\n",
-		     s->trace_path, s->trace_path);
+		     path, path);
 	put(line, n, sizeof(line));
 }

@@ -49,6 +49,8 @@ struct lw_summary {
 	unsigned ngrowing;
 	uint64_t growing_total;
 	struct lw_summary_growth growing[LW_SUMMARY_SITES];
+	/* Because the program closed or replaced the trace's descriptor. */
+	int descriptor_lost;
 };
 
 void lw_summary_init(struct lw_summary *s, const char *trace_path,

@@ -32,10 +32,10 @@ void lw_torch_choose(void)
 	if (mode && strcasecmp(mode, "async") == 0) {
 		async = 1;
 	} else if (mode && mode[0] && strcasecmp(mode, "keep") != 0) {
-		lw_warn_once(LW_WARN_BAD_ENV,
-			     "LEAKWATCH_TORCH_ALLOCATOR='%.64s' is neither "
-			     "'async' nor 'keep'; keeping PyTorch's allocator",
-			     mode);
+		lw_config_defer_problem("LEAKWATCH_TORCH_ALLOCATOR",
+					"LEAKWATCH_TORCH_ALLOCATOR='%.64s' is "
+					"neither 'async' nor 'keep'; keeping "
+					"PyTorch's allocator", mode);
 	}
 	if (cuda_conf && strcmp(cuda_conf, LW_TORCH_ASYNC_CONF) == 0 &&
 	    getenv(SET_BY_LEAKWATCH) && !any_conf) {

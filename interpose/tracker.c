@@ -161,32 +161,75 @@ static pid_t current_tid(void)
 
 /* ---- the trace file ---- */
 
+/*
+ * The command line, whole up to LW_WRITER_INFO_MAX bytes. A longer one is
+ * cut after the last argument that fits (inside the first one if none
+ * does), and a last argument says so, so that every report shows the cut:
+ * "[cut by leakwatch: the command line has N bytes in M arguments; K bytes
+ * are recorded]". Under the lock (the buffer is static: no stack of a hook
+ * holds 32 KiB).
+ */
+static void write_cmdline_locked(void)
+{
+	static char cmdline[LW_WRITER_INFO_MAX];
+	char rest[4096], mark[160];
+	size_t len = 0, total = 0, args = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	for (;;) {
+		char *to = len < sizeof(cmdline) ? cmdline + len : rest;
+		size_t room = len < sizeof(cmdline) ? sizeof(cmdline) - len
+						    : sizeof(rest);
+		ssize_t n = read(fd, to, room);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++)
+			args += to[i] == '\0';
+		total += (size_t)n;
+		if (to != rest)
+			len += (size_t)n;
+	}
+	close(fd);
+	if (total > len) {
+		size_t room = sizeof(cmdline) - sizeof(mark) - 1;
+		size_t keep = room;
+
+		while (keep > 0 && cmdline[keep - 1] != '\0')
+			keep--;
+		if (keep == 0) /* one argument longer than the room: cut it */
+			for (keep = room; keep > 0 &&
+			     (cmdline[keep] & 0xc0) == 0x80; keep--)
+				;
+		else
+			keep--; /* the argument's NUL: the mark's separator */
+		int m = snprintf(mark, sizeof(mark),
+				 "[cut by leakwatch: the command line has %zu "
+				 "bytes in %zu arguments; %zu bytes are "
+				 "recorded]", total, args, keep);
+		cmdline[keep] = '\0';
+		memcpy(cmdline + keep + 1, mark, (size_t)m);
+		len = keep + 1 + (size_t)m;
+	}
+	while (len > 0 && cmdline[len - 1] == '\0')
+		len--;
+	lw_writer_info(&writer, "cmdline", cmdline, len);
+}
+
 static void write_process_info_locked(void)
 {
 	char buf[8192];
 	ssize_t n;
-	int fd;
 
 	n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
 	if (n > 0)
 		lw_writer_info(&writer, "exe", buf, (size_t)n);
 
-	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		size_t len = 0;
-		while (len < sizeof(buf)) {
-			n = read(fd, buf + len, sizeof(buf) - len);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				break;
-			len += (size_t)n;
-		}
-		close(fd);
-		while (len > 0 && buf[len - 1] == '\0')
-			len--;
-		lw_writer_info(&writer, "cmdline", buf, len);
-	}
+	write_cmdline_locked();
 	if (getcwd(buf, sizeof(buf)))
 		lw_writer_info(&writer, "cwd", buf, strlen(buf));
 	lw_writer_info(&writer, "leakwatch", LW_VERSION, strlen(LW_VERSION));
@@ -342,7 +385,13 @@ static void flush_locked(void)
 	note_runtimes_locked();
 	err = lw_writer_flush(&writer);
 
-	if (err < 0)
+	if (err < 0 && writer.descriptor_lost)
+		lw_warn_once(LW_WARN_TRACE_WRITE,
+			     "the program closed or replaced the descriptor of "
+			     "the trace %s, which could not be opened again; "
+			     "the trace ends here, the program carries on",
+			     trace_path);
+	else if (err < 0)
 		lw_warn_once(LW_WARN_TRACE_WRITE,
 			     "writing the trace %s failed: %s; the trace ends "
 			     "here, the program carries on",
@@ -1056,13 +1105,25 @@ void lw_tracker_flush_before_exec(void)
 	}
 }
 
-void lw_tracker_flush_on_fatal_signal(void)
+void lw_tracker_flush_at_end(void)
 {
-	if (pthread_mutex_trylock(&lock) == 0) {
-		if (trace_state == TRACE_OPEN)
-			lw_writer_flush(&writer);
-		pthread_mutex_unlock(&lock);
+	const struct timespec pause = { 0, 1000000 };
+
+	/* A vfork() child: this memory is its parent's (see above). */
+	if (getpid() != __atomic_load_n(&trace_pid, __ATOMIC_ACQUIRE))
+		return;
+	/* Inside a hook this thread may hold the lock itself, and then
+	 * waiting is for nothing: a short wait, for another thread. */
+	int limit = lw_in_hook ? 10 : 200;
+
+	for (int waited = 0; pthread_mutex_trylock(&lock) != 0; waited++) {
+		if (waited == limit)
+			return;
+		nanosleep(&pause, NULL);
 	}
+	if (trace_state == TRACE_OPEN)
+		lw_writer_flush(&writer);
+	pthread_mutex_unlock(&lock);
 }
 
 void lw_tracker_before_fork(void)
@@ -1125,6 +1186,7 @@ void lw_shutdown(void)
 			summary.failed_api = lw_api_name(first_failed_api);
 			summary.failed_error = first_failed_error;
 			summary.lost_events = writer.lost;
+			summary.descriptor_lost = writer.descriptor_lost;
 		}
 	}
 	__atomic_store_n(&lw_state, LW_STATE_CLOSED, __ATOMIC_RELEASE);

@@ -192,6 +192,18 @@ void lw_warn_once(enum lw_warning kind, const char *fmt, ...)
  */
 void lw_flush_before_exec(void);
 
+/*
+ * Writes out what the trace buffer holds as the process ends without its
+ * exit handlers: the default action of a signal (signals.h), _exit(),
+ * _Exit(), quick_exit(). Async-signal-safe, keeps errno. Never blocks for
+ * long: it waits at most 200 ms for another thread to release the
+ * tracker's lock, and 10 ms where this thread, inside a hook, may hold it
+ * itself (then the buffer stays, lost with the process); in a vfork()
+ * child nothing is touched. The trace has no END record (the report says
+ * it was cut short).
+ */
+void lw_flush_at_end(void);
+
 /* Closes the trace and prints the exit summary (the library destructor). */
 void lw_shutdown(void);
 
@@ -199,7 +211,8 @@ void lw_shutdown(void);
  * The tracker's part in the process's life (process.c, which decides when).
  * lw_tracker_start() begins tracking with the configuration, which must
  * outlive the process's use of it, and what lw_py_init() found.
- * The flushes take the lock only if it is free at once, and never block.
+ * The flushes never block: before an exec, the lock is taken only if it is
+ * free at once; at the end, as lw_flush_at_end() says.
  * Before a fork the tracker's lock is taken; after it, released, in the
  * child once the child's state is that of a process that has recorded
  * nothing.
@@ -207,7 +220,7 @@ void lw_shutdown(void);
 struct lw_config;
 void lw_tracker_start(const struct lw_config *config, enum lw_py_status py);
 void lw_tracker_flush_before_exec(void);
-void lw_tracker_flush_on_fatal_signal(void);
+void lw_tracker_flush_at_end(void);
 void lw_tracker_before_fork(void);
 void lw_tracker_after_fork_in_parent(void);
 void lw_tracker_after_fork_in_child(void);

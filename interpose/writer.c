@@ -81,6 +81,74 @@ static int open_trace_file(char *path, size_t path_size)
 	return -EEXIST;
 }
 
+/*
+ * Moves fd to a number the program's own open() calls will not take: they
+ * take the lowest free one, and the trace's sits near the top of the
+ * descriptor limit (at most 1024, so that the kernel's table of the
+ * process's descriptors stays small). Keeps fd where no such number is
+ * free.
+ */
+static int move_high(int fd)
+{
+	struct rlimit rl;
+	rlim_t top = 1024;
+	int high;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < top)
+		top = rl.rlim_cur;
+	if (top < 128 || (rlim_t)fd >= top - 64)
+		return fd;
+	high = fcntl(fd, F_DUPFD_CLOEXEC, (int)(top - 64));
+	if (high < 0)
+		return fd;
+	close(fd);
+	return high;
+}
+
+/* Whether fd is the file of device dev and inode ino. */
+static int is_file(int fd, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && (uint64_t)st.st_dev == dev &&
+	       (uint64_t)st.st_ino == ino;
+}
+
+/*
+ * The descriptor is no longer the trace's: opens the trace again, only if
+ * its path still names the same file, of the length written so far
+ * (size), never through a link; O_NONBLOCK so that a FIFO put in its place
+ * cannot block (the same file is a regular one, where it changes nothing).
+ * The old number is the program's now, or free: it is left alone.
+ */
+static int reopen(struct lw_writer *w, uint64_t size)
+{
+	struct stat st;
+	int fd = open(w->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NOCTTY |
+				       O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_dev != w->dev || (uint64_t)st.st_ino != w->ino ||
+	    (uint64_t)st.st_size != size) {
+		close(fd);
+		return -1;
+	}
+	w->fd = move_high(fd);
+	return 0;
+}
+
+/* The descriptor is not the trace's and the trace cannot be opened again:
+ * the writer stops, forgetting the descriptor without closing it. */
+static void lose_descriptor(struct lw_writer *w)
+{
+	w->fd = -1;
+	w->failed = 1;
+	w->failure_errno = EBADF;
+	w->descriptor_lost = 1;
+}
+
 static void put_u16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)v;
@@ -103,11 +171,21 @@ int lw_writer_open(struct lw_writer *w, char *path, size_t path_size,
 		   uint64_t start_ns, uint32_t pid)
 {
 	struct rlimit rl;
+	struct stat st;
 	int fd = open_trace_file(path, path_size);
 
 	if (fd < 0)
 		return fd;
-	w->fd = fd;
+	if (fstat(fd, &st) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	w->fd = move_high(fd);
+	w->dev = (uint64_t)st.st_dev;
+	w->ino = (uint64_t)st.st_ino;
+	w->path = path;
+	w->descriptor_lost = 0;
 	w->failed = 0;
 	w->failure_errno = 0;
 	w->used = 0;
@@ -150,11 +228,21 @@ int lw_writer_flush(struct lw_writer *w)
 		w->events_flushed = w->events;
 		return -EFBIG;
 	}
-	while (done < w->used) {
+	/* Once per buffer written, not per event. */
+	if (!is_file(w->fd, w->dev, w->ino) && reopen(w, w->file_offset) < 0)
+		lose_descriptor(w);
+	while (!w->failed && done < w->used) {
 		ssize_t n = write(w->fd, w->buf + done, w->used - done);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			/* Closed by another thread of the program since the
+			 * check: the same file opened again, or stop. */
+			if (errno == EBADF) {
+				if (reopen(w, w->file_offset + done) < 0)
+					lose_descriptor(w);
+				continue;
+			}
 			w->failed = 1;
 			w->failure_errno = errno;
 			break;
@@ -185,13 +273,14 @@ void lw_writer_close(struct lw_writer *w, int end_record, uint64_t dropped)
 		lw_writer_ext(w, LW_REC_END, payload, n);
 	}
 	lw_writer_flush(w);
-	close(w->fd);
+	if (w->fd >= 0 && is_file(w->fd, w->dev, w->ino))
+		close(w->fd);
 	w->fd = -1;
 }
 
 void lw_writer_abandon(struct lw_writer *w)
 {
-	if (w->fd >= 0)
+	if (w->fd >= 0 && is_file(w->fd, w->dev, w->ino))
 		close(w->fd);
 	w->fd = -1;
 	w->used = 0;
@@ -326,14 +415,32 @@ void lw_writer_string(struct lw_writer *w, uint64_t id, const char *s)
 	lw_writer_ext(w, LW_REC_STRING, payload, n + len);
 }
 
+static size_t varint_size(uint64_t v)
+{
+	uint8_t scratch[LW_VARINT_MAX];
+
+	return lw_varint_put(scratch, v);
+}
+
+/* Built in the buffer itself: a value may be as long as the command line
+ * (LW_WRITER_INFO_MAX), which no stack should hold twice. */
 void lw_writer_info(struct lw_writer *w, const char *key, const char *value,
 		    size_t value_len)
 {
-	uint8_t payload[3 * LW_VARINT_MAX + 64 + 2 * STRING_LIMIT];
-	size_t n = put_string(payload, key, strlen(key), 64);
+	size_t key_len = strlen(key);
 
-	n += put_string(payload + n, value, value_len, 2 * STRING_LIMIT);
-	lw_writer_ext(w, LW_REC_INFO, payload, n);
+	if (key_len > 64)
+		key_len = 64;
+	if (value_len > LW_WRITER_INFO_MAX)
+		value_len = LW_WRITER_INFO_MAX;
+	size_t len = varint_size(key_len) + key_len + varint_size(value_len) +
+		     value_len;
+	if (!reserve(w, 1 + LW_VARINT_MAX + len))
+		return;
+	w->buf[w->used++] = LW_REC_INFO;
+	w->used += lw_varint_put(w->buf + w->used, len);
+	w->used += put_string(w->buf + w->used, key, key_len, key_len);
+	w->used += put_string(w->buf + w->used, value, value_len, value_len);
 }
 
 void lw_writer_module(struct lw_writer *w, uint64_t bias, uint64_t start,

@@ -6,6 +6,14 @@
  *
  * Once a write fails (disk full, file size limit, I/O error) the writer
  * stops for good and reports it once; the program is not affected.
+ *
+ * The trace's descriptor is kept at a high number, and before each write
+ * the writer makes sure it is still the trace's file (device and inode):
+ * a program may close every descriptor it did not open, or dup2() a file
+ * of its own over the number. Then the writer opens the trace again by its
+ * path (never following a link, only the same file, at the length it
+ * wrote), or, if it cannot, stops as after a failed write; it never writes
+ * to, or closes, a descriptor that is no longer the trace's.
  */
 #ifndef LW_WRITER_H
 #define LW_WRITER_H
@@ -19,6 +27,11 @@ struct lw_writer {
 	int fd;              /* -1 when closed */
 	int failed;          /* a write failed: nothing more is written */
 	int failure_errno;
+	/* The descriptor stopped being the trace's and the file could not
+	 * be opened again (failed is set too). */
+	int descriptor_lost;
+	uint64_t dev, ino;   /* the trace's file */
+	const char *path;    /* its path (the caller's buffer) */
 	size_t used;         /* bytes in buf */
 	uint64_t file_offset;
 	uint64_t file_limit; /* RLIMIT_FSIZE, or UINT64_MAX */
@@ -36,12 +49,16 @@ struct lw_writer {
  * Creates the trace file at path (mode 0600, never following a symbolic
  * link, never over an existing file) and writes the header. If a file of
  * ours is already there, the next free name path-1.ext, path-2.ext, ... is
- * used and written back to path (path_size bytes). Returns 0 or -errno.
+ * used and written back to path (path_size bytes). path must outlive the
+ * writer's use (it is opened again if the descriptor is lost). Returns 0
+ * or -errno.
  */
 int lw_writer_open(struct lw_writer *w, char *path, size_t path_size,
 		   uint64_t start_ns, uint32_t pid);
 
-/* Writes out the buffer. Returns 0 or -errno (the writer is then failed). */
+/* Writes out the buffer. Returns 0 or -errno (the writer is then failed;
+ * -EBADF with descriptor_lost when the descriptor was lost). Async-signal-
+ * safe: system calls only. */
 int lw_writer_flush(struct lw_writer *w);
 
 /* Flushes and closes. With end_record, first appends the END record. */
@@ -66,6 +83,10 @@ void lw_writer_stack(struct lw_writer *w, uint64_t id, const uintptr_t *frames,
 		     unsigned depth);
 /* STRING, WARNING, PHASE_BEGIN-like records made of varints and strings. */
 void lw_writer_string(struct lw_writer *w, uint64_t id, const char *s);
+
+/* The longest INFO value written whole; a longer one is cut there. */
+#define LW_WRITER_INFO_MAX (32 * 1024)
+
 void lw_writer_info(struct lw_writer *w, const char *key, const char *value,
 		    size_t value_len);
 void lw_writer_module(struct lw_writer *w, uint64_t bias, uint64_t start,

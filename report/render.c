@@ -8,43 +8,6 @@
 
 #include "formats.h"
 
-size_t lw_utf8_sequence(const uint8_t *s, size_t len, uint32_t *cp)
-{
-	uint32_t c = s[0], min;
-	size_t n;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		c &= 0x1f;
-		min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		c &= 0x0f;
-		min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		c &= 0x07;
-		min = 0x10000;
-	} else {
-		return 0;
-	}
-	if (len < n)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return n;
-}
-
 void lw_put_escaped(FILE *out, const void *text, size_t len,
 		    lw_escape_fn escape, const void *ctx)
 {
@@ -66,15 +29,11 @@ void lw_put_escaped(FILE *out, const void *text, size_t len,
 static bool escape_text(FILE *out, uint32_t cp, const uint8_t *s, size_t n,
 			const void *ctx)
 {
-	if (n && !lw_is_control(cp))
+	char escaped[LW_TEXT_ESCAPE_MAX];
+
+	if (!lw_text_escape_char(escaped, cp, s, n))
 		return false;
-	if (cp == '\n' && n == 1)
-		fputs("\\n", out);
-	else if (cp == '\t' && n == 1)
-		fputs("\\t", out);
-	else
-		for (size_t j = 0; j < (n ? n : 1); j++)
-			fprintf(out, "\\x%02x", s[j]);
+	fputs(escaped, out);
 	return true;
 }
 

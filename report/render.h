@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "lw-size.h"
+#include "lw-text.h"
 #include "model.h"
 #include "symbolize.h"
 #include "trace-reader.h"
@@ -157,18 +158,5 @@ typedef bool (*lw_escape_fn)(FILE *out, uint32_t cp, const uint8_t *s,
  * under every format's escaping (text, JSON, HTML, folded, GitHub). */
 void lw_put_escaped(FILE *out, const void *text, size_t len,
 		    lw_escape_fn escape, const void *ctx);
-
-/* C0, DEL and C1 controls: what no format shows raw. */
-static inline bool lw_is_control(uint32_t cp)
-{
-	return cp < 0x20 || (cp >= 0x7f && cp < 0xa0);
-}
-
-/*
- * Length of the valid UTF-8 sequence at s (1 to 4), or 0 if s does not
- * start one (overlong forms, surrogates and code points above U+10FFFF
- * are invalid). *cp receives the code point.
- */
-size_t lw_utf8_sequence(const uint8_t *s, size_t len, uint32_t *cp);
 
 #endif

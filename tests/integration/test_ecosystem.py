@@ -126,13 +126,15 @@ def wait_for(path, pred, timeout=30):
 
 
 def signal_flush():
-    """SIGUSR2 to a running job: a line on stderr naming the trace, and
-    `leakwatch report` of the live trace."""
+    """SIGUSR2 to a running job that asked for it (LEAKWATCH_SIGNAL=1): a
+    line on stderr naming the trace, and `leakwatch report` of the live
+    trace."""
     probe = Run([prog("no_cuda")])
     d = probe.dir
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("LEAKWATCH_")}
-    env.update(LD_PRELOAD=LIB, LEAKWATCH_OUT=os.path.join(d, "t-%p.trace"))
+    env.update(LD_PRELOAD=LIB, LEAKWATCH_OUT=os.path.join(d, "t-%p.trace"),
+               LEAKWATCH_SIGNAL="1")
     err = open(os.path.join(d, "stderr"), "w+")
     p = subprocess.Popen([prog("leaky_loop"), "100000000", "64"], env=env,
                          cwd=d, stdout=subprocess.DEVNULL, stderr=err)
@@ -171,10 +173,12 @@ print("handled", len(seen))
 
 
 def signal_respected():
-    """A program that handles SIGUSR2 itself keeps its handler; with
-    LEAKWATCH_SIGNAL=0 the shim leaves the signal alone."""
+    """A program that handles SIGUSR2 itself keeps its handler, even with
+    LEAKWATCH_SIGNAL=1; with LEAKWATCH_SIGNAL=0 the shim leaves the signal
+    alone."""
     run = Run([sys.executable, "-c", OWN_HANDLER,
-               os.environ["LW_TESTEXT"]]).expect_ok()
+               os.environ["LW_TESTEXT"]],
+              env={"LEAKWATCH_SIGNAL": "1"}).expect_ok()
     check_eq(run.stdout.strip(), "handled 1", "the program's handler ran")
     check("SIGUSR2: step" not in run.stderr, run.stderr)
     probe = Run([prog("no_cuda")])
@@ -237,11 +241,13 @@ if mode in ("snapshot", "signal"):
 def holders():
     """Who holds it, on a library that exposes only
     __cuda_array_interface__: at the program's end, on
-    leakwatch.snapshot() and on SIGUSR2 the leak's finding is held by the
-    trainer's list; LEAKWATCH_HOLDERS=0 searches nothing."""
+    leakwatch.snapshot() and on SIGUSR2 (asked for with LEAKWATCH_SIGNAL=1)
+    the leak's finding is held by the trainer's list; LEAKWATCH_HOLDERS=0
+    searches nothing."""
     env = {"PYTHONPATH": os.pathsep.join(
         [os.environ["LW_SCRIPTS"],
-         os.path.dirname(os.environ["LW_TINYTENSOR_PY"])])}
+         os.path.dirname(os.environ["LW_TINYTENSOR_PY"])]),
+           "LEAKWATCH_SIGNAL": "1"}
     want = {"end": ("trainer.history[29]", "global of __main__", 29),
             "signal": ("trainer.history[29]", "global of __main__", 29),
             # The newest loss is reached first through the local `loss`.
