@@ -82,27 +82,30 @@ bool lw_kept_step_end(uint32_t step, uint64_t device_live)
 		if (k->count) {
 			k->streak = k->streak_step + 1 == step ? k->streak + 1 : 1;
 			k->streak_step = step;
-			if (!k->linger_asked && k->streak >= min_steps &&
-			    k->bytes >= device_live / 10) {
-				k->linger_asked = true;
-				k->wanted |= LW_KEPT_WANT_LINGER;
+		}
+		if (k->count > k->max_count) {
+			if (!k->highs++) {
+				k->first_high = step;
+				k->first_bytes = k->bytes;
+			}
+			k->last_high = step;
+			k->max_count = k->count;
+			k->max_bytes = k->bytes;
+			/* Grown long enough to be judged, and again each
+			 * time what it keeps doubles. */
+			if (k->highs >= min_steps &&
+			    k->count >= 2 * k->searched_count) {
+				k->searched_count = k->count;
+				k->wanted |= LW_KEPT_WANT_GROWTH;
 				wanted = true;
 			}
 		}
-		if (k->count <= k->max_count)
-			continue;
-		if (!k->highs++) {
-			k->first_high = step;
-			k->first_bytes = k->bytes;
-		}
-		k->last_high = step;
-		k->max_count = k->count;
-		k->max_bytes = k->bytes;
-		/* Grown long enough to be judged, and again each time what
-		 * it keeps doubles. */
-		if (k->highs >= min_steps && k->count >= 2 * k->searched_count) {
-			k->searched_count = k->count;
-			k->wanted |= LW_KEPT_WANT_GROWTH;
+		/* What it keeps into the next step, about the same at each
+		 * step end (a growth has its own search): once. */
+		if (k->count && !k->linger_asked && k->streak >= min_steps &&
+		    2 * k->highs <= k->streak && k->bytes >= device_live / 10) {
+			k->linger_asked = true;
+			k->wanted |= LW_KEPT_WANT_LINGER;
 			wanted = true;
 		}
 	}

@@ -63,8 +63,9 @@ void lw_kept_account(struct lw_stack_entry *stack, uint32_t birth_step,
  * device memory live. Returns true while a holder search is asked for a
  * stack (its kept.wanted), now or at an earlier step end, until
  * lw_kept_clear_wanted(): one that grew long enough to be judged (and
- * again each time what it keeps doubles), or one that kept a tenth of the
- * device memory or more at min_steps step ends in a row (once).
+ * again each time what it keeps doubles), or one that kept about the same
+ * memory, a tenth of the device memory or more, at min_steps step ends in
+ * a row (once).
  */
 bool lw_kept_step_end(uint32_t step, uint64_t device_live);
 

@@ -360,7 +360,8 @@ def holders_run_no_program_code():
     env = {"PYTHONPATH": os.pathsep.join(
         [os.environ["LW_SCRIPTS"],
          os.path.dirname(os.environ["LW_TINYTENSOR_PY"])])}
-    run = Run([sys.executable, "-c", QUIET], env=env, timeout=60).expect_ok()
+    run = Run([sys.executable, "-c", QUIET],
+              env=dict(env, LEAKWATCH_SIGNAL="1"), timeout=60).expect_ok()
     check("freed ran: []" in run.stdout,
           f"program code ran, or a local was kept: {run.stdout}")
     check("holder search failed" not in run.stderr, run.stderr)
