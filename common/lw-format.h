@@ -218,6 +218,9 @@ enum lw_holder_flags {
 	LW_HOLDER_UNREACHABLE = 4,
 	/* ... and the program turned the collector off. */
 	LW_HOLDER_GC_OFF = 8,
+	/* PyTorch was loaded: a path that does not run through grad_fn
+	 * keeps no autograd graph (without it, nothing is known of graphs). */
+	LW_HOLDER_TORCH = 16,
 };
 
 enum lw_mark {

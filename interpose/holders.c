@@ -278,8 +278,9 @@ static int record_one(struct py_object *t, unsigned flags)
 	    own == (unsigned long long)-1)
 		return -1;
 	/* The search's own flags: where the holder is (LW_HOLDER_UNREACHABLE,
-	 * LW_HOLDER_GC_OFF). */
-	flags |= (unsigned)own & (LW_HOLDER_UNREACHABLE | LW_HOLDER_GC_OFF);
+	 * LW_HOLDER_GC_OFF), whether it could see PyTorch's graphs. */
+	flags |= (unsigned)own & (LW_HOLDER_UNREACHABLE | LW_HOLDER_GC_OFF |
+				  LW_HOLDER_TORCH);
 	for (ptrdiff_t i = 0; i < n; i++) {
 		struct py_object *a = py.list_get_item(f[0], i);
 		unsigned long long address = a ? py.long_as_ull(a) : 0;

@@ -4,23 +4,34 @@
  * of frames, never about a framework's names (those are in the rules file):
  *
  * - growing, with a deep copy (or metric code) in the stack: metric copy;
+ * - growing, held through an exception's traceback: kept exception; held
+ *   by a reference cycle no root reaches while the collector is off:
+ *   uncollected cycle (what holds it comes from the holder search);
  * - frees mostly inside cycle-collector passes, of blocks that outlive
  *   their step: metric copy with a copy in the stack, else cycle-delayed
  *   frees;
+ * - growing in bytes while the count of blocks stays put, each step's
+ *   block freed as the next, larger, is made: a growing buffer;
  * - several sites growing together at the same count per step, one of them
  *   under a module's forward: a retained graph (one finding, led by the
- *   forward site that grows most);
- * - one site growing, or kept for many steps and drained at intervals
- *   (frees that lived more than LW_LINGER_STEPS steps), in small blocks:
- *   a retained loss; larger: growth, or a retained graph under a forward;
+ *   forward site that grows most) when a graph is kept: a holder's path
+ *   runs through autograd's graph, or no holder is known; kept outputs
+ *   of a forward pass whose holder keeps no graph are kept activations;
+ * - one site growing in small blocks: a retained loss; larger: growth;
+ * - memory released in batches (a log, validation or epoch interval) that
+ *   does not grow across intervals is no leak: growth decides;
  * - alive at later steps' peaks and freed soon after, adding a tenth or
- *   more of the peak: lingering previous step;
+ *   more of a typical step's peak: lingering previous step;
  * - born in a transient phase and still live: unreleased module;
  * - plateau, a workspace, optimizer state made at the first step: not a
  *   leak, said so;
  * - PyTorch's reserved memory (its segments) growing while the tensors do
  *   not: fragmentation or cache growth, not a leak (one finding for the
  *   run, led by the PyTorch blocks that churn most).
+ *
+ * One cause, one finding: sites kept by the same holder are one finding,
+ * and sites kept by different holders are never one; findings come most
+ * at stake first.
  */
 #include "diagnose.h"
 
@@ -29,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "holders.h"
 #include "locations.h"
 #include "torch.h"
 
@@ -60,6 +72,10 @@ static const char *const generic_fixes[LW_CATEGORY_COUNT] = {
 	[LW_CATEGORY_GROWTH] = "find what keeps these blocks alive from step to step (the line above made them) and drop the reference once used",
 	[LW_CATEGORY_NOT_A_LEAK] = "nothing to fix",
 	[LW_CATEGORY_CACHE_GROWTH] = "not a leak of tensors: to keep the cache from growing, set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, call torch.cuda.empty_cache() where a phase ends, or use fewer distinct tensor shapes (pad or bucket the sizes of inputs)",
+	[LW_CATEGORY_GROWING_BUFFER] = "stop making one buffer larger every step: keep each step's piece apart (on the host if it is for later) and join them once, or allocate the whole buffer once",
+	[LW_CATEGORY_KEPT_EXCEPTION] = "keep the error's message, not the exception object: its traceback keeps every frame it passed through, and their buffers",
+	[LW_CATEGORY_UNCOLLECTED_CYCLE] = "break the reference cycle (a weak reference), or let the cycle collector run",
+	[LW_CATEGORY_KEPT_ACTIVATIONS] = "keep a copy on the host or a summary of each output instead of the device buffer, and clear the container once used",
 };
 
 const char *lw_confidence_name(enum lw_confidence c)
@@ -205,16 +221,69 @@ static bool mostly(uint64_t part, uint64_t whole)
 	return part >= MIN_FREES && part * 2 >= whole;
 }
 
+/* What the classifier knows of the run beyond one site's numbers. */
+struct run_facts {
+	/* A typical step's peak: the median of the step peaks after the
+	 * warm-up (the first steps' peaks hold start-up, optimizer state
+	 * made lazily). */
+	uint64_t typical_peak;
+	const struct lw_holder_facts *holders;	/* by site */
+};
+
+/* The median of the step peaks past the first tenth of the points. */
+static uint64_t typical_peak(const struct lw_model *m)
+{
+	size_t n = m->points.count, from = n / 10, count = n - from;
+	uint64_t *peaks, median;
+
+	if (count == 0)
+		return m->peak.bytes;
+	if (!(peaks = malloc(count * sizeof(*peaks))))
+		return m->peak.bytes;
+	for (size_t i = 0; i < count; i++)
+		peaks[i] = m->points.items[from + i].peak_bytes;
+	/* An insertion sort: at most LW_STEP_POINTS_MAX points. */
+	for (size_t i = 1; i < count; i++) {
+		uint64_t v = peaks[i];
+		size_t j = i;
+
+		while (j > 0 && peaks[j - 1] > v) {
+			peaks[j] = peaks[j - 1];
+			j--;
+		}
+		peaks[j] = v;
+	}
+	median = peaks[count / 2];
+	free(peaks);
+	return median ? median : m->peak.bytes;
+}
+
+/*
+ * One buffer made anew every step, larger each time: its bytes grow while
+ * its count does not, and the previous one is freed as the next is made
+ * (all_logits = torch.cat([all_logits, logits])).
+ */
+static bool growing_buffer(const struct lw_model *m,
+			   const struct lw_site_growth *sg,
+			   const struct lw_site *s)
+{
+	return sg->verdict == LW_VERDICT_GROWING && sg->bytes_per_step > 0 &&
+	       sg->count_per_step < 0.25 && sg->held_count <= 4 &&
+	       s->frees * 2 >= m->counts.steps;
+}
+
 /*
  * One site on its own. Growing sites that no rule explains are left as
  * LW_CATEGORY_GROWTH for the group rule (classify_groups()) to settle.
  */
 static void classify_site(const struct lw_report *r,
+			  const struct run_facts *run,
 			  const struct lw_site_growth *sg, uint32_t site,
 			  uint32_t tags, struct lw_finding *f)
 {
 	const struct lw_model *m = r->model;
 	const struct lw_site *s = &m->sites.items[site];
+	const struct lw_holder_facts *h = &run->holders[site];
 	struct lw_evidence *ev = &f->evidence;
 	bool growing = sg->verdict == LW_VERDICT_GROWING;
 	bool copy = tags & (LW_TAG_COPY | LW_TAG_METRIC);
@@ -225,22 +294,29 @@ static void classify_site(const struct lw_report *r,
 	 */
 	bool gc = mostly(s->gc_frees, s->frees) &&
 		  (growing || s->lingering_steps || s->lifetime_max > 1);
-	/* Frees after the last step are teardown, not the loop's doing. */
-	bool teardown = m->counts.steps && s->tail_step == m->counts.steps;
-	uint64_t loop_frees = s->frees - (teardown ? s->tail_frees : 0);
-	uint64_t loop_long = s->long_frees - (teardown ? s->tail_long_frees : 0);
-	bool kept = mostly(loop_long, loop_frees);
+	uint64_t linger = s->lingering_steps
+				  ? s->lingering_total / s->lingering_steps : 0;
 	const struct lw_site_share *share;
 
 	f->category = LW_CATEGORY_NONE;
 	f->confidence = LW_CONFIDENCE_MEDIUM;
 	f->weight = (double)(ev->live_bytes > ev->held_bytes ? ev->live_bytes
 							   : ev->held_bytes);
-	if ((growing || gc || kept) && copy) {
+	ev->typical_peak_bytes = run->typical_peak;
+	ev->lingering_mean_bytes = linger;
+	if ((growing || gc) && copy) {
 		f->category = LW_CATEGORY_METRIC_COPY;
 		f->confidence = LW_CONFIDENCE_HIGH;
 		f->reason = gc ? "copies made under a deep copy, freed only by the cycle collector's passes"
 			       : "copies made under a deep copy pile up from step to step";
+	} else if (growing && h->traceback) {
+		f->category = LW_CATEGORY_KEPT_EXCEPTION;
+		f->confidence = LW_CONFIDENCE_HIGH;
+		f->reason = "kept by exceptions kept from step to step: each traceback keeps the frames it passed through, and their buffers";
+	} else if (growing && h->unreachable && h->gc_off) {
+		f->category = LW_CATEGORY_UNCOLLECTED_CYCLE;
+		f->confidence = LW_CONFIDENCE_HIGH;
+		f->reason = "kept by reference cycles that nothing refers to, which the cycle collector, turned off, never frees";
 	} else if (gc) {
 		f->category = LW_CATEGORY_CYCLE_DELAYED;
 		f->confidence = growing ? LW_CONFIDENCE_HIGH
@@ -248,27 +324,24 @@ static void classify_site(const struct lw_report *r,
 		f->reason = "freed only inside the cycle collector's passes: a reference cycle keeps it until then";
 		f->weight = (double)s->gc_freed_bytes / (double)s->gc_frees *
 			    ev->mean_lifetime;
+	} else if (growing_buffer(m, sg, s)) {
+		f->category = LW_CATEGORY_GROWING_BUFFER;
+		f->confidence = LW_CONFIDENCE_HIGH;
+		f->reason = "one buffer made anew every step, larger each time (the previous one freed as the next is made)";
+		f->weight = (double)sg->held_bytes;
 	} else if (growing) {
 		f->category = LW_CATEGORY_GROWTH; /* settled by the groups */
 		f->weight = sg->bytes_per_step * (double)m->counts.steps;
-	} else if (kept && ev->mean_size <= SMALL_BLOCK) {
-		f->category = LW_CATEGORY_RETAINED_LOSS;
-		f->confidence = tags & LW_TAG_LOSS ? LW_CONFIDENCE_HIGH
-						   : LW_CONFIDENCE_MEDIUM;
-		f->reason = "small per-step blocks kept across many steps, released only in batches";
-		f->weight = (double)ev->mean_size * ev->mean_lifetime;
 	} else if (s->lingering_steps >= 3 && s->lingering_steps * 4 >= m->counts.steps &&
-		   s->lingering_max >= LINGER_BYTES_MIN &&
-		   (double)s->lingering_max >=
-			   LINGER_SHARE_MIN * (double)m->peak.bytes) {
+		   linger >= LINGER_BYTES_MIN &&
+		   (double)linger >= LINGER_SHARE_MIN * (double)run->typical_peak) {
 		f->category = LW_CATEGORY_LINGERING;
-		f->confidence = (double)s->lingering_max >=
-						LINGER_SHARE_HIGH *
-							(double)m->peak.bytes
+		f->confidence = (double)linger >= LINGER_SHARE_HIGH *
+							  (double)run->typical_peak
 					? LW_CONFIDENCE_HIGH
 					: LW_CONFIDENCE_MEDIUM;
 		f->reason = "a step's blocks are still alive at the next step's peak, and freed during it";
-		f->weight = (double)s->lingering_max;
+		f->weight = (double)linger;
 	} else if ((ev->live_bytes || sg->last_bytes) &&
 		   (share = transient_share(r, site, &ev->phase_string)) &&
 		   ((tags & LW_TAG_LOAD) || share->bytes >= LARGE_SURVIVOR)) {
@@ -279,6 +352,7 @@ static void classify_site(const struct lw_report *r,
 		f->reason = ev->live_bytes
 				    ? "born in a phase that should have released it, and still live"
 				    : "born in a phase that should have released it, and kept through the steps after it";
+		f->weight = (double)share->bytes;
 	} else if (ev->live_bytes && (tags & LW_TAG_WORKSPACE)) {
 		f->category = LW_CATEGORY_NOT_A_LEAK;
 		f->reason = "a library workspace, kept for reuse";
@@ -300,15 +374,27 @@ static bool same_rate(double a, double b)
 	return b > 0 && fabs(a - b) <= 0.25 * b;
 }
 
-/* Growing sites not settled yet that grow at this count per step. */
+/* Whether a site may belong to the group of cause: kept by it, or by no
+ * holder known (those join the first cause they grow with). */
+static bool of_cause(const struct run_facts *run, uint32_t site,
+		     uint64_t cause)
+{
+	uint64_t c = run->holders[site].cause;
+
+	return c == cause || c == 0;
+}
+
+/* Growing sites of cause not settled yet that grow at this count. */
 static uint32_t count_at_rate(const struct lw_model *m,
 			      const struct lw_growth_report *g,
+			      const struct run_facts *run, uint64_t cause,
 			      const struct lw_finding *fs, double rate)
 {
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; i < m->sites.count; i++)
 		n += fs[i].category == LW_CATEGORY_GROWTH &&
+		     of_cause(run, i, cause) &&
 		     same_rate(g->sites[i].count_per_step, rate);
 	return n;
 }
@@ -326,22 +412,28 @@ static bool in_graph(double count_per_step, double rate, bool forward)
 }
 
 /*
- * Settles the growing sites no single rule explained (LW_CATEGORY_GROWTH):
- * those growing together with a forward-pass site (or, without one, at
- * least GRAPH_MIN_SITES at one rate) are one retained graph; the rest are
- * judged alone.
+ * Settles the growing sites of one cause (0: kept by no holder known) that
+ * grow together with a forward-pass site (or, without one, at least
+ * GRAPH_MIN_SITES at one rate): one finding, led by the forward site that
+ * grows most. It is a retained graph when a graph is kept (a holder's path
+ * runs through autograd's graph, or no holder of it is known); outputs
+ * kept without their graph (a holder that keeps detached tensors) are
+ * kept activations.
  */
-static void classify_groups(const struct lw_report *r,
-			    const struct lw_growth_report *g,
-			    struct lw_diagnosis *d, struct lw_finding *fs)
+static void settle_group(const struct lw_report *r,
+			 const struct run_facts *run,
+			 const struct lw_growth_report *g,
+			 struct lw_diagnosis *d, struct lw_finding *fs,
+			 uint64_t cause)
 {
 	const struct lw_model *m = r->model;
 	double rate = 0, best = -1;
-	uint32_t members, lead = LW_NO_SITE;
-	bool forward = false;
+	uint32_t members = 0, lead = LW_NO_SITE;
+	bool forward = false, graph = false, held = false, known = false;
 
 	for (uint32_t i = 0; i < m->sites.count; i++)
 		if (fs[i].category == LW_CATEGORY_GROWTH &&
+		    of_cause(run, i, cause) &&
 		    (d->sites[i].tags & LW_TAG_FORWARD) &&
 		    g->sites[i].count_per_step > rate) {
 			rate = g->sites[i].count_per_step;
@@ -349,42 +441,124 @@ static void classify_groups(const struct lw_report *r,
 		}
 	for (uint32_t i = 0; i < m->sites.count && rate <= 0; i++)
 		if (fs[i].category == LW_CATEGORY_GROWTH &&
-		    count_at_rate(m, g, fs, g->sites[i].count_per_step) >=
-			    GRAPH_MIN_SITES)
+		    of_cause(run, i, cause) &&
+		    count_at_rate(m, g, run, cause, fs,
+				  g->sites[i].count_per_step) >= GRAPH_MIN_SITES)
 			rate = g->sites[i].count_per_step;
-	members = 0;
-	for (uint32_t i = 0; i < m->sites.count && rate > 0; i++)
-		members += fs[i].category == LW_CATEGORY_GROWTH &&
-			   in_graph(g->sites[i].count_per_step, rate, forward);
-	if (members >= GRAPH_MIN_SITES || (forward && members >= 2)) {
-		for (uint32_t i = 0; i < m->sites.count; i++) {
-			double key;
+	for (uint32_t i = 0; i < m->sites.count && rate > 0; i++) {
+		if (fs[i].category != LW_CATEGORY_GROWTH ||
+		    !of_cause(run, i, cause) ||
+		    !in_graph(g->sites[i].count_per_step, rate, forward))
+			continue;
+		members++;
+		graph |= run->holders[i].graph;
+		held |= run->holders[i].found;
+		known |= run->holders[i].graph_known;
+	}
+	if (members < GRAPH_MIN_SITES && !(forward && members >= 2))
+		return;
+	for (uint32_t i = 0; i < m->sites.count; i++) {
+		double key;
 
-			if (fs[i].category != LW_CATEGORY_GROWTH ||
-			    !in_graph(g->sites[i].count_per_step, rate, forward))
-				continue;
-			/* The lead: a forward site first, then the fastest. */
-			key = g->sites[i].bytes_per_step +
-			      ((d->sites[i].tags & LW_TAG_FORWARD) ? 1e18 : 0);
-			if (key > best) {
-				best = key;
-				lead = i;
-			}
+		if (fs[i].category != LW_CATEGORY_GROWTH ||
+		    !of_cause(run, i, cause) ||
+		    !in_graph(g->sites[i].count_per_step, rate, forward))
+			continue;
+		/* The lead: a forward site first, then the fastest. */
+		key = g->sites[i].bytes_per_step +
+		      ((d->sites[i].tags & LW_TAG_FORWARD) ? 1e18 : 0);
+		if (key > best) {
+			best = key;
+			lead = i;
 		}
 	}
 	for (uint32_t i = 0; i < m->sites.count; i++) {
 		struct lw_finding *f = &fs[i];
 
-		if (f->category != LW_CATEGORY_GROWTH)
+		if (f->category != LW_CATEGORY_GROWTH ||
+		    !of_cause(run, i, cause) ||
+		    !in_graph(g->sites[i].count_per_step, rate, forward))
 			continue;
-		if (lead != LW_NO_SITE &&
-		    in_graph(g->sites[i].count_per_step, rate, forward)) {
+		f->site = lead;
+		if (graph || !held || !known) {
 			f->category = LW_CATEGORY_RETAINED_GRAPH;
+			f->confidence = forward && graph ? LW_CONFIDENCE_HIGH
+				      : forward ? LW_CONFIDENCE_MEDIUM
+						: LW_CONFIDENCE_LOW;
+			f->reason = "many sites of a forward pass kept together, once per step: a whole graph survives each step";
+		} else {
+			f->category = LW_CATEGORY_KEPT_ACTIVATIONS;
 			f->confidence = forward ? LW_CONFIDENCE_HIGH
 						: LW_CONFIDENCE_MEDIUM;
-			f->reason = "many sites of a forward pass kept together, once per step: a whole graph survives each step";
-			f->site = lead;
-		} else if (f->evidence.mean_size <= SMALL_BLOCK) {
+			f->reason = "outputs of a forward pass kept from step to step, without their graph";
+		}
+	}
+}
+
+/* Orders causes by what they hold: the most first. */
+struct cause_weight {
+	uint64_t cause;
+	double bytes;
+};
+
+static int heavier_cause(const void *a, const void *b)
+{
+	const struct cause_weight *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return (x->cause > y->cause) - (x->cause < y->cause);
+}
+
+/*
+ * Settles the growing sites no single rule explained (LW_CATEGORY_GROWTH):
+ * the graphs of each cause, heaviest first (settle_group()), then those
+ * kept by no holder known; the rest are judged alone.
+ */
+static int classify_groups(const struct lw_report *r,
+			   const struct run_facts *run,
+			   const struct lw_growth_report *g,
+			   struct lw_diagnosis *d, struct lw_finding *fs)
+{
+	const struct lw_model *m = r->model;
+	struct cause_weight *causes = NULL;
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < m->sites.count; i++) {
+		uint64_t c = run->holders[i].cause;
+		size_t k;
+
+		if (fs[i].category != LW_CATEGORY_GROWTH || !c)
+			continue;
+		for (k = 0; k < n && causes[k].cause != c; k++)
+			;
+		if (k == n) {
+			struct cause_weight *grown =
+				realloc(causes, (n + 1) * sizeof(*causes));
+
+			if (!grown) {
+				free(causes);
+				return -ENOMEM;
+			}
+			causes = grown;
+			causes[n].cause = c;
+			causes[n++].bytes = 0;
+		}
+		causes[k].bytes += g->sites[i].bytes_per_step;
+	}
+	if (n > 1)
+		qsort(causes, n, sizeof(*causes), heavier_cause);
+	for (size_t k = 0; k < n; k++)
+		settle_group(r, run, g, d, fs, causes[k].cause);
+	free(causes);
+	settle_group(r, run, g, d, fs, 0);
+	for (uint32_t i = 0; i < m->sites.count; i++) {
+		struct lw_finding *f = &fs[i];
+		const struct lw_holder_facts *h = &run->holders[i];
+
+		if (f->category != LW_CATEGORY_GROWTH)
+			continue;
+		if (f->evidence.mean_size <= SMALL_BLOCK && !h->graph) {
 			const struct lw_site *s = &m->sites.items[i];
 
 			f->category = LW_CATEGORY_RETAINED_LOSS;
@@ -400,14 +574,22 @@ static void classify_groups(const struct lw_report *r,
 				f->reason = "one small block kept per step, released only after the last step";
 			else
 				f->reason = "one small block kept per step, released only long after";
-		} else if (d->sites[i].tags & LW_TAG_FORWARD) {
+		} else if ((d->sites[i].tags & LW_TAG_FORWARD) && h->found &&
+			   h->graph_known && !h->graph) {
+			f->category = LW_CATEGORY_KEPT_ACTIVATIONS;
+			f->reason = "outputs of a forward pass kept from step to step, without their graph";
+		} else if ((d->sites[i].tags & LW_TAG_FORWARD) || h->graph) {
 			f->category = LW_CATEGORY_RETAINED_GRAPH;
-			f->reason = "outputs of a forward pass kept from step to step";
+			f->confidence = h->graph ? LW_CONFIDENCE_HIGH
+						 : LW_CONFIDENCE_MEDIUM;
+			f->reason = h->graph ? "kept with the autograd graph that made it, from step to step"
+					     : "outputs of a forward pass kept from step to step";
 		} else {
 			f->confidence = LW_CONFIDENCE_LOW;
 			f->reason = "grows from step to step";
 		}
 	}
+	return 0;
 }
 
 struct lead_key {
@@ -415,6 +597,7 @@ struct lead_key {
 	uint32_t site;
 	enum lw_category category;
 	bool suppressed;
+	uint64_t cause;
 	double weight;
 };
 
@@ -433,13 +616,21 @@ static int compare_leads(const void *a, const void *b)
 	return (x->site > y->site) - (x->site < y->site);
 }
 
+/* Causes that may be one: the same, or one not known. */
+static bool same_cause(uint64_t a, uint64_t b)
+{
+	return a == b || !a || !b;
+}
+
 /*
  * Findings of one kind led from one location become one: a line of the
  * user's code that leaks through several framework paths (each its own
- * stack, so its own site) is one leak. The site with the most at stake
- * leads; the others join it as group members do.
+ * stack, so its own site) is one leak, unless different holders keep
+ * them (two lists of one loss are two leaks). The site with the most at
+ * stake leads; the others join it as group members do.
  */
 static int group_by_location(const struct lw_report *r,
+			     const struct run_facts *run,
 			     const struct lw_diagnosis *d,
 			     struct lw_finding *fs)
 {
@@ -474,19 +665,26 @@ static int group_by_location(const struct lw_report *r,
 		k->site = i;
 		k->category = fs[i].category;
 		k->suppressed = d->sites[i].suppressed;
+		k->cause = run->holders[i].cause;
 		k->weight = fs[i].weight;
 	}
 	qsort(keys, n, sizeof(*keys), compare_leads);
-	for (size_t i = 1; i < n; i++) {
-		const struct lead_key *first = &keys[i - 1];
+	for (size_t i = 0, run_start = 0; i < n; i++) {
+		const struct lead_key *k = &keys[i];
 
-		/* A run's first (heaviest) key leads the run. */
-		while (i < n && keys[i].location == first->location &&
-		       keys[i].category == first->category &&
-		       keys[i].suppressed == first->suppressed &&
-		       r->locations->items[first->location].label) {
-			lead_of[keys[i].site] = lead_of[first->site];
-			i++;
+		if (i && (k->location != keys[i - 1].location ||
+			  k->category != keys[i - 1].category ||
+			  k->suppressed != keys[i - 1].suppressed))
+			run_start = i;
+		if (!r->locations->items[k->location].label)
+			continue;
+		/* The heaviest earlier lead of the run it may join. */
+		for (size_t j = run_start; j < i; j++) {
+			if (lead_of[keys[j].site] != keys[j].site ||
+			    !same_cause(keys[j].cause, k->cause))
+				continue;
+			lead_of[k->site] = keys[j].site;
+			break;
 		}
 	}
 	for (uint32_t i = 0; i < m->sites.count; i++)
@@ -498,16 +696,89 @@ out:
 	return rc;
 }
 
+/* Whether a finding of this kind is a leak a holder can explain. */
+static bool leaky(enum lw_category c)
+{
+	return c != LW_CATEGORY_NONE && c != LW_CATEGORY_NOT_A_LEAK &&
+	       c != LW_CATEGORY_CACHE_GROWTH;
+}
+
+/*
+ * One cause, one finding: leads kept by the same holder (its container and
+ * frame) become one, whatever their lines and kinds; the heaviest leads,
+ * and a kept graph names it when one of them keeps one.
+ */
+static void merge_causes(const struct lw_report *r,
+			 const struct run_facts *run, struct lw_finding *fs)
+{
+	const struct lw_model *m = r->model;
+
+	for (uint32_t i = 0; i < m->sites.count; i++) {
+		uint64_t cause = run->holders[i].cause;
+		uint32_t lead = i, leads = 0;
+		bool graph = false;
+
+		/* Each cause once, from its first lead. */
+		if (fs[i].site != i || !cause || !leaky(fs[i].category))
+			continue;
+		for (uint32_t j = 0; j < m->sites.count; j++) {
+			if (fs[j].site != j || run->holders[j].cause != cause ||
+			    !leaky(fs[j].category))
+				continue;
+			leads++;
+			graph |= fs[j].category == LW_CATEGORY_RETAINED_GRAPH;
+			if (fs[j].weight > fs[lead].weight)
+				lead = j;
+		}
+		if (leads < 2)
+			continue;
+		for (uint32_t j = 0; j < m->sites.count; j++) {
+			uint32_t at = fs[j].site;
+
+			if (!leaky(fs[j].category) || at == lead ||
+			    fs[at].site != at || run->holders[at].cause != cause)
+				continue;
+			fs[j].site = lead;
+			fs[j].category = fs[lead].category;
+			fs[j].confidence = fs[lead].confidence;
+			fs[j].reason = fs[lead].reason;
+		}
+		/* The lead's own members last: the lead changes no more. */
+		for (uint32_t j = 0; graph && j < m->sites.count; j++) {
+			if (fs[j].site != lead)
+				continue;
+			if (fs[lead].category != LW_CATEGORY_RETAINED_GRAPH)
+				fs[j].reason = "kept with the autograd graph that made it, from step to step";
+			else
+				fs[j].reason = fs[lead].reason;
+			fs[j].category = LW_CATEGORY_RETAINED_GRAPH;
+			fs[j].confidence = LW_CONFIDENCE_HIGH;
+		}
+	}
+}
+
+/* A kind of leak that grows from step to step (not one that holds memory
+ * for a while: a phase's, a step's kept into the next). */
+static bool grows(const struct lw_finding *f)
+{
+	return f->leak && f->category != LW_CATEGORY_LINGERING &&
+	       f->category != LW_CATEGORY_UNRELEASED_MODULE;
+}
+
+/* Leaks first: those that grow, by what they add over the run, then those
+ * that hold memory, by what they hold; confidence last. */
 static int compare_findings(const void *a, const void *b)
 {
 	const struct lw_finding *x = a, *y = b;
 
 	if (x->leak != y->leak)
 		return x->leak ? -1 : 1;
-	if (x->confidence != y->confidence)
-		return x->confidence > y->confidence ? -1 : 1;
+	if (grows(x) != grows(y))
+		return grows(x) ? -1 : 1;
 	if (x->weight != y->weight)
 		return x->weight > y->weight ? -1 : 1;
+	if (x->confidence != y->confidence)
+		return x->confidence > y->confidence ? -1 : 1;
 	return (x->site > y->site) - (x->site < y->site);
 }
 
@@ -636,11 +907,12 @@ static int collect(const struct lw_report *r, const struct lw_growth_report *g,
 		lead->evidence.released |= f->evidence.released;
 		lead->evidence.sites++;
 	}
+	/* What is at stake: what a growing leak adds over the run (its
+	 * members' growth summed), else what it holds. */
 	for (size_t k = 0; k < d->finding_count; k++) {
 		struct lw_finding *f = &d->findings[k];
 
-		if (f->category == LW_CATEGORY_RETAINED_GRAPH ||
-		    f->category == LW_CATEGORY_GROWTH)
+		if (f->leak && f->evidence.bytes_per_step > 0)
 			f->weight = f->evidence.bytes_per_step *
 				    (double)(m->counts.steps ? m->counts.steps : 1);
 	}
@@ -668,6 +940,8 @@ int lw_diagnose(const struct lw_report *r, const struct lw_growth_report *gr,
 	const struct lw_model *m = r->model;
 	const struct lw_growth_report g = *gr;
 	struct lw_finding *fs = NULL;
+	struct lw_holder_facts *holders = NULL;
+	struct run_facts run = { 0 };
 	int rc = 0;
 
 	memset(d, 0, sizeof(*d));
@@ -680,6 +954,13 @@ int lw_diagnose(const struct lw_report *r, const struct lw_growth_report *gr,
 		goto out;
 	}
 	d->site_count = m->sites.count;
+	holders = calloc(m->sites.count, sizeof(*holders));
+	if (!holders) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	run.holders = holders;
+	run.typical_peak = typical_peak(m);
 	for (uint32_t i = 0; i < m->sites.count; i++) {
 		struct lw_site_diagnosis *sd = &d->sites[i];
 
@@ -687,14 +968,17 @@ int lw_diagnose(const struct lw_report *r, const struct lw_growth_report *gr,
 		fs[i].site = i;
 		if (!lw_mem_kind_is_device(m->sites.items[i].kind))
 			continue;
-		if ((rc = site_tags(r, i, &sd->tags, &sd->suppressed)) < 0)
+		if ((rc = site_tags(r, i, &sd->tags, &sd->suppressed)) < 0 ||
+		    (r->locations &&
+		     (rc = lw_holder_facts(r, i, &holders[i])) < 0))
 			goto out;
 		site_evidence(m, &g.sites[i], i, &fs[i].evidence);
-		classify_site(r, &g.sites[i], i, sd->tags, &fs[i]);
+		classify_site(r, &run, &g.sites[i], i, sd->tags, &fs[i]);
 	}
-	classify_groups(r, &g, d, fs);
-	if ((rc = group_by_location(r, d, fs)) < 0)
+	if ((rc = classify_groups(r, &run, &g, d, fs)) < 0 ||
+	    (rc = group_by_location(r, &run, d, fs)) < 0)
 		goto out;
+	merge_causes(r, &run, fs);
 	for (uint32_t i = 0; i < m->sites.count; i++) {
 		d->sites[i].category = fs[i].category;
 		d->sites[i].confidence = fs[i].confidence;
@@ -702,6 +986,7 @@ int lw_diagnose(const struct lw_report *r, const struct lw_growth_report *gr,
 	rc = collect(r, &g, d, fs);
 out:
 	free(fs);
+	free(holders);
 	return rc;
 }
 

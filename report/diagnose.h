@@ -43,6 +43,8 @@ struct lw_evidence {
 	uint64_t gc_passes;	/* of the whole run */
 	uint64_t lingering_steps;	/* step peaks it added to */
 	uint64_t lingering_bytes;	/* the most it added to one */
+	uint64_t lingering_mean_bytes;	/* what it added to one, on average */
+	uint64_t typical_peak_bytes;	/* the median step peak past warm-up */
 	uint64_t peak_bytes;	/* the run's device peak */
 	uint64_t phase_bytes;	/* born in a phase and outlived it */
 	uint64_t phase_string;	/* the phase's STRING id; 0: none */

@@ -140,6 +140,75 @@ int lw_held_by(const struct lw_report *r, uint32_t site,
 	return 0;
 }
 
+/*
+ * The part of a holder's path that names what keeps the memory: up to its
+ * first subscript, graph hop or autograd link (the list `losses`, the dict
+ * `trainer.outputs`, the total `val_total` whose graph keeps the rest),
+ * so that every site one holder keeps has one cause.
+ */
+static size_t span_until(const char *s, size_t len, const char *stops)
+{
+	size_t n = 0;
+
+	while (n < len && !strchr(stops, s[n]))
+		n++;
+	return n;
+}
+
+static size_t cause_prefix(const char *path, size_t len)
+{
+	size_t n = span_until(path, len, "[ ");
+	const char *graph = memmem(path, len, ".grad_fn", 8);
+
+	if (graph && (size_t)(graph - path) < n)
+		n = (size_t)(graph - path);
+	return n ? n : len;
+}
+
+/* FNV-1a, continued from h. */
+static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+int lw_holder_facts(const struct lw_report *r, uint32_t site,
+		    struct lw_holder_facts *out)
+{
+	const struct lw_model *m = r->model;
+	struct lw_held_by held;
+	const struct lw_held *first;
+	size_t path, root;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if ((rc = lw_held_by(r, site, &held)) < 0 || held.count == 0)
+		return rc;
+	first = &held.items[0];
+	out->found = true;
+	out->unreachable = first->holder->flags & LW_HOLDER_UNREACHABLE;
+	out->gc_off = first->holder->flags & LW_HOLDER_GC_OFF;
+	path = cause_prefix(first->path, first->path_len);
+	root = root_frame(first->root, first->root_len);
+	out->cause = hash_bytes(hash_bytes(0xcbf29ce484222325ull, first->path,
+					   path), first->root, root) | 1;
+	for (size_t i = 0; i < held.count; i++) {
+		const struct lw_held *e = &held.items[i];
+
+		if (!same_holder(m, e->holder, first->holder))
+			continue;
+		out->graph |= (e->holder->flags & LW_HOLDER_GRAPH) ||
+			      memmem(e->path, e->path_len, ".grad_fn", 8);
+		out->graph_known |= e->holder->flags & LW_HOLDER_TORCH;
+		out->traceback |= memmem(e->path, e->path_len,
+					 ".__traceback__", 14) != NULL;
+	}
+	return 0;
+}
+
 int lw_released_when(const struct lw_report *r, uint32_t site,
 		     const char **name, size_t *len)
 {
@@ -201,7 +270,8 @@ const char *lw_holder_fix(const struct lw_model *m,
 
 	if (h->flags & LW_HOLDER_UNREACHABLE) {
 		/* Garbage: "<Accuracy>.correct" names the cycle's class. */
-		size_t name = path[0] == '<' ? strcspn(path + 1, ">") : 0;
+		size_t name = len && path[0] == '<'
+				      ? span_until(path + 1, len - 1, ">") : 0;
 
 		if (name && name + 1 < len)
 			snprintf(buf, size, "break the reference cycle of `%.*s` (a weak reference instead of the one back to itself), or run gc.collect() at the end of each step%s",
@@ -226,7 +296,7 @@ const char *lw_holder_fix(const struct lw_model *m,
 	if (graph) {
 		/* Back-propagated, but its nodes keep what they hold until
 		 * nothing refers to the result: let go of the variable. */
-		size_t name = strcspn(path, ".[");
+		size_t name = span_until(path, len, ".[");
 
 		snprintf(buf, size, "let go of `%.*s` once backward() has run (`del %.*s`, or set it to None): through `%.*s` it keeps the graph's buffers",
 			 (int)name, path, (int)name, path,

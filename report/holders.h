@@ -51,6 +51,27 @@ int lw_held_by(const struct lw_report *report, uint32_t site,
 int lw_released_when(const struct lw_report *report, uint32_t site,
 		     const char **name, size_t *len);
 
+/* What the holders of a site say of its memory, for the diagnosis. */
+struct lw_holder_facts {
+	bool found;
+	bool graph;		/* a holder's path runs through autograd graph */
+	/* The search could see PyTorch's graphs: a path not through one
+	 * keeps none (without PyTorch, graph says nothing). */
+	bool graph_known;
+	bool traceback;		/* ... through an exception's traceback */
+	bool unreachable;	/* the first is an unreachable reference cycle */
+	bool gc_off;		/* ... and the collector is off */
+	/* The cause: the first holder's container and frame (a list's
+	 * elements are one holder, whichever index a search named). Two
+	 * sites with the same cause are kept by the same thing; 0: none. */
+	uint64_t cause;
+};
+
+/* The facts of the holders of the finding led by site (lw_held_by()).
+ * Returns 0 or a negative errno. */
+int lw_holder_facts(const struct lw_report *report, uint32_t site,
+		    struct lw_holder_facts *out);
+
 /* A string of the trace by id (a holder's path or root); "" if unknown. */
 const char *lw_holder_text(const struct lw_model *model, uint64_t id,
 			   size_t *len);

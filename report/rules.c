@@ -27,6 +27,10 @@ static const char *const category_names[LW_CATEGORY_COUNT] = {
 	[LW_CATEGORY_GROWTH] = "growth",
 	[LW_CATEGORY_NOT_A_LEAK] = "not-a-leak",
 	[LW_CATEGORY_CACHE_GROWTH] = "cache-growth",
+	[LW_CATEGORY_GROWING_BUFFER] = "growing-buffer",
+	[LW_CATEGORY_KEPT_EXCEPTION] = "kept-exception",
+	[LW_CATEGORY_UNCOLLECTED_CYCLE] = "uncollected-cycle",
+	[LW_CATEGORY_KEPT_ACTIVATIONS] = "kept-activations",
 };
 
 static const struct {

@@ -28,6 +28,15 @@ enum lw_category {
 	LW_CATEGORY_NOT_A_LEAK,
 	/* PyTorch's cache (reserved) grows, its tensors do not: not a leak. */
 	LW_CATEGORY_CACHE_GROWTH,
+	/* One buffer made anew, larger, every step (torch.cat onto itself). */
+	LW_CATEGORY_GROWING_BUFFER,
+	/* Exceptions kept: each traceback keeps its frames and their locals. */
+	LW_CATEGORY_KEPT_EXCEPTION,
+	/* Reference cycles the collector never frees (it is off). */
+	LW_CATEGORY_UNCOLLECTED_CYCLE,
+	/* Outputs of a forward pass kept without their graph (a hook, a
+	 * container of detached tensors). */
+	LW_CATEGORY_KEPT_ACTIVATIONS,
 	LW_CATEGORY_COUNT,
 };
 

@@ -43,6 +43,7 @@ MAX_GRAPH_NODES = 100000
 # Flags of a holder (common/lw-format.h, enum lw_holder_flags).
 UNREACHABLE = 4
 GC_OFF = 8
+TORCH = 16
 
 # Objects that refer to nothing: never visited.
 _ATOMS = (str, bytes, int, float, bool, complex, type(None))
@@ -143,7 +144,13 @@ def _key(k, position):
 
 
 # What a type's objects are to the walk, decided once per type.
-_ATOM, _SKIP, _SEQ, _DICT, _TENSOR, _ARRAY, _NODE, _CLASS, _OBJECT = range(9)
+_ATOM, _SKIP, _SEQ, _DICT, _TENSOR, _ARRAY, _NODE, _CLASS, _OBJECT, \
+    _TRACEBACK = range(10)
+# An exception's links, and a traceback's, by their C getters.
+_EXCEPTION_LINKS = [(n, BaseException.__dict__[n].__get__)
+                    for n in ("__traceback__", "__context__", "__cause__")]
+_TB_FRAME = types.TracebackType.__dict__["tb_frame"].__get__
+_TB_NEXT = types.TracebackType.__dict__["tb_next"].__get__
 _ATOM_TYPES = frozenset(_ATOMS)
 
 
@@ -232,6 +239,7 @@ class _Search(object):
         self.seen = set()
         self.kinds = {}       # type -> what its objects are to the walk
         self.labels = {}      # node -> {id of a referent: its label}
+        self.frames = set()   # nodes of frames a traceback keeps
         self.reachable = 0    # nodes met from the program's roots
 
     # -- what a device buffer is --
@@ -251,6 +259,8 @@ class _Search(object):
             mro = _mro(tp)
             if tp in _ATOM_TYPES:
                 kind = _ATOM
+            elif tp is types.TracebackType:
+                kind = _TRACEBACK
             elif any(s in mro for s in _SKIP_TYPES):
                 kind = _SKIP
             elif type in mro:
@@ -334,13 +344,48 @@ class _Search(object):
             if v is not None:
                 yield v, "." + name
 
+    def _frame_edges(self, frame):
+        """A finished frame a traceback keeps: its locals, which it keeps
+        alive as long as the exception lives."""
+        got = self.frame_locals(frame) if self.frame_locals else None
+        if type(got) is not list:
+            return
+        for name, v in got:
+            if type(v) is types.CellType:
+                try:
+                    v = _cell_contents(v)
+                except Exception:
+                    continue
+            yield v, ".f_locals[%s]" % _key(name, 0)
+
     def _edges(self, n):
         """The named referents of node n: (object, label, whether it is a
         dict of attributes). The walk takes the same objects, unnamed."""
         obj = self.objs[n]
         kind = self._kind(type(obj))
+        if kind == _SKIP and n in self.frames:
+            for v, label in self._frame_edges(obj):
+                yield v, label, False
+            return
         if kind == _SKIP or kind == _ATOM:
             return
+        if kind == _TRACEBACK:
+            for name, get in (("tb_frame", _TB_FRAME), ("tb_next", _TB_NEXT)):
+                try:
+                    v = get(obj)
+                except Exception:
+                    continue
+                if v is not None:
+                    yield v, "." + name, False
+            return
+        if _is(obj, BaseException):
+            for name, get in _EXCEPTION_LINKS:
+                try:
+                    v = get(obj)
+                except Exception:
+                    continue
+                if v is not None:
+                    yield v, "." + name, False
         if kind == _DICT:
             attr = self._attributes(n)
             for i, (k, v) in enumerate(list(obj.items())):
@@ -629,7 +674,8 @@ class _Search(object):
                     children = list(obj.values())
                 elif kind == _OBJECT or kind == _CLASS:
                     children = referents(obj)
-                elif kind == _SKIP or kind == _ATOM:
+                elif (kind == _SKIP and n not in self.frames) or \
+                        kind == _ATOM:
                     children = ()
                 else:
                     children = [v for v, _, _ in self._edges(n)]
@@ -643,8 +689,12 @@ class _Search(object):
                     k = kinds_get(tp)
                     if k is None:
                         k = self._first_of(v)
-                    if k == _SKIP or (k == _CLASS and kind != _SEQ and
-                                      kind != _DICT):
+                    if kind == _TRACEBACK and tp is types.FrameType:
+                        # A frame a traceback keeps: its locals are
+                        # walked (the frames of running code are roots).
+                        self.frames.add(len(objs))
+                    elif k == _SKIP or (k == _CLASS and kind != _SEQ and
+                                        kind != _DICT):
                         # Modules and functions never (a module's globals
                         # are roots); classes from a container, not from
                         # each of their instances.
@@ -803,14 +853,15 @@ def search(targets, budget, frame_locals=None, steps_since_gc=-1):
             top = n
             while s.parent[top] >= 0:
                 top = s.parent[top]
-            flags = 0
+            flags = TORCH if s.tensor_type is not None else 0
             if top in cycles:
-                flags = UNREACHABLE | (0 if collecting else GC_OFF)
+                flags |= UNREACHABLE | (0 if collecting else GC_OFF)
                 root = _unreachable_root(cycles[top], collecting,
                                          steps_since_gc)
             else:
                 root = s.root[top][1]
-            key = (_container(path), root if not flags else "unreachable")
+            key = (_container(path),
+                   root if not flags & UNREACHABLE else "unreachable")
             if key not in groups:
                 nodes = s.graph_nodes(s.objs[top]) if graph else 0
                 groups[key] = [{}, path, root, 0, nodes, flags]
@@ -829,7 +880,8 @@ def search(targets, budget, frame_locals=None, steps_since_gc=-1):
     finally:
         # Nothing of the program stays referenced, even if something of
         # the walk outlives this call (the parents are numbers).
-        for part in (s.objs, s.root, s.seen, s.found, s.labels, s.kinds):
+        for part in (s.objs, s.root, s.seen, s.found, s.labels, s.kinds,
+                     s.frames):
             part.clear()
         s.torch.leave()
         del s

@@ -68,6 +68,7 @@ class Scenario(object):
             f"{f['category']}/{f['confidence']} at "
             f"{(f['location'] or {}).get('function')}:"
             f"{(f['location'] or {}).get('line')}"
+            f"{' held by ' + f['held_by'][0]['path'] if f['held_by'] else ''}"
             for f in self.rep["findings"])
 
     def check_one_leak(self, category, marker, fix_words):
@@ -144,9 +145,13 @@ def torchtitan_off(sc):
 
 
 def torchtitan_interval(sc):
-    f = sc.check_one_leak("retained-loss", "loss", [".item()"])
-    check(f["evidence"]["mean_lifetime_steps"] > 10,
-          f"kept many steps: {f['evidence']}")
+    # Drained at every log step, every 50 steps: the losses kept in
+    # between are released in batches and do not grow from one interval
+    # to the next, so this is no leak (the same list never drained is:
+    # torchtitan).
+    sc.check_no_leak()
+    check(sc.rep["verdict"] != "growing",
+          f"the run's verdict: {sc.rep['verdict']}")
 
 
 def simpletuner(sc):
