@@ -292,7 +292,12 @@ static void classify_site(const struct lw_report *r,
 	 * outlives its step: alive at a later step's peak, or growing. A
 	 * program that collects at every step's end frees in time.
 	 */
-	bool gc = mostly(s->gc_frees, s->frees) &&
+	/* Frees after the last step are teardown, not the loop's doing (a
+	 * collection at the end frees what no step's pass would have). */
+	bool teardown = m->counts.steps && s->tail_step == m->counts.steps;
+	uint64_t loop_frees = s->frees - (teardown ? s->tail_frees : 0);
+	uint64_t loop_gc = s->gc_frees - (teardown ? s->tail_gc_frees : 0);
+	bool gc = mostly(loop_gc, loop_frees) &&
 		  (growing || s->lingering_steps || s->lifetime_max > 1);
 	uint64_t linger = s->lingering_steps
 				  ? s->lingering_total / s->lingering_steps : 0;

@@ -5,9 +5,11 @@
 #include "analysis.h"
 #include "diagnose.h"
 #include "holders.h"
+#include "locations.h"
 #include "pystack.h"
 
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -282,13 +284,17 @@ static int put_evidence(FILE *out, const struct lw_report *r,
 		sep = "; ";
 	}
 	if (f->category == LW_CATEGORY_LINGERING) {
-		fprintf(out, "%salive at %" PRIu64 " of %" PRIu64 " step peaks, adding up to %s (%.0f%% of the %s peak)",
+		char c[LW_SIZE_BUF];
+
+		fprintf(out, "%salive at %" PRIu64 " of %" PRIu64 " step peaks, adding %s to a typical step's peak of %s (%.0f%%; up to %s at one)",
 			sep, ev->lingering_steps, m->counts.steps,
-			lw_format_size(a, ev->lingering_bytes),
-			ev->peak_bytes ? 100.0 * (double)ev->lingering_bytes /
-						 (double)ev->peak_bytes
-				       : 0.0,
-			lw_format_size(b, ev->peak_bytes));
+			lw_format_size(a, ev->lingering_mean_bytes),
+			lw_format_size(b, ev->typical_peak_bytes),
+			ev->typical_peak_bytes
+				? 100.0 * (double)ev->lingering_mean_bytes /
+					  (double)ev->typical_peak_bytes
+				: 0.0,
+			lw_format_size(c, ev->lingering_bytes));
 		sep = "; ";
 	}
 	if (f->category == LW_CATEGORY_UNRELEASED_MODULE) {
@@ -335,6 +341,82 @@ int lw_evidence_string(const struct lw_report *r, const struct lw_finding *f,
 		free(text);
 	else
 		*out = text;
+	return rc;
+}
+
+struct line_rate {
+	uint32_t location, site;
+	double rate;
+};
+
+static int faster_line(const void *a, const void *b)
+{
+	const struct line_rate *x = a, *y = b;
+
+	if (x->rate != y->rate)
+		return x->rate > y->rate ? -1 : 1;
+	return (x->location > y->location) - (x->location < y->location);
+}
+
+int lw_finding_lines(const struct lw_report *r, size_t finding,
+		     uint32_t **out, size_t *count)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_diagnosis *d = &r->analysis->diagnosis;
+	const struct lw_growth_report *g = &r->analysis->growth;
+	struct line_rate *lines = NULL;
+	uint32_t lead_loc, *sites;
+	size_t n = 0;
+	int rc;
+
+	*out = NULL;
+	*count = 0;
+	if (finding >= d->finding_count || !r->locations)
+		return 0;
+	if ((rc = lw_location_of(r->locations, d->findings[finding].site,
+				 &lead_loc)) < 0)
+		return rc;
+	for (uint32_t i = 0; i < lw_model_site_count(m); i++) {
+		uint32_t loc;
+		size_t k;
+
+		if (d->sites[i].finding != finding)
+			continue;
+		if ((rc = lw_location_of(r->locations, i, &loc)) < 0)
+			goto out;
+		for (k = 0; k < n && lines[k].location != loc; k++)
+			;
+		if (k == n) {
+			struct line_rate *grown =
+				realloc(lines, (n + 1) * sizeof(*lines));
+
+			if (!grown) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			lines = grown;
+			lines[n].location = loc;
+			lines[n].site = i;
+			/* The lead's line first. */
+			lines[n++].rate = loc == lead_loc ? INFINITY : 0;
+		}
+		if (loc == lead_loc)
+			lines[k].site = d->findings[finding].site;
+		else
+			lines[k].rate += g->sites[i].bytes_per_step;
+	}
+	if (n > 1)
+		qsort(lines, n, sizeof(*lines), faster_line);
+	if (!(sites = malloc((n ? n : 1) * sizeof(*sites)))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t k = 0; k < n; k++)
+		sites[k] = lines[k].site;
+	*out = sites;
+	*count = n;
+out:
+	free(lines);
 	return rc;
 }
 

@@ -95,6 +95,15 @@ void lw_findings_fini(struct lw_findings *findings);
 struct lw_finding;
 
 /*
+ * The lines of a finding (diagnosis index finding): one site of each
+ * location its sites are at, the lead's first, then by how fast each
+ * line's sites grow (most first). *out is malloc'ed (NULL when none).
+ * Returns 0 or a negative errno.
+ */
+int lw_finding_lines(const struct lw_report *report, size_t finding,
+		     uint32_t **out, size_t *count);
+
+/*
  * A finding's evidence in the numbers that matter for its kind, one line
  * without its newline, as text (a phase's name as the trace has it): what
  * it held at step ends and, when it was let go after the last step, the

@@ -665,6 +665,9 @@ static int put_evidence(FILE *out, const struct lw_report *r,
 		ev->sites);
 	/* What it held at step ends, and whether (and where) it was let
 	 * go after the last step. */
+	fprintf(out, ", \"lingering_mean_bytes\": %" PRIu64
+		     ", \"typical_peak_bytes\": %" PRIu64,
+		ev->lingering_mean_bytes, ev->typical_peak_bytes);
 	fprintf(out, ", \"held_bytes\": %" PRIu64 ", \"held_count\": %" PRIu64
 		     ", \"held_at_step\": %" PRIu64 ", \"released\": %s"
 		     ", \"released_when\": ",
@@ -724,6 +727,27 @@ static void put_contexts(FILE *out, const struct lw_model *m,
 	if (shown)
 		newline(out, indent);
 	putc(']', out);
+}
+
+/* A finding's "lines": the location of each line its sites are at, the
+ * lead's first, then by growth. */
+static int put_lines(FILE *out, const struct lw_report *r, size_t finding)
+{
+	uint32_t *sites;
+	size_t n;
+	int rc = lw_finding_lines(r, finding, &sites, &n);
+
+	if (rc < 0)
+		return rc;
+	fputs(", \"lines\": [", out);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (i)
+			fputs(", ", out);
+		rc = put_site_location(out, r, sites[i]);
+	}
+	putc(']', out);
+	free(sites);
+	return rc;
 }
 
 /* A finding's "held_by": the holders found for its sites. */
@@ -797,7 +821,8 @@ static int put_findings(FILE *out, const struct lw_report *r,
 			fputs("null", out);
 		fputs(", \"evidence\": ", out);
 		if ((rc = put_evidence(out, r, f)) < 0 ||
-		    (rc = put_held_by(out, r, f->site, f->leak)) < 0)
+		    (rc = put_held_by(out, r, f->site, f->leak)) < 0 ||
+		    (rc = put_lines(out, r, i)) < 0)
 			break;
 		putc('}', out);
 	}

@@ -254,7 +254,7 @@ static void note_lifetime(struct lw_model *m, const struct lw_live *e)
 
 	if (s->tail_step != m->counts.steps) {
 		s->tail_step = m->counts.steps;
-		s->tail_frees = s->tail_long_frees = 0;
+		s->tail_frees = s->tail_long_frees = s->tail_gc_frees = 0;
 	}
 	s->frees++;
 	s->tail_frees++;
@@ -267,6 +267,7 @@ static void note_lifetime(struct lw_model *m, const struct lw_live *e)
 	}
 	if (m->in_gc) {
 		s->gc_frees++;
+		s->tail_gc_frees++;
 		s->gc_freed_bytes += e->size;
 		m->counts.gc_frees++;
 	}

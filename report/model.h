@@ -74,6 +74,7 @@ struct lw_site {
 	uint64_t tail_step;
 	uint64_t tail_frees;
 	uint64_t tail_long_frees;
+	uint64_t tail_gc_frees;
 	uint64_t first_birth_step;	/* of its first allocation */
 	uint64_t last_birth_step;	/* of its latest one */
 	/* Its slot in the shares of open phase instance phase_instance. */

@@ -394,8 +394,8 @@ static void put_pyframe(FILE *out, const struct lw_model *m, const char *lead,
 /* A site's location line, without its newline: "    at FRAME", or for a
  * block made in backward on autograd's thread "    in backward()
  * (MmBackward0) called from FRAME". */
-static void put_location(FILE *out, const struct lw_model *m,
-			 const struct lw_location *loc)
+static void put_location_as(FILE *out, const struct lw_model *m,
+			    const struct lw_location *loc, const char *lead)
 {
 	if (loc->frame->python && loc->in_backward) {
 		fputs("    in backward() ", out);
@@ -403,11 +403,40 @@ static void put_location(FILE *out, const struct lw_model *m,
 			fprintf(out, "(%s) ", loc->autograd_node);
 		put_pyframe(out, m, "called from ", loc->frame->py);
 	} else if (loc->frame->python) {
-		put_pyframe(out, m, LOCATION_LEAD, loc->frame->py);
+		put_pyframe(out, m, lead, loc->frame->py);
 	} else {
-		put_frame(out, m, LOCATION_LEAD, loc->symbol,
-			  &loc->symbol->frames[0], false);
+		put_frame(out, m, lead, loc->symbol, &loc->symbol->frames[0],
+			  false);
 	}
+}
+
+static void put_location(FILE *out, const struct lw_model *m,
+			 const struct lw_location *loc)
+{
+	put_location_as(out, m, loc, LOCATION_LEAD);
+}
+
+/* A finding's other lines: "    also at FUNCTION  FILE:LINE". */
+static int put_other_lines(FILE *out, const struct lw_report *r,
+			   size_t finding)
+{
+	uint32_t *sites;
+	size_t n;
+	int rc = lw_finding_lines(r, finding, &sites, &n);
+
+	for (size_t i = 1; rc == 0 && i < n; i++) {
+		struct lw_site_stack st;
+
+		if ((rc = lw_site_stack(r, sites[i], &st)) == 0 &&
+		    st.location.frame) {
+			put_location_as(out, r->model, &st.location,
+					"    also at ");
+			putc('\n', out);
+		}
+		lw_site_stack_fini(&st);
+	}
+	free(sites);
+	return rc;
 }
 
 /* The first line of a site: what it holds at the report point. */
@@ -904,6 +933,7 @@ static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 			lw_category_name(f->category),
 			lw_confidence_name(f->confidence), f->reason);
 		if ((rc = lw_put_site_location(out, r, f->site)) < 0 ||
+		    (f->leak && (rc = put_other_lines(out, r, i)) < 0) ||
 		    (f->leak && (rc = put_held_by(out, r, f->site)) < 0))
 			break;
 		char *evidence;

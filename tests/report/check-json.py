@@ -58,18 +58,23 @@ PHASE_KEYS = ["name", "begins", "ends", "surviving_bytes", "surviving_count",
               "sites", "more_sites"]
 SHARE_KEYS = ["id", "kind", "bytes", "count", "location"]
 FINDING_KEYS = ["category", "leak", "confidence", "suppressed", "site", "kind",
-                "location", "reason", "fix", "phase", "evidence", "held_by"]
+                "location", "reason", "fix", "phase", "evidence", "held_by",
+                "lines"]
 EVIDENCE_KEYS = ["bytes_per_step", "count_per_step", "live_bytes", "live_count",
                  "mean_size", "frees", "mean_lifetime_steps",
                  "max_lifetime_steps", "gc_frees", "gc_passes",
                  "lingering_steps", "lingering_bytes", "peak_bytes",
                  "phase_bytes", "sites",
+                 # A step peak's share, against a typical step's peak.
+                 "lingering_mean_bytes", "typical_peak_bytes",
                  # What it held at step ends, and when it was let go.
                  "held_bytes", "held_count", "held_at_step", "released",
                  "released_when"]
 CATEGORIES = ["retained-loss", "metric-copy", "retained-graph",
               "lingering-previous-step", "unreleased-module",
-              "cycle-delayed-frees", "growth", "not-a-leak"]
+              "cycle-delayed-frees", "growth", "not-a-leak", "cache-growth",
+              "growing-buffer", "kept-exception", "uncollected-cycle",
+              "kept-activations"]
 KIND_KEYS = ["device", "managed", "pinned_host", "host_registered"]
 TOTAL_KEYS = ["live_bytes", "live_count", "allocations", "bytes_allocated"]
 SITE_KEYS = ["id", "kind", "live_bytes", "live_count", "allocations",

@@ -409,10 +409,251 @@ def steps_grad_scaler(steps, rec):
         rec.step()
 
 
+# ---- more kinds of leak, each with its fix applied ----
+
+def growing_buffer(steps, rec, fixed=False):
+    """Evaluation that gathers its logits by concatenating each batch's
+    onto all before it, as the old Trainer did: one tensor made anew,
+    larger, every batch. Fixed: each batch's piece kept on the host,
+    concatenated once."""
+    leakwatch = helper()
+    model = MLP().to(DEVICE)
+    model.eval()
+    all_logits = torch.zeros(0, 10, device=DEVICE)
+    pieces = []
+    with torch.no_grad():
+        for _, x, _y in batches(steps):
+            logits = model(x)
+            if fixed:
+                pieces.append(logits.cpu())
+            else:
+                all_logits = torch.cat([all_logits, logits])  # @lead
+            rec.step()
+            leakwatch.step()
+    if fixed:
+        all_logits = torch.cat(pieces)
+    return all_logits
+
+
+def growing_buffer_fixed(steps, rec):
+    return growing_buffer(steps, rec, fixed=True)
+
+
+def risky_step(model, x, y):
+    """A step that fails after its forward pass, as a bad batch does."""
+    logits = model(x)  # @lead
+    loss = F.cross_entropy(logits, y)
+    if loss.numel():
+        raise ValueError("bad batch")
+    return loss
+
+
+def kept_exception(steps, rec, fixed=False):
+    """Errors kept for a summary at the end: each exception's traceback
+    keeps the frame of the step that raised it, and its tensors. Fixed:
+    the message is kept, not the exception."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    errors = []
+    for _, x, y in batches(steps):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        try:
+            risky_step(model, x, y)
+        except ValueError as e:
+            errors.append(str(e) if fixed else e)
+        rec.step()
+    return errors
+
+
+def kept_exception_fixed(steps, rec):
+    return kept_exception(steps, rec, fixed=True)
+
+
+def uncollected_cycle(steps, rec, fixed=False):
+    """Scratch state in a reference cycle, with the collector turned off
+    for speed: every step's cycle, and its tensor, stays forever. Fixed:
+    the back-reference is cleared once the step is done."""
+    gc.disable()
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    for _, x, y in batches(steps):
+        out = model(x)
+        scratch = Node(out.detach() * 2)  # @lead
+        loss = F.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if fixed:
+            scratch.me = None
+        del scratch
+        rec.step()
+    gc.enable()
+
+
+def uncollected_cycle_fixed(steps, rec):
+    uncollected_cycle(steps, rec, fixed=True)
+
+
+class Probe(nn.Module):
+    """A layer whose output a forward hook keeps, as feature probes and
+    activation statistics do."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(256, 512)
+
+    def forward(self, x):
+        return F.relu(self.fc(x))  # @lead
+
+
+def kept_activations(steps, rec, fixed=False):
+    """A forward hook that stores each batch's activations, detached:
+    no graph is kept, but every tensor is. Fixed: a host copy is kept."""
+    probe = Probe().to(DEVICE)
+    head = nn.Linear(512, 10).to(DEVICE)
+    opt = rec.count(torch.optim.SGD(list(probe.parameters()) +
+                                    list(head.parameters()), lr=0.01))
+    stored = []
+    probe.register_forward_hook(
+        lambda module, inputs, output: stored.append(
+            output.detach().cpu() if fixed else output.detach()))
+    for _, x, y in batches(steps):
+        loss = F.cross_entropy(head(probe(x)), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        rec.step()
+    return stored
+
+
+def kept_activations_fixed(steps, rec):
+    return kept_activations(steps, rec, fixed=True)
+
+
+def torchtitan_fixed(steps, rec):
+    """torchtitan's loop with the fix the finding gives: the number is
+    kept, not the tensor."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.AdamW(model.parameters(), lr=1e-3))
+    losses_since_last_log = []
+    for step, x, y in batches(steps):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses_since_last_log.append(loss.item())
+        rec.step()
+    return losses_since_last_log
+
+
+def eval_grad_fixed(steps, rec):
+    """The evaluation under torch.no_grad(), adding numbers."""
+    leakwatch = helper()
+    model = MLP().to(DEVICE)
+    model.eval()
+    val_total = 0
+    with torch.no_grad():
+        for _, x, y in batches(steps):
+            out = model(x)
+            val_total = val_total + F.cross_entropy(out, y).item()
+            rec.step()
+            leakwatch.step()
+    return val_total
+
+
+def espnet_adamw(steps, rec, fixed=False):
+    """ESPnet's story with AdamW: the optimizer's state, made at the
+    first step, holds the run's highest peak, but every later step's peak
+    still holds the previous step's gradient buffer. Fixed: retval is let
+    go of once backward() has run."""
+    model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 4096)).to(DEVICE)
+    opt = rec.count(torch.optim.AdamW(model.parameters(), lr=1e-3))
+    retval = None
+    for _, x, _y in batches(steps, batch=2048):
+        retval = {"loss": GradBufferLoss.apply(model(frontend(x)))}
+        opt.zero_grad()
+        retval["loss"].backward()
+        opt.step()
+        if fixed:
+            retval = None
+        rec.step()
+    if not fixed:
+        rec.held = retval["loss"].grad_fn.grad.untyped_storage().nbytes()
+    return retval
+
+
+def espnet_fixed(steps, rec):
+    return espnet_adamw(steps, rec, fixed=True)
+
+
+def composer_fixed(steps, rec):
+    """Composer's loop with the fix: one metric object, reset and reused
+    instead of copied every batch."""
+    trainer = Trainer()
+    rec.count(trainer.opt)
+    metrics = Accuracy()
+    for _, x, y in batches(steps):
+        out = trainer.model(x)
+        loss = F.cross_entropy(out, y)
+        trainer.opt.zero_grad()
+        loss.backward()
+        trainer.opt.step()
+        metrics.correct.zero_()
+        metrics.update(out.detach())
+        rec.step()
+    metrics.me = None
+
+
+def two_holders(steps, rec):
+    """Two leaks in one loop: the losses kept in a list, and each batch's
+    outputs kept in a dict by step. Two causes: two findings."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    losses, outputs = [], {}
+    for step, x, y in batches(steps):
+        out = model(x)
+        loss = F.cross_entropy(out, y)  # @lead (the losses)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss)
+        outputs[step] = out.detach()
+        rec.step()
+    return losses, outputs
+
+
+def train_eval_grad(steps, rec):
+    """Training with an evaluation batch every step whose loss is added
+    to a running total as a tensor, no torch.no_grad(): one bug, whose
+    graph keeps every evaluation batch's activations."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    val_total = 0
+    for _, x, y in batches(steps):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        model.eval()
+        val_total = val_total + F.cross_entropy(model(x), y)
+        model.train()
+        rec.step()
+    return val_total
+
+
 CASES = {f.__name__: f for f in (
     torchtitan, composer, composer_no_gc, composer_kept, espnet, simpletuner, eval_grad,
     control_adam, control_accumulation, control_eval, control_cache, control_gc,
-    steps_two_optimizers, steps_grad_scaler)}
+    steps_two_optimizers, steps_grad_scaler,
+    growing_buffer, growing_buffer_fixed, kept_exception,
+    kept_exception_fixed, uncollected_cycle, uncollected_cycle_fixed,
+    kept_activations, kept_activations_fixed, torchtitan_fixed,
+    eval_grad_fixed, espnet_adamw, espnet_fixed, composer_fixed,
+    two_holders, train_eval_grad)}
 
 def main():
     record = Record()

@@ -50,6 +50,24 @@ CASES = {
     "control_gc": None,
     "steps_two_optimizers": None,
     "steps_grad_scaler": None,
+    # More kinds, each with its fix applied as the finding words it: the
+    # fixed version must have no leak.
+    "growing_buffer": "growing-buffer",
+    "growing_buffer_fixed": None,
+    "kept_exception": "kept-exception",
+    "kept_exception_fixed": None,
+    "uncollected_cycle": "uncollected-cycle",
+    "uncollected_cycle_fixed": None,
+    "kept_activations": "kept-activations",
+    "kept_activations_fixed": None,
+    "torchtitan_fixed": None,
+    "eval_grad_fixed": None,
+    "espnet_adamw": "lingering-previous-step",
+    "espnet_fixed": None,
+    "composer_fixed": None,
+    "train_eval_grad": "retained-graph",
+    # Two causes in one loop: two findings, each with its own holder.
+    "two_holders": ("kept-activations", "retained-loss"),
 }
 
 # The allocator configurations, by the environment each adds. Under every
@@ -79,7 +97,8 @@ CONTEXTS = {
 # The categories whose leak grows every step; the others hold memory that
 # does not grow (a previous step's buffers, a phase's modules).
 GROWING = {"retained-loss", "cycle-delayed-frees", "metric-copy",
-           "retained-graph"}
+           "retained-graph", "growing-buffer", "kept-exception",
+           "uncollected-cycle", "kept-activations"}
 
 
 class Failure(Exception):
@@ -97,7 +116,9 @@ def lead_line(case):
     eval_grad's, the biggest part of the graph it keeps, in the model's
     forward)."""
     owner = {"composer_no_gc": "composer", "espnet": "GradBufferLoss",
-             "eval_grad": "MLP"}
+             "eval_grad": "MLP", "espnet_adamw": "GradBufferLoss",
+             "kept_exception": "MLP", "kept_activations": "Probe",
+             "train_eval_grad": "MLP"}
     want = owner.get(case, case)
     scope = None
     with open(SCENARIOS) as f:
@@ -225,9 +246,32 @@ def test(case, config, python, real_gpu):
           f"device memory by context does not add up: {contexts}")
     if CASES[case] is None:
         check(leaks == [], "a control has leak findings")
+        if case.endswith("_fixed"):
+            # The fix, applied as the finding words it, ends the growth.
+            check(rep["verdict"] != "growing",
+                  f"still growing after the fix: {rep['verdict']} "
+                  f"{rep['growth_bytes_per_step']} B per step")
         return "clean"
+    if isinstance(CASES[case], tuple):
+        check_causes(case, leaks)
+        return "found"
     check_leak(case, rep, program, leaks)
     return "found"
+
+
+def check_causes(case, leaks):
+    """One finding per cause: as many findings as kinds expected, each
+    with its own holder, the one that grows fastest first."""
+    want = CASES[case]
+    check([f["category"] for f in leaks] == list(want),
+          f"findings {[f['category'] for f in leaks]}, expected {want}")
+    holders = [f["held_by"][0]["path"] if f["held_by"] else None
+               for f in leaks]
+    check(all(holders) and len(set(h.split("[")[0] for h in holders)) ==
+          len(holders), f"each its own holder: {holders}")
+    rates = [f["evidence"]["bytes_per_step"] for f in leaks]
+    check(rates == sorted(rates, reverse=True),
+          f"the fastest first: {rates}")
 
 
 def gpu_present():
