@@ -289,7 +289,7 @@ const char *lw_holder_fix(const struct lw_model *m,
 	if (graph && memmem(path, len, "saved tensor", 12)) {
 		/* A graph that was never back-propagated: what holds it is
 		 * the tensor before ".grad_fn". */
-		snprintf(buf, size, "keep numbers, not graphs, in `%.*s`: add `.item()` (or `.detach()`) of each tensor to it, or run that code under torch.no_grad()",
+		snprintf(buf, size, "keep numbers, not graphs, in `%.*s`: add `.item()` of each tensor to it (or a host copy, `.detach().cpu()`), or run that code under torch.no_grad()",
 			 (int)(graph - path), path);
 		return buf;
 	}
@@ -304,7 +304,7 @@ const char *lw_holder_fix(const struct lw_model *m,
 		return buf;
 	}
 	if ((cut = last_index(path, len)) < len) {
-		snprintf(buf, size, "drain `%.*s` (clear it once used), or keep `.item()` (or `.detach()`) of what it collects instead",
+		snprintf(buf, size, "drain `%.*s` (clear it once used), or keep `.item()` (a number) or `.cpu()` (a host copy) of what it collects instead: `.detach()` still holds the device memory",
 			 (int)cut, path);
 		return buf;
 	}

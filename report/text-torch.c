@@ -20,7 +20,10 @@ void lw_put_torch_text(FILE *out, const struct lw_model *m)
 	if (!t.present)
 		return;
 	fputs("  pytorch allocator: ", out);
-	if (t.conf && t.conf->len)
+	if (t.pluggable)
+		fputs("a pluggable allocator (CUDAPluggableAllocator) that "
+		      "allocates each tensor with cudaMallocAsync", out);
+	else if (t.conf && t.conf->len)
 		lw_put_text(out, t.conf->data, t.conf->len);
 	else if (t.source && t.source->len == 10 &&
 		 memcmp(t.source->data, "no_caching", 10) == 0)

@@ -42,9 +42,14 @@ void lw_torch_view(const struct lw_model *m, struct lw_torch_view *view)
 	/* PyTorch reads "key:value" pairs separated by commas. */
 	view->async_backend = bytes_have(view->conf, "backend:cudaMallocAsync");
 	view->blocks_reported = m->torch.blocks > 0;
+	for (size_t i = 0; i < m->contexts.count && !view->async_backend &&
+			   !view->blocks_reported; i++)
+		view->pluggable |= m->contexts.items[i].api ==
+					   LW_API_CUDA_MALLOC_ASYNC &&
+				   m->contexts.items[i].totals.allocations > 0;
 	view->tensors_visible = view->async_backend ||
 				bytes_are(view->source, "no_caching") ||
-				view->blocks_reported;
+				view->blocks_reported || view->pluggable;
 	view->expandable_segments = !view->async_backend &&
 				    bytes_have(view->conf, "expandable_segments:True");
 }

@@ -22,6 +22,10 @@ struct lw_torch_view {
 	int tensors_visible;
 	int async_backend;       /* backend:cudaMallocAsync */
 	int blocks_reported;     /* the native allocator's hook was heard */
+	/* Device memory came one tensor per cudaMallocAsync with no backend
+	 * set: a pluggable allocator (CUDAPluggableAllocator), leakwatch's
+	 * own or another that allocates per tensor. */
+	int pluggable;
 	int expandable_segments; /* native allocator with expandable_segments:True */
 };
 

@@ -181,13 +181,16 @@ def _active(config):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
+    # A marked test's phase is its runs' own (pytest_pyfunc_call), so that
+    # what they left is the test's to report before it ends.
     shim = _active(item.config)
-    if shim:
+    phase = shim and item.get_closest_marker("leakwatch") is None
+    if phase:
         shim.phase_begin(item.nodeid.encode("utf-8", "replace"))
     try:
         yield
     finally:
-        if shim:
+        if phase:
             shim.phase_end()
 
 
@@ -198,25 +201,30 @@ def _frame_text(f):
     return f"{f.get('function') or '??'}  {where}"
 
 
-def _growing_sites(cli, trace, limit=3, frames=8):
-    """The growing sites of the trace, fastest first, each with its Python
-    frames (its native ones when it has none)."""
+def _test_sites(cli, trace, nodeid, runs, limit=3, frames=8):
+    """What the test's runs left behind, by site, most first: the sites of
+    the test's own phase of the trace (memory born in its runs and live
+    when they ended), each with its bytes per run and Python frames (its
+    native ones when it has none). Other tests' sites are not there."""
     p = subprocess.run([cli, "report", "--format", "json", trace],
                        capture_output=True, text=True, timeout=300)
     try:
         rep = json.loads(p.stdout)
     except ValueError:
         return [f"  (leakwatch report failed: {p.stderr.strip()})"]
-    sites = sorted((s for s in rep.get("sites", [])
-                    if s.get("verdict") == "growing"),
-                   key=lambda s: -s.get("growth_bytes_per_step", 0))
+    phase = next((ph for ph in reversed(rep.get("phases", []))
+                  if ph.get("name") == nodeid), None)
+    frames_of = {(s["id"], s["kind"]): s["frames"]
+                 for s in rep.get("sites", [])}
     out = []
-    for s in sites[:limit]:
-        out.append(f"  {format_size(s['growth_bytes_per_step'])} per step "
-                   f"at {_frame_text(s.get('location') or {})}")
-        shown = [f for f in s["frames"] if f.get("python")] or s["frames"]
+    for s in (phase or {}).get("sites", [])[:limit]:
+        out.append(f"  {format_size(s['bytes'] / runs)} per run "
+                   f"({s['count']} allocations in {runs} runs) at "
+                   f"{_frame_text(s.get('location') or {})}")
+        stack = frames_of.get((s["id"], s["kind"]), [])
+        shown = [f for f in stack if f.get("python")] or stack
         out += ["      " + _frame_text(f) for f in shown[:frames]]
-    return out or ["  (none judged growing yet)"]
+    return out or ["  (nothing the test's runs made is still live)"]
 
 
 def _section(item, shim, series, per_step, limit, steps, warmup):
@@ -232,8 +240,8 @@ def _section(item, shim, series, per_step, limit, steps, warmup):
     trace = _trace_path()
     cli = _paths.command()
     if cli and os.path.exists(trace):
-        lines += ["", f"growing sites of the trace so far ({trace}):"]
-        lines += _growing_sites(cli, trace)
+        lines += ["", f"what the test's runs left live, by site ({trace}):"]
+        lines += _test_sites(cli, trace, item.nodeid, steps)
     else:
         lines.append(f"trace: {trace}")
     return "\n".join(lines)
@@ -247,6 +255,11 @@ def _marker_options(item, marker):
 
     def bad(what):
         return pytest.UsageError(f"{item.nodeid}: leakwatch marker: {what}")
+    unknown = sorted(set(opts) - {"max_growth", "steps", "warmup"})
+    if unknown or marker.args:
+        what = (f"unknown argument {unknown[0]}=" if unknown else
+                f"positional argument {marker.args[0]!r}")
+        raise bad(f"{what} (it takes max_growth=, steps=, warmup=)")
     try:
         limit = parse_size(opts.get("max_growth", 0))
     except ValueError as e:
@@ -294,14 +307,18 @@ def pytest_pyfunc_call(pyfuncitem):
     args = {name: pyfuncitem.funcargs[name]
             for name in pyfuncitem._fixtureinfo.argnames}
     series = []
-    for _ in range(steps):
-        func(**args)
-        shim.step()
-        live = shim.device_live()
-        if live is None:
-            pytest.skip("leakwatch is not tracking (its trace could not "
-                        "be written)")
-        series.append(live[0])
+    shim.phase_begin(pyfuncitem.nodeid.encode("utf-8", "replace"))
+    try:
+        for _ in range(steps):
+            func(**args)
+            shim.step()
+            live = shim.device_live()
+            if live is None:
+                pytest.skip("leakwatch is not tracking (its trace could "
+                            "not be written)")
+            series.append(live[0])
+    finally:
+        shim.phase_end()
     # The report ignores the first tenth of a series: the default warm-up.
     judged = series[warmup - max(1, steps // 10):] \
         if warmup > max(1, steps // 10) else series

@@ -39,6 +39,10 @@ MAX_HOLDERS = 8
 MAX_SIZES = 16
 # Graph nodes counted behind one autograd root at most.
 MAX_GRAPH_NODES = 100000
+# How far the search for garbage follows what refers to a target: levels
+# of referrers, and objects in all.
+MAX_LEVELS = 8
+MAX_PART = 20000
 
 # Flags of a holder (common/lw-format.h, enum lw_holder_flags).
 UNREACHABLE = 4
@@ -485,6 +489,12 @@ class _Search(object):
                 yield fn, " \u2192"
 
     def _roots(self):
+        """The locals of every running function (the threads' frames),
+        then __main__'s globals. The search's own frames are not roots,
+        and no frame object is kept once done: sys._current_frames()
+        makes one for this very frame, and a reference to it from one of
+        its locals would keep its last local (a tensor) alive past the
+        search, in a cycle only the collector breaks."""
         frames = []
         try:
             current = list(sys._current_frames().values())
@@ -496,6 +506,15 @@ class _Search(object):
                 if f.f_globals is not _OWN_GLOBALS:
                     frames.append(f)
                 f = f.f_back
+        current = f = None
+        try:
+            self._frame_roots(frames)
+        finally:
+            frames.clear()
+        main = sys.modules.get("__main__")
+        self._globals([("__main__", main)] if main else [])
+
+    def _frame_roots(self, frames):
         for f in frames:
             code = f.f_code
             where = "%s (%s:%d)" % (code.co_name, code.co_filename,
@@ -507,8 +526,6 @@ class _Search(object):
                     except Exception:
                         continue
                 self._add_root(v, name, "local of " + where)
-        main = sys.modules.get("__main__")
-        self._globals([("__main__", main)] if main else [])
 
     def _locals(self, f):
         """A function's bound locals, read by the shim; a module's code
@@ -543,99 +560,185 @@ class _Search(object):
 
     def run(self):
         """Breadth first from the program's own roots (live frames and
-        __main__), then from every other module's globals."""
+        __main__); then, for what they do not reach, the reference cycles
+        the collector has yet to free (garbage()); then every other
+        module's globals. Returns {root node: objects in its cycle} for
+        the holders that are cycles."""
         self._roots()
         n = self._walk(0)
+        cycles = {}
+        if not self.cut and len(self.found) < len(self.ranges):
+            cycles = self.garbage()
+            n = len(self.objs)
         if not self.cut and len(self.found) < len(self.ranges):
             self._globals(sorted((k, m) for k, m in list(sys.modules.items())
                                  if k != "__main__" and m is not None
                                  and type(k) is str))
             n = self._walk(n)
         self.reachable = len(self.objs)
-        return n
+        return cycles
 
     def garbage(self):
-        """Targets no root reaches, held by reference cycles waiting for a
-        pass of the collector: walks again from the objects the collector
-        tracks that the first walk never met, the instances of classes
-        first (what a person would name), then any. A holder found so is
-        kept only when its cycle is closed: nothing outside it refers to
-        its objects (not the program's variables, not C code). Returns
-        {root node: objects in its cycle}."""
+        """Targets held by reference cycles that nothing else refers to,
+        waiting for a pass of the collector (or for ever, when it is
+        off). The targets the walk has not met are looked for among the
+        objects the collector tracks; from them, what refers to them is
+        followed up, level by level (gc.get_referrers), into parts that
+        stop where nothing more refers in. A part that reaches a frame,
+        a module, a class, or grows past MAX_PART objects is not garbage.
+        A part is garbage when nothing outside it refers to any of its
+        objects (their reference counts are all its own); it is then
+        walked from the object a person would name (an instance of a
+        class, else a container), which names the holder. Returns {root
+        node: objects in its part}."""
+        want = self._unmet()
+        if not want:
+            return {}
+        part = {}       # id -> object, everything followed up
+        mine = {id(want), id(self.objs), id(self.seen), id(self.root),
+                id(part)}
+        globals_ = set()
+        for m in list(sys.modules.values()):
+            try:
+                globals_.add(id(_module_dict(m)))
+            except Exception:
+                continue
+        owner = {}      # id -> the id its part is known by (union-find)
+        bad = set()     # parts that are not garbage
+
+        def find(i):
+            while owner[i] != i:
+                owner[i] = owner[owner[i]]
+                i = owner[i]
+            return i
+
+        def union(a, b):
+            a, b = find(a), find(b)
+            if a != b:
+                owner[b] = a
+                if b in bad:
+                    bad.add(a)
+        for obj in want:
+            part[id(obj)] = obj
+            owner[id(obj)] = id(obj)
+        frontier = list(want)
+        mine.add(id(frontier))
+        level = 0
+        while frontier and level < MAX_LEVELS and len(part) < MAX_PART:
+            level += 1
+            try:
+                refs = gc.get_referrers(*frontier)
+            except Exception:
+                return {}
+            mine.add(id(refs))
+            known = {id(o) for o in frontier}
+            nxt = []
+            mine.add(id(nxt))
+            for r in refs:
+                i = id(r)
+                if i in mine or type(r) in _ATOM_TYPES:
+                    continue
+                if i in self.seen and i not in part:
+                    # The walk from the program's roots met it: what it
+                    # refers to is reachable.
+                    for v in gc.get_referents(r):
+                        if id(v) in known:
+                            bad.add(find(id(v)))
+                    continue
+                if i not in part:
+                    part[i] = r
+                    owner[i] = i
+                    nxt.append(r)
+                for v in gc.get_referents(r):
+                    if id(v) in known:
+                        union(id(v), i)
+                if i in globals_ or \
+                        _is(r, (types.FrameType, types.ModuleType, type)):
+                    bad.add(find(i))
+            frontier = nxt
+            refs = None
+        if frontier:
+            # Still referred to from further than it followed.
+            for obj in frontier:
+                bad.add(find(id(obj)))
+        # No reference of this function's may count in _closed().
+        frontier = nxt = want = obj = r = v = None
+        parts = {}
+        for i in part:
+            parts.setdefault(find(i), []).append(i)
+        sizes = {}
         first = len(self.objs)
+        for head_id, members in parts.items():
+            if head_id in bad or not self._closed(members, part):
+                continue
+            head = self._head(members, part)
+            self._add_root(head, "<%s>" % _tname(type(head)), None)
+            sizes[len(self.objs) - 1] = len(members)
+        part = owner = None
+        if len(self.objs) > first:
+            self._walk(first)
+        # Targets met from a part's head; the others are not garbage.
+        return {top: n for top, n in sizes.items()}
+
+    def _unmet(self):
+        """The objects of the targets not met yet, among those the
+        collector tracks."""
+        want = []
         try:
             tracked = gc.get_objects()
         except Exception:
-            return {}
-        heads, rest = [], []
+            return want
+        kinds_get = self.kinds.get
         for obj in tracked:
-            if id(obj) in self.seen or type(obj) in _ATOM_TYPES:
+            tp = type(obj)
+            k = kinds_get(tp)
+            if k is None:
+                k = self._first_of(obj)
+            if k != _TENSOR and k != _ARRAY or id(obj) in self.seen:
                 continue
-            kind = self._first_of(obj)
+            ptr = self._buffer(obj, k)
+            r = self._range_of(ptr) if ptr is not None else -1
+            if r >= 0 and r not in self.found:
+                want.append(obj)
+        return want
+
+    def _closed(self, members, part):
+        """Whether nothing outside members refers to any of them: each
+        one's reference count is what members hold of it."""
+        ids = set(members)
+        inside = {}
+        for i in members:
+            try:
+                refs = gc.get_referents(part[i])
+            except Exception:
+                return False
+            for v in refs:
+                j = id(v)
+                if j in ids:
+                    inside[j] = inside.get(j, 0) + 1
+        # No reference of this function's may count.
+        refs = v = None
+        for i in members:
+            # getrefcount's argument, part's entry, the walk's list when
+            # the object is one of its nodes.
+            ours = 2 + (i in self.seen)
+            if sys.getrefcount(part[i]) - ours > inside.get(i, 0):
+                return False
+        return True
+
+    def _head(self, members, part):
+        """The object a person would name in a part: an instance of a
+        class of theirs, else a container."""
+        best = None
+        for i in members:
+            obj = part[i]
+            kind = self._kind(type(obj))
             if kind == _OBJECT and _instance_dict(obj) is not None and \
                     not _is(obj, (dict, list, tuple, set)):
-                heads.append(obj)
-            elif kind in (_OBJECT, _SEQ, _DICT):
-                rest.append(obj)
-        del tracked
-        sizes = {}
-        for group in (heads, rest):
-            if self.cut or len(self.found) == len(self.ranges):
-                break
-            start = len(self.objs)
-            for obj in group:
-                self._add_root(obj, "<%s>" % _tname(type(obj)), None)
-            group.clear()
-            self._walk(start)
-        heads.clear()
-        rest.clear()
-        group = heads = rest = None
-        for r, n in list(self.found.items()):
-            if n < first:
-                continue
-            top = n
-            while self.parent[top] >= 0:
-                top = self.parent[top]
-            if top not in sizes:
-                sizes[top] = self._cycle(top, first)
-            if not sizes[top]:
-                del self.found[r]
-        return {top: n for top, n in sizes.items() if n}
-
-    def _cycle(self, top, first):
-        """How many objects the unreachable part holds from top, itself
-        included, if no reference from outside that part reaches one of
-        them; 0 otherwise (something the walk cannot see keeps them)."""
-        seen = {id(self.objs[top]): self.objs[top]}
-        stack = [self.objs[top]]
-        inside = {}     # id -> references from inside the part
-        reached = set(id(self.objs[i]) for i in range(first))
-        while stack and len(seen) < 100000:
-            obj = stack.pop()
-            try:
-                refs = gc.get_referents(obj)
-            except Exception:
-                return 0
-            for v in refs:
-                i = id(v)
-                if i in reached or type(v) in _ATOM_TYPES or \
-                        self._kind(type(v)) in (_SKIP, _CLASS):
-                    continue
-                inside[i] = inside.get(i, 0) + 1
-                if i not in seen:
-                    seen[i] = v
-                    stack.append(v)
-            del refs
-        obj = v = None
-        if stack:
-            return 0
-        for i in seen:
-            # getrefcount's argument, seen, and the walk's list when the
-            # object is one of its nodes.
-            ours = 2 + (i in self.seen)
-            if sys.getrefcount(seen[i]) - ours > inside.get(i, 0):
-                return 0
-        return len(seen)
+                return obj
+            if best is None and kind in (_SEQ, _DICT, _OBJECT):
+                best = obj
+        return best if best is not None else part[members[0]]
 
     def _met(self, obj, kind, node):
         """Whether obj, just met as node, was the last target to find."""
@@ -842,10 +945,7 @@ def search(targets, budget, frame_locals=None, steps_since_gc=-1):
     warnings.simplefilter("ignore")
     s.torch.enter()
     try:
-        s.run()
-        cycles = {}
-        if not s.cut and len(s.found) < len(ranges):
-            cycles = s.garbage()
+        cycles = s.run()
         groups = {}
         order = []
         for r, n in sorted(s.found.items(), key=lambda kv: kv[1]):

@@ -387,6 +387,43 @@ def gate_names_growth():
     check("keep_one_buffer" in m.group(3), f"its site: {m.group(0)}")
 
 
+def pytest_per_test():
+    """A failing test's leakwatch section is the test's own: the sites its
+    runs left live, each at its rate per run, and none of another test's
+    (test_two_leaks.py: two tests leaking at different lines and rates)."""
+    py = pytest_python()
+    if not py:
+        print("no python with pytest: skipped")
+        sys.exit(77)
+    tests = os.path.join(os.path.dirname(os.environ["LW_PYTEST_TESTS"]),
+                         "test_two_leaks.py")
+    lines = {m: next(i for i, line in enumerate(open(tests), 1)
+                     if "# @" + m in line) for m in ("four", "eight")}
+    env = {
+        "PYTHONPATH": os.pathsep.join([os.environ["LW_SCRIPTS"],
+                                       os.path.dirname(
+                                           os.environ["LW_TINYTENSOR_PY"])]),
+        "LEAKWATCH_LIB": LIB,
+        "LEAKWATCH_CLI": CLI,
+        "LD_PRELOAD": "",
+    }
+    run = Run([py, "-m", "pytest", "-p", "pytest_leakwatch", "-p",
+               "no:cacheprovider", "-q", "-rA", tests, "--leakwatch"],
+              env=env, preload=False)
+    out = run.stdout
+    check_eq(run.returncode, 1, f"both tests fail: {out}\n{run.stderr}")
+    sections = re.split(r"_{3,} test_leaks_", out)
+    by_test = {s.split(" ")[0]: s for s in sections[1:]}
+    for test, mine, other, rate in (("4k", "four", "eight", "+4.0 KiB"),
+                                    ("8k", "eight", "four", "+8.0 KiB")):
+        text = by_test.get(test, "")
+        check(f"{rate} per run" in text and
+              f"test_two_leaks.py:{lines[mine]}" in text,
+              f"test_leaks_{test} names its own line and rate: {text}")
+        check(f"test_two_leaks.py:{lines[other]}" not in text,
+              f"test_leaks_{test} names the other test's line: {text}")
+
+
 def pytest_python():
     """An interpreter with pytest (Debian's python3-pytest), or None."""
     for py in ("/usr/bin/python3", sys.executable):
@@ -484,7 +521,10 @@ def pytest_bad_marker():
     for marker, said in (('max_growth="lots"', "not a size: 'lots'"),
                          ('steps="many"', "steps='many' is not a whole number"),
                          ("steps=3", "steps=3: growth is judged on at least 5"),
-                         ("steps=8, warmup=7", "steps=8 leaves nothing")):
+                         ("steps=8, warmup=7", "steps=8 leaves nothing"),
+                         ('max_growht="1MiB"',
+                          "unknown argument max_growht= (it takes"),
+                         ('"1MiB"', "positional argument '1MiB'")):
         path = os.path.join(tmp, "test_marked.py")
         with open(path, "w") as f:
             f.write("import pytest\n\n\n"
@@ -506,4 +546,4 @@ if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         rank_names, two_ranks, dataloader_workers, live_every, signal_flush,
         signal_respected, pytest_plugin, pytest_bad_marker, holders,
-        holders_run_no_program_code, gate_names_growth]}))
+        holders_run_no_program_code, gate_names_growth, pytest_per_test]}))
