@@ -5,6 +5,12 @@
  * bias the trace recorded, on first use. Inlined calls are expanded the way
  * eu-addr2line -i does: the DWARF scopes around the address give one frame
  * per inlined function, each placed at the call site recorded in the next.
+ *
+ * What it costs lies in the frameworks' libraries: hundreds of thousands of
+ * symbols, and no DWARF. Function names come from the symbol table read
+ * directly (elf-symbols.h), for every frame of the trace in that library
+ * in one pass, instead of libdwfl's pass over the whole table and its
+ * names for each address.
  */
 #include "symbolize.h"
 
@@ -17,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elf-symbols.h"
 #include "lw-hash.h"
 #include "lw-report-config.h"
 
@@ -45,6 +52,17 @@ struct sym_module {
 	enum module_state state;
 #if LW_HAVE_LIBDW
 	Dwfl_Module *dwfl_module;
+	/* The file, opened once its first address is asked for (checked),
+	 * for its symbol table read directly. */
+	bool checked;
+	int fd;			/* -1: not open */
+	struct lw_elf *elf;
+	/* Every frame of the trace in the module, and the symbol each is
+	 * in (lw_elf_lookup), once one is asked for. */
+	uint64_t *pcs;
+	struct lw_elf_match *matches;
+	size_t pc_count;
+	bool looked_up;
 #endif
 };
 
@@ -115,6 +133,9 @@ struct lw_symbolizer *lw_symbolizer_new(const struct lw_model *model)
 		const char *slash;
 
 		m->record = rec;
+#if LW_HAVE_LIBDW
+		m->fd = -1;
+#endif
 		m->path = strndup((const char *)rec->path.data, rec->path.len);
 		if (!m->path)
 			goto error;
@@ -148,16 +169,26 @@ void lw_symbolizer_free(struct lw_symbolizer *s)
 			free_symbol(s->cache[i].symbol);
 	}
 	free(s->cache);
-	for (size_t i = 0; i < s->module_count; i++)
-		free(s->modules[i].path);
-	free(s->modules);
-	for (size_t i = 0; i < s->note_count; i++)
-		free(s->notes[i]);
-	free(s->notes);
+	for (size_t i = 0; i < s->module_count; i++) {
+		struct sym_module *m = &s->modules[i];
+
+		free(m->path);
+#if LW_HAVE_LIBDW
+		lw_elf_free(m->elf);
+		if (m->fd >= 0)
+			close(m->fd);
+		free(m->pcs);
+		free(m->matches);
+#endif
+	}
 #if LW_HAVE_LIBDW
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 #endif
+	free(s->modules);
+	for (size_t i = 0; i < s->note_count; i++)
+		free(s->notes[i]);
+	free(s->notes);
 	free(s);
 }
 
@@ -293,8 +324,12 @@ static int open_module(struct lw_symbolizer *s, struct sym_module *m)
 					dwfl_errmsg(-1));
 	}
 	/* Opened here, not by libdwfl: a path in a trace could name a FIFO
-	 * or a device, and reading one could block forever. */
-	fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	 * or a device, and reading one could block forever. The file
+	 * check_module() read, when it did. */
+	if (m->fd >= 0)
+		fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0);
+	else
+		fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return add_note(s, "no symbols for %s (%s): its frames are shown as offsets",
 				m->path, strerror(errno));
@@ -320,6 +355,126 @@ static int open_module(struct lw_symbolizer *s, struct sym_module *m)
 		return add_note(s, "%s changed since the trace was written (its build-id differs): its frames are shown as offsets",
 				m->path);
 	m->state = MODULE_READY;
+	return 0;
+}
+
+/*
+ * Opens the module's file and reads its headers (not its symbols), once.
+ * Whatever fails here is left to open_module(), which says why in a note.
+ */
+static void check_module(struct sym_module *m)
+{
+	struct stat st;
+	int fd;
+
+	m->checked = true;
+	if (m->path[0] != '/')
+		return;
+	fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    lw_elf_open(fd, &m->elf) < 0) {
+		close(fd);
+		return;
+	}
+	m->fd = fd;
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The symbols of every frame of the trace in m's range, in one pass over
+ * its table: the frames a report shows are among them, and which those
+ * are is the renderers' to say, one at a time.
+ */
+static int look_up_frames(struct lw_symbolizer *s, struct sym_module *m,
+			  uint64_t bias)
+{
+	const struct lw_stack_table *stacks = &s->model->stacks;
+	const struct lw_trace_module *rec = m->record;
+	size_t n = 0;
+
+	m->looked_up = true;
+	for (size_t i = 0; i < stacks->frame_count; i++) {
+		uint64_t a = stacks->frames[i];
+
+		n += a && a - 1 >= rec->start && a - 1 < rec->end;
+	}
+	if (n == 0)
+		return 0;
+	m->pcs = malloc(n * sizeof(*m->pcs));
+	if (!m->pcs)
+		return -ENOMEM;
+	n = 0;
+	for (size_t i = 0; i < stacks->frame_count; i++) {
+		uint64_t a = stacks->frames[i];
+
+		if (a && a - 1 >= rec->start && a - 1 < rec->end)
+			m->pcs[n++] = a - 1;
+	}
+	qsort(m->pcs, n, sizeof(*m->pcs), compare_u64);
+	m->pc_count = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (m->pc_count == 0 || m->pcs[m->pc_count - 1] != m->pcs[i])
+			m->pcs[m->pc_count++] = m->pcs[i];
+	}
+	m->matches = calloc(m->pc_count, sizeof(*m->matches));
+	if (!m->matches)
+		return -ENOMEM;
+	/* A file that cannot be read now leaves every frame to libdwfl. */
+	lw_elf_lookup(m->elf, bias, m->pcs, m->pc_count, m->matches);
+	return 0;
+}
+
+/*
+ * The name of the symbol holding pc, as dwfl_module_addrinfo() gives it
+ * (NULL: none), into *name, malloc'ed. From the symbol table read directly
+ * where it answers, else from libdwfl.
+ */
+static int symbol_name(struct lw_symbolizer *s, struct sym_module *m,
+		       uint64_t pc, char **name)
+{
+	struct lw_elf_match match = { .answer = LW_ELF_UNDECIDED };
+	const char *found;
+	GElf_Off offset;
+	GElf_Sym elf_sym;
+
+	*name = NULL;
+	if (m->elf && lw_elf_can_lookup(m->elf)) {
+		Dwarf_Addr bias;
+		size_t lo = 0, hi;
+		int rc;
+
+		dwfl_module_getelf(m->dwfl_module, &bias);
+		if (!m->looked_up && (rc = look_up_frames(s, m, bias)) < 0)
+			return rc;
+		for (hi = m->pc_count; lo < hi;) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (m->pcs[mid] < pc)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < m->pc_count && m->pcs[lo] == pc)
+			match = m->matches[lo];
+		else
+			/* Not a frame of a stack: this one alone. */
+			lw_elf_lookup(m->elf, bias, &pc, 1, &match);
+		if (match.answer == LW_ELF_FOUND &&
+		    lw_elf_symbol_name(m->elf, &match, name) == 0)
+			return 0;
+	}
+	found = dwfl_module_addrinfo(m->dwfl_module, pc, &offset, &elf_sym,
+				     NULL, NULL, NULL);
+	if (found && !(*name = strdup(found)))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -385,21 +540,20 @@ static Dwarf_Die *find_cu(Dwfl_Module *mod, uint64_t pc, Dwarf_Addr *bias)
 	return NULL;
 }
 
-static int resolve_dwfl(struct sym_module *m, uint64_t pc,
-			struct lw_symbol *sym)
+static int resolve_dwfl(struct lw_symbolizer *s, struct sym_module *m,
+			uint64_t pc, struct lw_symbol *sym)
 {
 	Dwfl_Module *mod = m->dwfl_module;
-	const char *file = NULL, *symbol_name, *comp_dir = NULL;
+	const char *file = NULL, *comp_dir = NULL;
+	char *elf_name;
 	unsigned line = 0;
 	Dwarf_Die *cudie, *scopes = NULL;
 	Dwarf_Addr bias = 0;
-	GElf_Off offset;
-	GElf_Sym elf_sym;
 	bool open_inline = false;
-	int nscopes = 0, rc = 0;
+	int nscopes = 0, rc;
 
-	symbol_name = dwfl_module_addrinfo(mod, pc, &offset, &elf_sym, NULL,
-					   NULL, NULL);
+	if ((rc = symbol_name(s, m, pc, &elf_name)) < 0)
+		return rc;
 	cudie = find_cu(mod, pc, &bias);
 	if (cudie) {
 		Dwarf_Attribute attr;
@@ -421,7 +575,7 @@ static int resolve_dwfl(struct sym_module *m, uint64_t pc,
 		if (!is_function_scope(die))
 			continue;
 		name = die_name(die);
-		rc = push_frame(sym, name ? name : symbol_name, file, line,
+		rc = push_frame(sym, name ? name : elf_name, file, line,
 				comp_dir);
 		open_inline = dwarf_tag(die) == DW_TAG_inlined_subroutine;
 		if (!open_inline)
@@ -432,7 +586,8 @@ static int resolve_dwfl(struct sym_module *m, uint64_t pc,
 	/* No DWARF, or the chain of inlined calls did not reach the function
 	 * that holds them: the symbol table names it. */
 	if (rc == 0 && (sym->frame_count == 0 || open_inline))
-		rc = push_frame(sym, symbol_name, file, line, comp_dir);
+		rc = push_frame(sym, elf_name, file, line, comp_dir);
+	free(elf_name);
 	return rc;
 }
 #endif
@@ -451,10 +606,12 @@ static int resolve(struct lw_symbolizer *s, uint64_t address,
 	sym->module = m->path;
 	sym->offset = address - m->record->load_bias;
 #if LW_HAVE_LIBDW
+	if (!m->checked)
+		check_module(m);
 	if (m->state == MODULE_UNTRIED && (rc = open_module(s, m)) < 0)
 		return rc;
 	if (m->state == MODULE_READY)
-		return resolve_dwfl(m, pc, sym);
+		return resolve_dwfl(s, m, pc, sym);
 #else
 	if (!s->noted_no_libdw) {
 		s->noted_no_libdw = true;
