@@ -10,7 +10,9 @@
  * symbols, and no DWARF. Function names come from the symbol table read
  * directly (elf-symbols.h), for every frame of the trace in that library
  * in one pass, instead of libdwfl's pass over the whole table and its
- * names for each address.
+ * names for each address. What an address resolved to is kept by the
+ * library's build id (symbol-cache.h): the next report of the job, and the
+ * other traces of a report, find it there without opening the library.
  */
 #include "symbolize.h"
 
@@ -26,6 +28,7 @@
 #include "elf-symbols.h"
 #include "lw-hash.h"
 #include "lw-report-config.h"
+#include "symbol-cache.h"
 
 #if LW_HAVE_LIBDW
 #include <dwarf.h>
@@ -52,11 +55,13 @@ struct sym_module {
 	enum module_state state;
 #if LW_HAVE_LIBDW
 	Dwfl_Module *dwfl_module;
-	/* The file, opened once its first address is asked for (checked),
-	 * for its symbol table read directly. */
+	/* The file, opened once its first address is asked for (checked):
+	 * its symbol table read directly, and, keyed by its build id, its
+	 * entries in the symbol cache (NULL: none). */
 	bool checked;
 	int fd;			/* -1: not open */
 	struct lw_elf *elf;
+	struct lw_symcache *cache;
 	/* Every frame of the trace in the module, and the symbol each is
 	 * in (lw_elf_lookup), once one is asked for. */
 	uint64_t *pcs;
@@ -177,6 +182,7 @@ void lw_symbolizer_free(struct lw_symbolizer *s)
 		lw_elf_free(m->elf);
 		if (m->fd >= 0)
 			close(m->fd);
+		lw_symcache_put(m->cache);
 		free(m->pcs);
 		free(m->matches);
 #endif
@@ -359,12 +365,17 @@ static int open_module(struct lw_symbolizer *s, struct sym_module *m)
 }
 
 /*
- * Opens the module's file and reads its headers (not its symbols), once.
- * Whatever fails here is left to open_module(), which says why in a note.
+ * Opens the module's file and reads its headers (not its symbols), once:
+ * with a build id (the trace's, when it recorded one), its addresses may
+ * come from the symbol cache without libdwfl. Whatever fails here is left
+ * to open_module(), which says why in a note.
  */
 static void check_module(struct sym_module *m)
 {
+	const struct lw_trace_module *rec = m->record;
+	const uint8_t *bits;
 	struct stat st;
+	size_t len;
 	int fd;
 
 	m->checked = true;
@@ -379,6 +390,13 @@ static void check_module(struct sym_module *m)
 		return;
 	}
 	m->fd = fd;
+	/* The file's build id names what is cached; a trace that recorded
+	 * another one was written for another file (open_module() notes). */
+	len = lw_elf_build_id(m->elf, &bits);
+	if (len && (!rec->build_id.len ||
+		    (len == rec->build_id.len &&
+		     memcmp(bits, rec->build_id.data, len) == 0)))
+		m->cache = lw_symcache_get(bits, len);
 }
 
 static int compare_u64(const void *a, const void *b)
@@ -608,10 +626,20 @@ static int resolve(struct lw_symbolizer *s, uint64_t address,
 #if LW_HAVE_LIBDW
 	if (!m->checked)
 		check_module(m);
+	if (m->cache) {
+		rc = lw_symcache_find(m->cache, pc - m->record->load_bias, sym);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+	}
 	if (m->state == MODULE_UNTRIED && (rc = open_module(s, m)) < 0)
 		return rc;
-	if (m->state == MODULE_READY)
-		return resolve_dwfl(s, m, pc, sym);
+	if (m->state == MODULE_READY) {
+		rc = resolve_dwfl(s, m, pc, sym);
+		if (rc == 0 && m->cache)
+			rc = lw_symcache_add(m->cache,
+					     pc - m->record->load_bias, sym);
+		return rc;
+	}
 #else
 	if (!s->noted_no_libdw) {
 		s->noted_no_libdw = true;
