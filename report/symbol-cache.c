@@ -55,7 +55,10 @@ struct lw_symcache {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Kept from the first symbolizer that asks to the end of the process:
+ * the traces of a command that are read one after the other share them. */
 static struct lw_symcache *caches;
+static bool freed_at_exit;
 static unsigned temp_serial;
 
 static bool turned_off(const char *setting)
@@ -358,6 +361,22 @@ out:
 	return rc;
 }
 
+/* At exit: every cache, saved already, is let go. */
+static void free_all(void)
+{
+	pthread_mutex_lock(&lock);
+	while (caches) {
+		struct lw_symcache *c = caches;
+
+		caches = c->next;
+		for (size_t i = 0; i < c->capacity; i++)
+			free_frames(c->slots[i].frames, c->slots[i].frame_count);
+		free(c->slots);
+		free(c);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 struct lw_symcache *lw_symcache_get(const uint8_t *build_id, size_t len)
 {
 	struct lw_symcache *c;
@@ -390,6 +409,8 @@ struct lw_symcache *lw_symcache_get(const uint8_t *build_id, size_t len)
 	}
 	c->refs = 1;
 	c->next = caches;
+	if (!caches && !freed_at_exit)
+		freed_at_exit = atexit(free_all) == 0;
 	caches = c;
 out:
 	pthread_mutex_unlock(&lock);
@@ -647,23 +668,14 @@ out:
 
 void lw_symcache_put(struct lw_symcache *c)
 {
-	struct lw_symcache **link;
-
 	if (!c)
 		return;
 	pthread_mutex_lock(&lock);
-	if (--c->refs > 0) {
-		pthread_mutex_unlock(&lock);
-		return;
-	}
-	for (link = &caches; *link != c; link = &(*link)->next)
-		;
-	*link = c->next;
-	if (c->fresh)
+	if (--c->refs == 0 && c->fresh) {
 		save(c);
+		for (size_t i = 0; i < c->capacity; i++)
+			c->slots[i].fresh = false;
+		c->fresh = 0;
+	}
 	pthread_mutex_unlock(&lock);
-	for (size_t i = 0; i < c->capacity; i++)
-		free_frames(c->slots[i].frames, c->slots[i].frame_count);
-	free(c->slots);
-	free(c);
 }

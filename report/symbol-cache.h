@@ -36,7 +36,9 @@ struct lw_symcache;
 struct lw_symcache *lw_symcache_get(const uint8_t *build_id, size_t len);
 
 /* Drops a reference; with the last one, new entries are written to the
- * file (merged with what other processes wrote there meanwhile). */
+ * file (merged with what other processes wrote there meanwhile). The
+ * entries stay in memory, for the next symbolizer, until the process
+ * exits. */
 void lw_symcache_put(struct lw_symcache *cache);
 
 /*
