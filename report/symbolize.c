@@ -13,11 +13,16 @@
  * names for each address. What an address resolved to is kept by the
  * library's build id (symbol-cache.h): the next report of the job, and the
  * other traces of a report, find it there without opening the library.
+ *
+ * libdw is not known to be safe from several threads: every use of it
+ * (and of a symbolizer's modules) is under one lock, so that traces read
+ * on several threads (trace-pool.h) may each symbolize.
  */
 #include "symbolize.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +95,8 @@ struct lw_symbolizer {
 	size_t note_count;
 	bool noted_no_libdw;
 };
+
+static pthread_mutex_t symbolize_lock = PTHREAD_MUTEX_INITIALIZER;
 
 bool lw_symbolizer_have_libdw(void)
 {
@@ -174,6 +181,7 @@ void lw_symbolizer_free(struct lw_symbolizer *s)
 			free_symbol(s->cache[i].symbol);
 	}
 	free(s->cache);
+	pthread_mutex_lock(&symbolize_lock);
 	for (size_t i = 0; i < s->module_count; i++) {
 		struct sym_module *m = &s->modules[i];
 
@@ -191,6 +199,7 @@ void lw_symbolizer_free(struct lw_symbolizer *s)
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 #endif
+	pthread_mutex_unlock(&symbolize_lock);
 	free(s->modules);
 	for (size_t i = 0; i < s->note_count; i++)
 		free(s->notes[i]);
@@ -699,7 +708,9 @@ int lw_symbolize(struct lw_symbolizer *s, uint64_t address,
 	sym = calloc(1, sizeof(*sym));
 	if (!sym)
 		return -ENOMEM;
+	pthread_mutex_lock(&symbolize_lock);
 	rc = resolve(s, address, sym);
+	pthread_mutex_unlock(&symbolize_lock);
 	if (rc < 0) {
 		free_symbol(sym);
 		return rc;
