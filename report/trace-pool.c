@@ -23,6 +23,7 @@ struct pool {
 	size_t count, ahead;
 	size_t next;		/* the next index to load */
 	size_t used;		/* indices below were used */
+	bool first_loaded;	/* index 0's load returned */
 	/* Per slot (index % ahead): the index loaded there, its result. */
 	size_t *slot_index;
 	int *slot_result;
@@ -78,7 +79,12 @@ static void *worker(void *arg)
 		size_t index, slot;
 		int result;
 
-		while (p->next < p->count && p->next >= p->used + p->ahead)
+		/* The first trace is read alone: the symbols of its
+		 * libraries, read once into the symbol cache, serve the
+		 * others, which would each read them meanwhile. */
+		while (p->next < p->count &&
+		       (p->next >= p->used + p->ahead ||
+			(p->next > 0 && !p->first_loaded)))
 			pthread_cond_wait(&p->room, &p->lock);
 		if (p->next >= p->count)
 			break;
@@ -90,6 +96,10 @@ static void *worker(void *arg)
 		p->slot_index[slot] = index;
 		p->slot_result[slot] = result;
 		p->slot_ready[slot] = true;
+		if (index == 0) {
+			p->first_loaded = true;
+			pthread_cond_broadcast(&p->room);
+		}
 		pthread_cond_broadcast(&p->loaded);
 	}
 	pthread_mutex_unlock(&p->lock);

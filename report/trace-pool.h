@@ -4,7 +4,10 @@
  * trace's work (reading, analysing) runs on a worker thread, at most a few
  * traces ahead of the one the calling thread uses, which uses them in
  * their order (writing reports), so that what is written is what one
- * thread would write, and only a few traces are held at once.
+ * thread would write, and only a few traces are held at once. The first
+ * trace is read alone, before the others: the symbols of the job's
+ * libraries are read for it, and the other ranks find them in the symbol
+ * cache instead of each reading them at the same time.
  *
  * Threads: LEAKWATCH_THREADS, else the processors the process may run on;
  * never more than the traces. With one, everything runs on the calling

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 """Several traces read on several threads (report/trace-pool.h):
 
-- with LEAKWATCH_THREADS=2 the second trace is opened while the first is
-  still being read (both are FIFOs: the test feeds the second before the
-  first); with LEAKWATCH_THREADS=1 it is not;
+- with LEAKWATCH_THREADS=2 the first trace is read alone, then the third
+  is opened while the second is still being read (FIFOs: the test feeds
+  the third before the second); with LEAKWATCH_THREADS=1 none is read
+  ahead;
 - `report` (text, with the merged view, and JSON) and `check` of a dozen
   traces, an unreadable one and a missing one among them, write the same
   bytes, error lines and exit status on 1, 2 and 5 threads;
@@ -51,20 +52,20 @@ def run(args, cwd, argv, threads, cache):
 
 
 def fifo_read_ahead(args, tmp, threads):
-    """Whether the report opens its second trace (a FIFO) before its first
-    (another FIFO) has been written."""
+    """Whether the report opens its third trace (a FIFO) before its second
+    (another FIFO) has been written. The first is written at once: it is
+    read alone, before the others."""
     d = os.path.join(tmp, f"fifo-{threads}")
     os.mkdir(d)
-    for name in ("first", "second"):
-        os.mkfifo(os.path.join(d, name))
+    names = ("first", "second", "third")
     data = {}
-    for name, scenario in (("first", "formats-rank0"),
-                           ("second", "formats-rank1")):
-        path = os.path.join(tmp, scenario + ".trace")
-        data[name] = open(path, "rb").read()
+    for name, scenario in zip(names, ("formats-rank0", "formats-rank1",
+                                      "formats")):
+        os.mkfifo(os.path.join(d, name))
+        data[name] = open(os.path.join(tmp, scenario + ".trace"), "rb").read()
     # JSON: the merged view of the text report would read them again.
-    p = subprocess.Popen([args.leakwatch, "report", "--format", "json",
-                          "first", "second"],
+    p = subprocess.Popen([args.leakwatch, "report", "--format", "json"] +
+                         list(names),
                          cwd=d, env=environment(threads, "0"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     # Read the output meanwhile, so that the report never blocks on it.
@@ -73,32 +74,54 @@ def fifo_read_ahead(args, tmp, threads):
         target=lambda: out.update(zip(("stdout", "stderr"), p.communicate())))
     reader.start()
     # A FIFO opens for writing without waiting only once a reader has it
-    # open: the report opening "second" while "first" has no writer yet.
-    # With one thread that never happens: a short wait says so.
-    deadline = time.monotonic() + (60 if threads > 1 else 1)
-    ahead = False
+    # open. "second" is not opened while "first" is being read; "third" is
+    # while "second" is, given two threads. What does not happen is seen
+    # by a short wait.
+    written = []
+
+    def feed(name, f=None):
+        with f or open(os.path.join(d, name), "wb") as out:
+            out.write(data[name])
+        written.append(name)
+
+    f = writer_when_opened(os.path.join(d, "second"), 1)
+    alone = f is None
+    if f:
+        feed("second", f)
+    feed("first")
+    f = None
+    if alone:
+        f = writer_when_opened(os.path.join(d, "third"),
+                               60 if threads > 1 else 1)
+    ahead = f is not None
+    if f:
+        feed("third", f)
+    for name in names:
+        if name not in written:
+            feed(name)
+    reader.join(timeout=300)
+    check(p.returncode == 0, f"report of three FIFOs on {threads} threads "
+          f"exited {p.returncode}: {out.get('stderr')!r}")
+    reports = json.loads(out.get("stdout") or b"{}").get("reports", [])
+    check([r.get("trace") for r in reports] == list(names),
+          f"report of three FIFOs on {threads} threads: "
+          f"{out.get('stdout')!r}")
+    return alone, ahead
+
+
+def writer_when_opened(path, seconds):
+    """The FIFO at path open for writing once the report opened it for
+    reading, or None if it did not within seconds."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            fd = os.open(os.path.join(d, "second"),
-                         os.O_WRONLY | os.O_NONBLOCK)
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
         except OSError:
             time.sleep(0.01)
             continue
         os.set_blocking(fd, True)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data["second"])
-        ahead = True
-        break
-    for name in ("first",) if ahead else ("first", "second"):
-        with open(os.path.join(d, name), "wb") as f:
-            f.write(data[name])
-    reader.join(timeout=300)
-    check(p.returncode == 0, f"report of two FIFOs on {threads} threads "
-          f"exited {p.returncode}: {out.get('stderr')!r}")
-    reports = json.loads(out.get("stdout") or b"{}").get("reports", [])
-    check([r.get("trace") for r in reports] == ["first", "second"],
-          f"report of two FIFOs on {threads} threads: {out.get('stdout')!r}")
-    return ahead
+        return os.fdopen(fd, "wb")
+    return None
 
 
 def main():
@@ -123,10 +146,11 @@ def main():
         traces[4:4] = ["bad.trace"]
         traces[9:9] = ["missing.trace"]
 
-        check(fifo_read_ahead(args, tmp, 2),
-              "on 2 threads the second trace was not read ahead")
-        check(not fifo_read_ahead(args, tmp, 1),
-              "on 1 thread the second trace was read ahead")
+        alone, ahead = fifo_read_ahead(args, tmp, 2)
+        check(alone, "on 2 threads the first trace was not read alone")
+        check(ahead, "on 2 threads the third trace was not read ahead")
+        check(fifo_read_ahead(args, tmp, 1) == (True, False),
+              "on 1 thread a trace was read ahead")
 
         cache = os.path.join(tmp, "cache")
         commands = {
