@@ -478,7 +478,9 @@ static int symbol_name(struct lw_symbolizer *s, struct sym_module *m,
 		size_t lo = 0, hi;
 		int rc;
 
-		dwfl_module_getelf(m->dwfl_module, &bias);
+		/* libdwfl's bias for the module's symbols. */
+		if (!dwfl_module_getelf(m->dwfl_module, &bias))
+			goto ask_libdwfl;
 		if (!m->looked_up && (rc = look_up_frames(s, m, bias)) < 0)
 			return rc;
 		for (hi = m->pc_count; lo < hi;) {
@@ -498,6 +500,7 @@ static int symbol_name(struct lw_symbolizer *s, struct sym_module *m,
 		    lw_elf_symbol_name(m->elf, &match, name) == 0)
 			return 0;
 	}
+ask_libdwfl:
 	found = dwfl_module_addrinfo(m->dwfl_module, pc, &offset, &elf_sym,
 				     NULL, NULL, NULL);
 	if (found && !(*name = strdup(found)))
