@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t growth_runs, diagnosis_runs;
+/* Traces may be analysed on several threads (trace-pool.h). */
+static _Atomic uint64_t growth_runs, diagnosis_runs;
 
 int lw_analyse(struct lw_report *r, struct lw_analysis *a)
 {

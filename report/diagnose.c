@@ -42,6 +42,7 @@
 
 #include "holders.h"
 #include "locations.h"
+#include "lw-hash.h"
 #include "torch.h"
 
 /* Blocks up to this size are a loss or a metric value, not activations. */
@@ -97,9 +98,124 @@ static const char *bytes_str(struct lw_bytes b, char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * The tags of the frames seen so far, by native return address or Python
+ * code object: sites share most of their frames, and the rules' globs are
+ * matched once per frame instead of once per frame of each site.
+ */
+struct frame_tags {
+	uint64_t key;		/* address, or code id; with python below */
+	bool python;
+	bool used;
+	bool suppressed;
+	uint32_t tags;
+};
+
+struct tag_memo {
+	struct frame_tags *slots;
+	size_t capacity, count;	/* capacity: a power of two, or 0 */
+};
+
+static struct frame_tags *memo_slot(struct tag_memo *memo, uint64_t key,
+				    bool python)
+{
+	size_t i;
+
+	if ((memo->count + 1) * 2 > memo->capacity) {
+		size_t capacity = memo->capacity ? memo->capacity * 2 : 1024;
+		struct frame_tags *slots = calloc(capacity, sizeof(*slots));
+
+		if (!slots)
+			return NULL;
+		for (size_t j = 0; j < memo->capacity; j++) {
+			struct frame_tags *old = &memo->slots[j];
+
+			if (!old->used)
+				continue;
+			for (i = (size_t)(lw_hash_mix(old->key + old->python) >>
+					  32) & (capacity - 1);
+			     slots[i].used; i = (i + 1) & (capacity - 1))
+				;
+			slots[i] = *old;
+		}
+		free(memo->slots);
+		memo->slots = slots;
+		memo->capacity = capacity;
+	}
+	for (i = (size_t)(lw_hash_mix(key + python) >> 32) &
+		 (memo->capacity - 1);
+	     memo->slots[i].used; i = (i + 1) & (memo->capacity - 1)) {
+		if (memo->slots[i].key == key && memo->slots[i].python == python)
+			return &memo->slots[i];
+	}
+	return &memo->slots[i];
+}
+
+/* The tags of one frame, from the memo or from the rules. */
+static int frame_tags(const struct lw_report *r, struct tag_memo *memo,
+		      const struct lw_frame *frame, struct frame_tags *out)
+{
+	const struct lw_model *m = r->model;
+	struct frame_tags *slot = NULL;
+	const struct lw_symbol *sym;
+	int rc;
+
+	if (memo) {
+		slot = memo_slot(memo, frame->python ? frame->py->code_id
+						     : frame->address,
+				 frame->python);
+		if (!slot)
+			return -ENOMEM;
+		if (slot->used) {
+			*out = *slot;
+			return 0;
+		}
+	}
+	memset(out, 0, sizeof(*out));
+	if (frame->python) {
+		char fn[512], file[1024];
+		struct lw_bytes fb, lb;
+		const char *f, *l;
+
+		lw_model_pyframe_names(m, frame->py, &fb, &lb);
+		f = bytes_str(fb, fn, sizeof(fn));
+		l = bytes_str(lb, file, sizeof(file));
+		out->tags = lw_rules_frame_tags(r->rules, f, l, NULL);
+		out->suppressed = lw_rules_frame_suppressed(r->rules, f, l,
+							    NULL);
+	} else {
+		if ((rc = lw_symbolize(r->symbolizer, frame->address,
+				       &sym)) < 0)
+			return rc;
+		for (unsigned j = 0; j < sym->frame_count; j++) {
+			const struct lw_sym_frame *sf = &sym->frames[j];
+
+			out->tags |= lw_rules_frame_tags(r->rules,
+							 sf->function, sf->file,
+							 sym->module);
+			out->suppressed |= lw_rules_frame_suppressed(
+				r->rules, sf->function, sf->file, sym->module);
+		}
+		if (sym->frame_count == 0) {
+			out->tags |= lw_rules_frame_tags(r->rules, NULL, NULL,
+							 sym->module);
+			out->suppressed |= lw_rules_frame_suppressed(
+				r->rules, NULL, NULL, sym->module);
+		}
+	}
+	if (slot) {
+		out->key = frame->python ? frame->py->code_id : frame->address;
+		out->python = frame->python;
+		out->used = true;
+		*slot = *out;
+		memo->count++;
+	}
+	return 0;
+}
+
 /* The tags of a site's frames, and whether one of them is suppressed. */
-static int site_tags(const struct lw_report *r, uint32_t site, uint32_t *tags,
-		     bool *suppressed)
+static int site_tags(const struct lw_report *r, struct tag_memo *memo,
+		     uint32_t site, uint32_t *tags, bool *suppressed)
 {
 	const struct lw_model *m = r->model;
 	struct lw_frame *frames;
@@ -114,38 +230,12 @@ static int site_tags(const struct lw_report *r, uint32_t site, uint32_t *tags,
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < count && rc == 0; i++) {
-		const struct lw_symbol *sym;
+		struct frame_tags t;
 
-		if (frames[i].python) {
-			char fn[512], file[1024];
-			struct lw_bytes fb, lb;
-			const char *f, *l;
-
-			lw_model_pyframe_names(m, frames[i].py, &fb, &lb);
-			f = bytes_str(fb, fn, sizeof(fn));
-			l = bytes_str(lb, file, sizeof(file));
-			*tags |= lw_rules_frame_tags(r->rules, f, l, NULL);
-			*suppressed |= lw_rules_frame_suppressed(r->rules, f, l,
-								 NULL);
-			continue;
-		}
-		if ((rc = lw_symbolize(r->symbolizer, frames[i].address,
-				       &sym)) < 0)
+		if ((rc = frame_tags(r, memo, &frames[i], &t)) < 0)
 			break;
-		for (unsigned j = 0; j < sym->frame_count; j++) {
-			const struct lw_sym_frame *sf = &sym->frames[j];
-
-			*tags |= lw_rules_frame_tags(r->rules, sf->function,
-						     sf->file, sym->module);
-			*suppressed |= lw_rules_frame_suppressed(
-				r->rules, sf->function, sf->file, sym->module);
-		}
-		if (sym->frame_count == 0) {
-			*tags |= lw_rules_frame_tags(r->rules, NULL, NULL,
-						     sym->module);
-			*suppressed |= lw_rules_frame_suppressed(
-				r->rules, NULL, NULL, sym->module);
-		}
+		*tags |= t.tags;
+		*suppressed |= t.suppressed;
 	}
 	free(frames);
 	return rc;
@@ -156,7 +246,7 @@ int lw_site_suppressed(const struct lw_report *r, uint32_t site,
 {
 	uint32_t tags;
 
-	return site_tags(r, site, &tags, suppressed);
+	return site_tags(r, NULL, site, &tags, suppressed);
 }
 
 static void site_evidence(const struct lw_model *m,
@@ -947,6 +1037,7 @@ int lw_diagnose(const struct lw_report *r, const struct lw_growth_report *gr,
 	struct lw_finding *fs = NULL;
 	struct lw_holder_facts *holders = NULL;
 	struct run_facts run = { 0 };
+	struct tag_memo memo = { 0 };
 	int rc = 0;
 
 	memset(d, 0, sizeof(*d));
@@ -973,7 +1064,8 @@ int lw_diagnose(const struct lw_report *r, const struct lw_growth_report *gr,
 		fs[i].site = i;
 		if (!lw_mem_kind_is_device(m->sites.items[i].kind))
 			continue;
-		if ((rc = site_tags(r, i, &sd->tags, &sd->suppressed)) < 0 ||
+		if ((rc = site_tags(r, &memo, i, &sd->tags,
+				    &sd->suppressed)) < 0 ||
 		    (r->locations &&
 		     (rc = lw_holder_facts(r, i, &holders[i])) < 0))
 			goto out;
@@ -990,6 +1082,7 @@ int lw_diagnose(const struct lw_report *r, const struct lw_growth_report *gr,
 	}
 	rc = collect(r, &g, d, fs);
 out:
+	free(memo.slots);
 	free(fs);
 	free(holders);
 	return rc;

@@ -21,6 +21,7 @@
 #include "lw-size.h"
 #include "lw-report-config.h"
 #include "trace-file.h"
+#include "trace-pool.h"
 
 static void report_usage(FILE *out)
 {
@@ -199,9 +200,75 @@ static void put_file_error(const char *path, const char *message)
 	fflush(stderr);
 }
 
+/* A trace being reported: read and analysed on a pool thread, written
+ * on the command's. */
+struct report_slot {
+	struct lw_trace_file tf;
+	char message[256];
+};
+
+struct report_files {
+	const char *const *paths;
+	const struct lw_output_options *options;
+	const struct lw_renderer *renderer;
+	struct lw_render_run *run;
+	struct report_slot *slots;
+	size_t ahead;
+	int failed;
+};
+
+static int load_report(void *ctx, size_t i)
+{
+	struct report_files *f = ctx;
+	const struct lw_output_options *options = f->options;
+	struct report_slot *slot = &f->slots[i % f->ahead];
+	struct lw_trace_file *tf = &slot->tf;
+	int rc;
+
+	rc = lw_trace_file_open(tf, f->paths[i], slot->message,
+				sizeof(slot->message));
+	if (rc == 0) {
+		if (options->report.min_steps)
+			tf->report.min_steps = options->report.min_steps;
+		tf->report.native = options->report.native;
+		rc = lw_trace_file_set_rules(tf, options->report.rules);
+		if (rc == 0)
+			rc = lw_trace_file_analyse(tf);
+		if (rc < 0)
+			snprintf(slot->message, sizeof(slot->message), "%s",
+				 strerror(-rc));
+	}
+	return rc;
+}
+
+static void write_report(void *ctx, size_t i, int rc)
+{
+	struct report_files *f = ctx;
+	struct report_slot *slot = &f->slots[i % f->ahead];
+
+	if (rc == 0) {
+		rc = f->renderer->report(f->run, &slot->tf.report, i);
+		if (rc < 0)
+			snprintf(slot->message, sizeof(slot->message), "%s",
+				 strerror(-rc));
+		f->run->written++;
+	}
+	lw_trace_file_close(&slot->tf);
+	/* The report so far first, then the error line. */
+	fflush(f->run->out);
+	if (rc < 0) {
+		put_file_error(f->paths[i], slot->message);
+		f->failed++;
+	}
+}
+
 int lw_report_files(FILE *out, const char *const *paths, size_t count,
 		    const struct lw_output_options *options)
 {
+	static const struct lw_trace_pool_ops ops = {
+		.load = load_report,
+		.use = write_report,
+	};
 	const struct lw_renderer *renderer =
 		options->format ? options->format : &lw_text_renderer;
 	struct lw_render_run run = {
@@ -211,51 +278,38 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 		.options = &options->report,
 		.list = options->json_list,
 	};
-	int failed = 0;
+	/* Traces are read ahead of the one being written, one per thread. */
+	struct report_files files = {
+		.paths = paths,
+		.options = options,
+		.renderer = renderer,
+		.run = &run,
+		.ahead = lw_trace_pool_threads(count) + 1,
+	};
+	int rc;
 
 	if (renderer->state_size &&
 	    !(run.state = calloc(1, renderer->state_size)))
 		return -ENOMEM;
-	if (renderer->begin && renderer->begin(&run) < 0)
-		failed++;
-	for (size_t i = 0; i < count; i++) {
-		struct lw_trace_file tf;
-		char message[256];
-		int rc;
-
-		rc = lw_trace_file_open(&tf, paths[i], message, sizeof(message));
-		if (rc == 0) {
-			if (options->report.min_steps)
-				tf.report.min_steps = options->report.min_steps;
-			tf.report.native = options->report.native;
-			rc = lw_trace_file_set_rules(&tf, options->report.rules);
-			if (rc == 0)
-				rc = lw_trace_file_analyse(&tf);
-			if (rc < 0)
-				snprintf(message, sizeof(message), "%s",
-					 strerror(-rc));
-		}
-		if (rc == 0) {
-			rc = renderer->report(&run, &tf.report, i);
-			if (rc < 0)
-				snprintf(message, sizeof(message), "%s",
-					 strerror(-rc));
-			run.written++;
-		}
-		lw_trace_file_close(&tf);
-		/* The report so far first, then the error line. */
-		fflush(out);
-		if (rc < 0) {
-			put_file_error(paths[i], message);
-			failed++;
-		}
+	files.slots = calloc(files.ahead, sizeof(*files.slots));
+	if (!files.slots) {
+		free(run.state);
+		return -ENOMEM;
 	}
+	if (renderer->begin && renderer->begin(&run) < 0)
+		files.failed++;
+	if ((rc = lw_trace_pool_run(count, files.ahead, &ops, &files)) < 0) {
+		free(files.slots);
+		free(run.state);
+		return rc;
+	}
+	free(files.slots);
 	if (renderer->end && renderer->end(&run) < 0)
-		failed++;
+		files.failed++;
 	free(run.state);
 	if (fflush(out) != 0 || ferror(out))
 		return -(errno ? errno : EIO);
-	return failed;
+	return files.failed;
 }
 
 static int add_rule_file(const char *option, const char **files,
@@ -428,49 +482,61 @@ int lw_parse_max_growth(const char *value, uint64_t *out)
 	return 0;
 }
 
-int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
-		  size_t min_steps, const struct lw_rules *rules)
+/* Opens a trace for check, its suppressions marked. */
+static int open_for_check(struct lw_trace_file *tf, const char *path,
+			  const struct lw_rules *rules, char *message,
+			  size_t message_size)
 {
-	struct lw_trace_file tf;
+	int rc = lw_trace_file_open(tf, path, message, message_size);
+
+	if (rc == 0 && (rc = lw_trace_file_set_rules(tf, rules)) < 0)
+		snprintf(message, message_size, "%s", strerror(-rc));
+	return rc;
+}
+
+/*
+ * check of a trace open_for_check() read into tf, with its result rc (and
+ * its problem in message when rc < 0). Closes tf.
+ */
+static int check_opened(FILE *out, const char *path, struct lw_trace_file *tf,
+			int rc, char *message, size_t message_size,
+			uint64_t max_growth, size_t min_steps)
+{
 	struct lw_growth_report g = { 0 };
-	char message[256], rate[LW_SIZE_BUF], per10k[LW_SIZE_BUF];
+	char rate[LW_SIZE_BUF], per10k[LW_SIZE_BUF];
 	char limit[LW_SIZE_BUF];
 	uint32_t *sites = NULL;
 	size_t count = 0, over = 0;
 	bool run_over;
-	int rc;
 
-	rc = lw_trace_file_open(&tf, path, message, sizeof(message));
-	if (rc == 0 && (rc = lw_trace_file_set_rules(&tf, rules)) < 0)
-		snprintf(message, sizeof(message), "%s", strerror(-rc));
 	if (rc < 0)
 		goto out;
-	tf.report.min_steps = min_steps;
-	if (tf.model.meta.failed_allocations && !tf.model.counts.allocations) {
-		const struct lw_failed_allocation *f = &tf.model.meta.failed[0];
+	tf->report.min_steps = min_steps;
+	if (tf->model.meta.failed_allocations && !tf->model.counts.allocations) {
+		const struct lw_failed_allocation *f = &tf->model.meta.failed[0];
 		const char *name = lw_alloc_error_name(f->api, f->error);
 
 		fputs("leakwatch: ", out);
 		lw_put_text_str(out, path);
 		fprintf(out, ": cannot judge growth: every CUDA allocation failed (%" PRIu64 " calls; the first: %s returned %s%s%" PRIu64 "%s)\n",
-			tf.model.meta.failed_allocations, lw_api_name(f->api),
+			tf->model.meta.failed_allocations, lw_api_name(f->api),
 			name ? name : "", name ? " (" : "error ", f->error,
 			name ? ")" : "");
 		rc = LW_CHECK_UNJUDGED;
 		goto out;
 	}
-	rc = lw_model_growth(&tf.model, min_steps, &g);
+	rc = lw_model_growth(&tf->model, min_steps, &g);
 	if (rc == 0)
 		rc = lw_growing_sites(&g, &sites, &count);
 	if (rc < 0) {
-		snprintf(message, sizeof(message), "%s", strerror(-rc));
+		snprintf(message, message_size, "%s", strerror(-rc));
 		goto out;
 	}
 	fputs("leakwatch: ", out);
 	lw_put_text_str(out, path);
 	if (g.run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS) {
 		fprintf(out, ": not enough steps to judge growth (%" PRIu64 " step%s, at least %zu needed): passing\n",
-		       tf.model.counts.steps, tf.model.counts.steps == 1 ? "" : "s",
+		       tf->model.counts.steps, tf->model.counts.steps == 1 ? "" : "s",
 		       min_steps);
 		goto out;
 	}
@@ -511,10 +577,10 @@ int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
 		       lw_format_rate(per10k, sg->bytes_per_step * 10000),
 		       sg->count_per_step,
 		       sg->count_per_step == 1 ? "" : "s");
-		prc = lw_put_site_location(out, &tf.report, sites[i]);
+		prc = lw_put_site_location(out, &tf->report, sites[i]);
 		if (prc < 0) {
 			rc = prc;
-			snprintf(message, sizeof(message), "%s", strerror(-rc));
+			snprintf(message, message_size, "%s", strerror(-rc));
 			break;
 		}
 	}
@@ -524,12 +590,67 @@ out:
 		put_file_error(path, message);
 	free(sites);
 	lw_growth_report_fini(&g);
-	lw_trace_file_close(&tf);
+	lw_trace_file_close(tf);
 	return rc;
+}
+
+int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
+		  size_t min_steps, const struct lw_rules *rules)
+{
+	struct lw_trace_file tf;
+	char message[256];
+	int rc = open_for_check(&tf, path, rules, message, sizeof(message));
+
+	return check_opened(out, path, &tf, rc, message, sizeof(message),
+			    max_growth, min_steps);
+}
+
+/* The traces of `check`: read on pool threads, judged in order. */
+struct check_slot {
+	struct lw_trace_file tf;
+	char message[256];
+};
+
+struct check_files {
+	const char *const *paths;
+	const struct lw_rules *rules;
+	uint64_t max_growth;
+	size_t min_steps;
+	struct check_slot *slots;
+	size_t ahead;
+	bool unreadable, over, unjudged;
+};
+
+static int load_check(void *ctx, size_t i)
+{
+	struct check_files *c = ctx;
+	struct check_slot *slot = &c->slots[i % c->ahead];
+
+	return open_for_check(&slot->tf, c->paths[i], c->rules, slot->message,
+			      sizeof(slot->message));
+}
+
+static void judge_check(void *ctx, size_t i, int rc)
+{
+	struct check_files *c = ctx;
+	struct check_slot *slot = &c->slots[i % c->ahead];
+
+	rc = check_opened(stdout, c->paths[i], &slot->tf, rc, slot->message,
+			  sizeof(slot->message), c->max_growth, c->min_steps);
+	if (rc < 0)
+		c->unreadable = true;
+	else if (rc == LW_CHECK_UNJUDGED)
+		c->unjudged = true;
+	else if (rc > 0)
+		c->over = true;
 }
 
 static int cmd_check(int argc, char **argv)
 {
+	static const struct lw_trace_pool_ops ops = {
+		.load = load_check,
+		.use = judge_check,
+	};
 	static const struct option long_options[] = {
 		{ "max-growth", required_argument, NULL, 'G' },
 		{ "min-steps", required_argument, NULL, 'S' },
@@ -538,6 +659,7 @@ static int cmd_check(int argc, char **argv)
 		{ 0 },
 	};
 	struct lw_output_options options = { .format = &lw_text_renderer };
+	struct check_files checks;
 	struct lw_rules rules;
 	const char *max_text = NULL, *output = NULL;
 	size_t min_steps = LW_DEFAULT_MIN_STEPS;
@@ -577,17 +699,26 @@ static int cmd_check(int argc, char **argv)
 		lw_rules_fini(&rules);
 		return LW_EXIT_USAGE;
 	}
-	for (int i = optind; i < argc; i++) {
-		int rc = lw_check_file(stdout, argv[i], max_growth, min_steps,
-				       options.report.rules);
-
-		if (rc < 0)
-			unreadable = true;
-		else if (rc == LW_CHECK_UNJUDGED)
-			unjudged = true;
-		else if (rc > 0)
-			over = true;
+	checks = (struct check_files){
+		.paths = (const char *const *)argv + optind,
+		.rules = options.report.rules,
+		.max_growth = max_growth,
+		.min_steps = min_steps,
+		.ahead = lw_trace_pool_threads((size_t)(argc - optind)) + 1,
+	};
+	checks.slots = calloc(checks.ahead, sizeof(*checks.slots));
+	if (!checks.slots ||
+	    lw_trace_pool_run((size_t)(argc - optind), checks.ahead, &ops,
+			      &checks) < 0) {
+		lw_error("%s", strerror(ENOMEM));
+		free(checks.slots);
+		lw_rules_fini(&rules);
+		return LW_EXIT_USAGE;
 	}
+	free(checks.slots);
+	unreadable = checks.unreadable;
+	over = checks.over;
+	unjudged = checks.unjudged;
 	if (argc - optind > 1)
 		lw_merged_view(stdout, (const char *const *)argv + optind,
 			       (size_t)(argc - optind), min_steps);

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "sitekeys.h"
 #include "trace-file.h"
+#include "trace-pool.h"
 
 /* Common sites listed. */
 #define MERGE_MAX_SITES 10
@@ -215,19 +216,46 @@ static void put_view(FILE *out, struct merged_trace *t, size_t n)
 	}
 }
 
+struct merge_load {
+	const char *const *paths;
+	size_t min_steps;
+	struct merged_trace *t;
+};
+
+/* A trace that cannot be read is left with no path. */
+static int load_one(void *ctx, size_t i)
+{
+	struct merge_load *l = ctx;
+	int rc = load(l->paths[i], l->min_steps, &l->t[i]);
+
+	if (rc < 0)
+		l->t[i].path = NULL;
+	return rc;
+}
+
 int lw_merged_view(FILE *out, const char *const *paths, size_t count,
 		   size_t min_steps)
 {
+	static const struct lw_trace_pool_ops ops = { .load = load_one };
 	struct merged_trace *t = calloc(count ? count : 1, sizeof(*t));
+	struct merge_load l = {
+		.paths = paths,
+		.min_steps = min_steps ? min_steps : LW_DEFAULT_MIN_STEPS,
+		.t = t,
+	};
 	size_t n = 0;
 
 	if (!t)
 		return -ENOMEM;
+	/* Only the traces' keys are kept: as many ahead as there are. */
+	if (lw_trace_pool_run(count, count, &ops, &l) < 0) {
+		free(t);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < count; i++) {
 		/* An unreadable trace was reported already; leave it out. */
-		if (load(paths[i], min_steps ? min_steps : LW_DEFAULT_MIN_STEPS,
-			 &t[n]) == 0)
-			n++;
+		if (t[i].path)
+			t[n++] = t[i];
 	}
 	if (n > 1)
 		put_view(out, t, n);

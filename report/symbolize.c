@@ -5,11 +5,24 @@
  * bias the trace recorded, on first use. Inlined calls are expanded the way
  * eu-addr2line -i does: the DWARF scopes around the address give one frame
  * per inlined function, each placed at the call site recorded in the next.
+ *
+ * What it costs lies in the frameworks' libraries: hundreds of thousands of
+ * symbols, and no DWARF. Function names come from the symbol table read
+ * directly (elf-symbols.h), for every frame of the trace in that library
+ * in one pass, instead of libdwfl's pass over the whole table and its
+ * names for each address. What an address resolved to is kept by the
+ * library's build id (symbol-cache.h): the next report of the job, and the
+ * other traces of a report, find it there without opening the library.
+ *
+ * libdw is not known to be safe from several threads: every use of it
+ * (and of a symbolizer's modules) is under one lock, so that traces read
+ * on several threads (trace-pool.h) may each symbolize.
  */
 #include "symbolize.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +30,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elf-symbols.h"
 #include "lw-hash.h"
 #include "lw-report-config.h"
+#include "symbol-cache.h"
 
 #if LW_HAVE_LIBDW
 #include <dwarf.h>
@@ -45,6 +60,19 @@ struct sym_module {
 	enum module_state state;
 #if LW_HAVE_LIBDW
 	Dwfl_Module *dwfl_module;
+	/* The file, opened once its first address is asked for (checked):
+	 * its symbol table read directly, and, keyed by its build id, its
+	 * entries in the symbol cache (NULL: none). */
+	bool checked;
+	int fd;			/* -1: not open */
+	struct lw_elf *elf;
+	struct lw_symcache *cache;
+	/* Every frame of the trace in the module, and the symbol each is
+	 * in (lw_elf_lookup), once one is asked for. */
+	uint64_t *pcs;
+	struct lw_elf_match *matches;
+	size_t pc_count;
+	bool looked_up;
 #endif
 };
 
@@ -67,6 +95,8 @@ struct lw_symbolizer {
 	size_t note_count;
 	bool noted_no_libdw;
 };
+
+static pthread_mutex_t symbolize_lock = PTHREAD_MUTEX_INITIALIZER;
 
 bool lw_symbolizer_have_libdw(void)
 {
@@ -115,6 +145,9 @@ struct lw_symbolizer *lw_symbolizer_new(const struct lw_model *model)
 		const char *slash;
 
 		m->record = rec;
+#if LW_HAVE_LIBDW
+		m->fd = -1;
+#endif
 		m->path = strndup((const char *)rec->path.data, rec->path.len);
 		if (!m->path)
 			goto error;
@@ -148,16 +181,29 @@ void lw_symbolizer_free(struct lw_symbolizer *s)
 			free_symbol(s->cache[i].symbol);
 	}
 	free(s->cache);
-	for (size_t i = 0; i < s->module_count; i++)
-		free(s->modules[i].path);
-	free(s->modules);
-	for (size_t i = 0; i < s->note_count; i++)
-		free(s->notes[i]);
-	free(s->notes);
+	pthread_mutex_lock(&symbolize_lock);
+	for (size_t i = 0; i < s->module_count; i++) {
+		struct sym_module *m = &s->modules[i];
+
+		free(m->path);
+#if LW_HAVE_LIBDW
+		lw_elf_free(m->elf);
+		if (m->fd >= 0)
+			close(m->fd);
+		lw_symcache_put(m->cache);
+		free(m->pcs);
+		free(m->matches);
+#endif
+	}
 #if LW_HAVE_LIBDW
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 #endif
+	pthread_mutex_unlock(&symbolize_lock);
+	free(s->modules);
+	for (size_t i = 0; i < s->note_count; i++)
+		free(s->notes[i]);
+	free(s->notes);
 	free(s);
 }
 
@@ -293,8 +339,12 @@ static int open_module(struct lw_symbolizer *s, struct sym_module *m)
 					dwfl_errmsg(-1));
 	}
 	/* Opened here, not by libdwfl: a path in a trace could name a FIFO
-	 * or a device, and reading one could block forever. */
-	fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	 * or a device, and reading one could block forever. The file
+	 * check_module() read, when it did. */
+	if (m->fd >= 0)
+		fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0);
+	else
+		fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return add_note(s, "no symbols for %s (%s): its frames are shown as offsets",
 				m->path, strerror(errno));
@@ -320,6 +370,141 @@ static int open_module(struct lw_symbolizer *s, struct sym_module *m)
 		return add_note(s, "%s changed since the trace was written (its build-id differs): its frames are shown as offsets",
 				m->path);
 	m->state = MODULE_READY;
+	return 0;
+}
+
+/*
+ * Opens the module's file and reads its headers (not its symbols), once:
+ * with a build id (the trace's, when it recorded one), its addresses may
+ * come from the symbol cache without libdwfl. Whatever fails here is left
+ * to open_module(), which says why in a note.
+ */
+static void check_module(struct sym_module *m)
+{
+	const struct lw_trace_module *rec = m->record;
+	const uint8_t *bits;
+	struct stat st;
+	size_t len;
+	int fd;
+
+	m->checked = true;
+	if (m->path[0] != '/')
+		return;
+	fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    lw_elf_open(fd, &m->elf) < 0) {
+		close(fd);
+		return;
+	}
+	m->fd = fd;
+	/* The file's build id names what is cached; a trace that recorded
+	 * another one was written for another file (open_module() notes). */
+	len = lw_elf_build_id(m->elf, &bits);
+	if (len && (!rec->build_id.len ||
+		    (len == rec->build_id.len &&
+		     memcmp(bits, rec->build_id.data, len) == 0)))
+		m->cache = lw_symcache_get(bits, len);
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The symbols of every frame of the trace in m's range, in one pass over
+ * its table: the frames a report shows are among them, and which those
+ * are is the renderers' to say, one at a time.
+ */
+static int look_up_frames(struct lw_symbolizer *s, struct sym_module *m,
+			  uint64_t bias)
+{
+	const struct lw_stack_table *stacks = &s->model->stacks;
+	const struct lw_trace_module *rec = m->record;
+	size_t n = 0;
+
+	m->looked_up = true;
+	for (size_t i = 0; i < stacks->frame_count; i++) {
+		uint64_t a = stacks->frames[i];
+
+		n += a && a - 1 >= rec->start && a - 1 < rec->end;
+	}
+	if (n == 0)
+		return 0;
+	m->pcs = malloc(n * sizeof(*m->pcs));
+	if (!m->pcs)
+		return -ENOMEM;
+	n = 0;
+	for (size_t i = 0; i < stacks->frame_count; i++) {
+		uint64_t a = stacks->frames[i];
+
+		if (a && a - 1 >= rec->start && a - 1 < rec->end)
+			m->pcs[n++] = a - 1;
+	}
+	qsort(m->pcs, n, sizeof(*m->pcs), compare_u64);
+	m->pc_count = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (m->pc_count == 0 || m->pcs[m->pc_count - 1] != m->pcs[i])
+			m->pcs[m->pc_count++] = m->pcs[i];
+	}
+	m->matches = calloc(m->pc_count, sizeof(*m->matches));
+	if (!m->matches)
+		return -ENOMEM;
+	/* A file that cannot be read now leaves every frame to libdwfl. */
+	lw_elf_lookup(m->elf, bias, m->pcs, m->pc_count, m->matches);
+	return 0;
+}
+
+/*
+ * The name of the symbol holding pc, as dwfl_module_addrinfo() gives it
+ * (NULL: none), into *name, malloc'ed. From the symbol table read directly
+ * where it answers, else from libdwfl.
+ */
+static int symbol_name(struct lw_symbolizer *s, struct sym_module *m,
+		       uint64_t pc, char **name)
+{
+	struct lw_elf_match match = { .answer = LW_ELF_UNDECIDED };
+	const char *found;
+	GElf_Off offset;
+	GElf_Sym elf_sym;
+
+	*name = NULL;
+	if (m->elf && lw_elf_can_lookup(m->elf)) {
+		Dwarf_Addr bias;
+		size_t lo = 0, hi;
+		int rc;
+
+		/* libdwfl's bias for the module's symbols. */
+		if (!dwfl_module_getelf(m->dwfl_module, &bias))
+			goto ask_libdwfl;
+		if (!m->looked_up && (rc = look_up_frames(s, m, bias)) < 0)
+			return rc;
+		for (hi = m->pc_count; lo < hi;) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (m->pcs[mid] < pc)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < m->pc_count && m->pcs[lo] == pc)
+			match = m->matches[lo];
+		else
+			/* Not a frame of a stack: this one alone. */
+			lw_elf_lookup(m->elf, bias, &pc, 1, &match);
+		if (match.answer == LW_ELF_FOUND &&
+		    lw_elf_symbol_name(m->elf, &match, name) == 0)
+			return 0;
+	}
+ask_libdwfl:
+	found = dwfl_module_addrinfo(m->dwfl_module, pc, &offset, &elf_sym,
+				     NULL, NULL, NULL);
+	if (found && !(*name = strdup(found)))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -385,21 +570,20 @@ static Dwarf_Die *find_cu(Dwfl_Module *mod, uint64_t pc, Dwarf_Addr *bias)
 	return NULL;
 }
 
-static int resolve_dwfl(struct sym_module *m, uint64_t pc,
-			struct lw_symbol *sym)
+static int resolve_dwfl(struct lw_symbolizer *s, struct sym_module *m,
+			uint64_t pc, struct lw_symbol *sym)
 {
 	Dwfl_Module *mod = m->dwfl_module;
-	const char *file = NULL, *symbol_name, *comp_dir = NULL;
+	const char *file = NULL, *comp_dir = NULL;
+	char *elf_name;
 	unsigned line = 0;
 	Dwarf_Die *cudie, *scopes = NULL;
 	Dwarf_Addr bias = 0;
-	GElf_Off offset;
-	GElf_Sym elf_sym;
 	bool open_inline = false;
-	int nscopes = 0, rc = 0;
+	int nscopes = 0, rc;
 
-	symbol_name = dwfl_module_addrinfo(mod, pc, &offset, &elf_sym, NULL,
-					   NULL, NULL);
+	if ((rc = symbol_name(s, m, pc, &elf_name)) < 0)
+		return rc;
 	cudie = find_cu(mod, pc, &bias);
 	if (cudie) {
 		Dwarf_Attribute attr;
@@ -421,7 +605,7 @@ static int resolve_dwfl(struct sym_module *m, uint64_t pc,
 		if (!is_function_scope(die))
 			continue;
 		name = die_name(die);
-		rc = push_frame(sym, name ? name : symbol_name, file, line,
+		rc = push_frame(sym, name ? name : elf_name, file, line,
 				comp_dir);
 		open_inline = dwarf_tag(die) == DW_TAG_inlined_subroutine;
 		if (!open_inline)
@@ -432,7 +616,8 @@ static int resolve_dwfl(struct sym_module *m, uint64_t pc,
 	/* No DWARF, or the chain of inlined calls did not reach the function
 	 * that holds them: the symbol table names it. */
 	if (rc == 0 && (sym->frame_count == 0 || open_inline))
-		rc = push_frame(sym, symbol_name, file, line, comp_dir);
+		rc = push_frame(sym, elf_name, file, line, comp_dir);
+	free(elf_name);
 	return rc;
 }
 #endif
@@ -451,10 +636,22 @@ static int resolve(struct lw_symbolizer *s, uint64_t address,
 	sym->module = m->path;
 	sym->offset = address - m->record->load_bias;
 #if LW_HAVE_LIBDW
+	if (!m->checked)
+		check_module(m);
+	if (m->cache) {
+		rc = lw_symcache_find(m->cache, pc - m->record->load_bias, sym);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
+	}
 	if (m->state == MODULE_UNTRIED && (rc = open_module(s, m)) < 0)
 		return rc;
-	if (m->state == MODULE_READY)
-		return resolve_dwfl(m, pc, sym);
+	if (m->state == MODULE_READY) {
+		rc = resolve_dwfl(s, m, pc, sym);
+		if (rc == 0 && m->cache)
+			rc = lw_symcache_add(m->cache,
+					     pc - m->record->load_bias, sym);
+		return rc;
+	}
 #else
 	if (!s->noted_no_libdw) {
 		s->noted_no_libdw = true;
@@ -514,7 +711,9 @@ int lw_symbolize(struct lw_symbolizer *s, uint64_t address,
 	sym = calloc(1, sizeof(*sym));
 	if (!sym)
 		return -ENOMEM;
+	pthread_mutex_lock(&symbolize_lock);
 	rc = resolve(s, address, sym);
+	pthread_mutex_unlock(&symbolize_lock);
 	if (rc < 0) {
 		free_symbol(sym);
 		return rc;

@@ -84,9 +84,10 @@ static int load(int fd, struct lw_trace_file *tf)
  * Progress of a long read on a terminal: "leakwatch: reading PATH: 42%",
  * rewritten in place at most five times a second once the read has taken
  * a second (with LEAKWATCH_PROGRESS=1 at once and at every callback; with
- * LEAKWATCH_PROGRESS=0 never), erased at the end.
+ * LEAKWATCH_PROGRESS=0 never), erased at the end. Each thread reading a
+ * trace (trace-pool.h) shows its own.
  */
-static struct {
+static _Thread_local struct {
 	const char *path;
 	struct timespec start, last;
 	bool shown;
@@ -112,10 +113,12 @@ static int show_progress(void *ctx, size_t offset, size_t total)
 	    seconds_since(&progress.last) < 0.2)
 		return 0;
 	clock_gettime(CLOCK_MONOTONIC, &progress.last);
+	flockfile(stderr);
 	fputs("\rleakwatch: reading ", stderr);
 	lw_put_text_str(stderr, progress.path);
 	fprintf(stderr, ": %u%%", (unsigned)(total ? offset * 100 / total : 0));
 	fflush(stderr);
+	funlockfile(stderr);
 	progress.shown = true;
 	return 0;
 }
