@@ -42,6 +42,9 @@ struct lw_writer {
 	 * events this trace lacks. */
 	uint64_t lost;
 	uint64_t events_flushed;	/* events before the buffer */
+	/* Of events, the allocations and frees that SHORT_LIVED records
+	 * stand for (END counts the records alone). */
+	uint64_t summed_events;
 	uint8_t buf[LW_WRITER_BUFFER_SIZE];
 };
 
@@ -79,6 +82,10 @@ void lw_writer_context(struct lw_writer *w, unsigned api, int64_t device,
 /* An extension record with a ready-made payload. */
 void lw_writer_ext(struct lw_writer *w, uint8_t tag, const uint8_t *payload,
 		   size_t len);
+/* A SHORT_LIVED record (its payload), which stands for events allocations
+ * and frees: counted as written, or as lost once writing failed. */
+void lw_writer_short_lived(struct lw_writer *w, const uint8_t *payload,
+			   size_t len, uint64_t events);
 void lw_writer_stack(struct lw_writer *w, uint64_t id, const uintptr_t *frames,
 		     unsigned depth);
 /* STRING, WARNING, PHASE_BEGIN-like records made of varints and strings. */

@@ -33,7 +33,8 @@
 	"                     [--frames N] [--native] [--sites] [--no-report]\n" \
 	"                     [--max-growth SIZE]\n" \
 	"                     [--min-steps N] [--rules FILE] [--suppressions FILE]\n" \
-	"                     [--torch-allocator async|keep] -- CMD [ARGS...]\n"
+	"                     [--torch-allocator async|keep]\n" \
+	"                     [--trace-detail bounded|full] -- CMD [ARGS...]\n"
 
 /* Exit status for bad usage and unusable input. */
 #define LW_EXIT_USAGE 2
