@@ -51,6 +51,8 @@ class Run:
         if preload:
             full_env["LD_PRELOAD"] = LIB
         full_env["LEAKWATCH_OUT"] = os.path.join(self.dir, pattern)
+        if os.environ.get("LW_TRACE_DETAIL"):  # meson test --setup full
+            full_env["LEAKWATCH_TRACE_DETAIL"] = os.environ["LW_TRACE_DETAIL"]
         full_env.update(env or {})
         for key in [k for k, v in full_env.items() if v is None]:
             del full_env[key]  # None: unset
