@@ -30,13 +30,14 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 COMMANDS = ("report", "check", "diff", "run")
 # Options of other programs that the docs show in their command lines.
 OTHER_TOOLS = {
-    "meson": {"--benchmark", "--suite", "--verbose", "--prefix"},
+    "meson": {"--benchmark", "--suite", "--verbose", "--prefix", "--setup"},
     "pip": {"--user"},
     "torchrun": {"--nproc-per-node"},
     "the demo's programs": {"--epochs", "--steps"},
     "scripts/bench.sh": {"--quick"},
     "tests/bench/bench-all.py and bench-torch.py": {"--parts", "--runs",
                                                     "--steps"},
+    "tests/bench/bench-week.py": {"--every", "--full-steps"},
 }
 OPTION = re.compile(r"(?<![\w./-])(--?[a-zA-Z][\w-]*)")
 
