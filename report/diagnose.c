@@ -412,6 +412,10 @@ static void classify_site(const struct lw_report *r,
 		f->category = LW_CATEGORY_UNCOLLECTED_CYCLE;
 		f->confidence = LW_CONFIDENCE_HIGH;
 		f->reason = "kept by reference cycles that nothing refers to, which the cycle collector, turned off, never frees";
+	} else if (growing && h->unreachable) {
+		f->category = LW_CATEGORY_CYCLE_DELAYED;
+		f->confidence = LW_CONFIDENCE_HIGH;
+		f->reason = "kept by reference cycles that nothing refers to, until the cycle collector's next pass";
 	} else if (gc) {
 		f->category = LW_CATEGORY_CYCLE_DELAYED;
 		f->confidence = growing ? LW_CONFIDENCE_HIGH

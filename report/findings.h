@@ -70,6 +70,9 @@ struct lw_report_finding {
 	char *evidence;		/* lw_evidence_string(), owned */
 	bool have_location;
 	struct lw_named_frame location;	/* the site's headline frame */
+	/* Its other lines (lw_finding_lines()), the fastest first: owned. */
+	struct lw_named_frame *also;
+	size_t also_count;
 };
 
 struct lw_findings {

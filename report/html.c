@@ -687,6 +687,12 @@ static int put_findings(FILE *out, const struct lw_report *r,
 		fputs("<li><span class=\"lw-title\">", out);
 		put_html_str(out, f->title);
 		fputs("</span>", out);
+		for (size_t k = 0; k < f->also_count; k++) {
+			fputs(k ? ", " : "<div class=\"lw-also\">Also at: ", out);
+			lw_put_frame_label(out, &f->also[k], put_html);
+			if (k + 1 == f->also_count)
+				fputs("</div>", out);
+		}
 		fputs("<div class=\"lw-evidence\">Evidence: ", out);
 		put_html_str(out, f->evidence);
 		fputs("</div>", out);

@@ -26,6 +26,7 @@ def main():
     for step in range(30):
         x = torch.randn(64, 256, device="cuda")
         kept.append(x.sum(0))  # @lead
+        del x
         leakwatch.step()
 
 

@@ -66,6 +66,8 @@ CASES = {
     "espnet_fixed": None,
     "composer_fixed": None,
     "train_eval_grad": "retained-graph",
+    "simpletuner_fixed": None,
+    "cycle_delayed": "cycle-delayed-frees",
     # Two causes in one loop: two findings, each with its own holder.
     "two_holders": ("kept-activations", "retained-loss"),
 }
