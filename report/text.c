@@ -651,9 +651,12 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 			lw_format_rate(rate, g.run.per_step),
 			lw_format_rate(per10k, g.run.per_step * 10000),
 			lw_model_step_stride(m) > 1 ? " (series downsampled)" : "");
-	else if (g.run.verdict == LW_VERDICT_PLATEAU)
+	else if (g.run.verdict == LW_VERDICT_PLATEAU && g.run.per_step > 0)
 		fprintf(out, "Growth: plateau; device memory rose by %s per step, then stopped growing%s\n",
 			lw_format_rate(rate, g.run.per_step),
+			lw_model_step_stride(m) > 1 ? " (series downsampled)" : "");
+	else if (g.run.verdict == LW_VERDICT_PLATEAU)
+		fprintf(out, "Growth: plateau; device memory rose, then stopped growing%s\n",
 			lw_model_step_stride(m) > 1 ? " (series downsampled)" : "");
 	else
 		fprintf(out, "Growth: %s; device memory does not grow from step to step (%s per step)%s\n",

@@ -99,6 +99,10 @@ CASES = {
     "step-linear-json": (["step-linear"], ["report", "--format", "json", "@step-linear"], 0),
     "step-tiny-text": (["step-tiny"], ["report", "--top", "2", "@step-tiny"], 0),
     "step-few-text": (["step-few"], ["report", "@step-few"], 0),
+    # What the growth line says of memory that does not grow.
+    "step-plateau-text": (["step-plateau"], ["report", "@step-plateau"], 0),
+    "step-sawtooth-flat-text": (["step-sawtooth-flat"],
+                                ["report", "@step-sawtooth-flat"], 0),
     "check-step-linear": (["step-linear"], ["check", "--max-growth", "512KiB", "@step-linear"], 1),
     "check-step-tiny-ok": (["step-tiny"], ["check", "--max-growth", "1KiB", "@step-tiny"], 0),
     "check-step-few": (["step-few"], ["check", "--max-growth", "0", "@step-few"], 0),
