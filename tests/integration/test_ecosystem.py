@@ -399,14 +399,7 @@ def pytest_per_test():
                          "test_two_leaks.py")
     lines = {m: next(i for i, line in enumerate(open(tests), 1)
                      if "# @" + m in line) for m in ("four", "eight")}
-    env = {
-        "PYTHONPATH": os.pathsep.join([os.environ["LW_SCRIPTS"],
-                                       os.path.dirname(
-                                           os.environ["LW_TINYTENSOR_PY"])]),
-        "LEAKWATCH_LIB": LIB,
-        "LEAKWATCH_CLI": CLI,
-        "LD_PRELOAD": "",
-    }
+    env = plugin_env()
     run = Run([py, "-m", "pytest", "-p", "pytest_leakwatch", "-p",
                "no:cacheprovider", "-q", "-rA", tests, "--leakwatch"],
               env=env, preload=False)
@@ -422,6 +415,19 @@ def pytest_per_test():
               f"test_leaks_{test} names its own line and rate: {text}")
         check(f"test_two_leaks.py:{lines[other]}" not in text,
               f"test_leaks_{test} names the other test's line: {text}")
+
+
+def plugin_env():
+    """pytest with the plugin and tinytensor importable; the plugin
+    preloads the shim itself (it starts pytest again)."""
+    return {
+        "PYTHONPATH": os.pathsep.join([os.environ["LW_SCRIPTS"],
+                                       os.path.dirname(
+                                           os.environ["LW_TINYTENSOR_PY"])]),
+        "LEAKWATCH_LIB": LIB,
+        "LEAKWATCH_CLI": CLI,
+        "LD_PRELOAD": "",
+    }
 
 
 def pytest_python():
@@ -444,14 +450,7 @@ def pytest_plugin():
     tests = os.environ["LW_PYTEST_TESTS"]
     kept_line = next(i for i, line in enumerate(open(tests), 1)
                      if "# @kept" in line)
-    env = {
-        "PYTHONPATH": os.pathsep.join([os.environ["LW_SCRIPTS"],
-                                       os.path.dirname(
-                                           os.environ["LW_TINYTENSOR_PY"])]),
-        "LEAKWATCH_LIB": LIB,
-        "LEAKWATCH_CLI": CLI,
-        "LD_PRELOAD": "",
-    }
+    env = plugin_env()
     base = [py, "-m", "pytest", "-p", "pytest_leakwatch", "-p",
             "no:cacheprovider", "-q", "-rA", tests]
     # The plugin preloads the shim itself (it starts pytest again).

@@ -143,6 +143,26 @@ def environment(config):
     return env
 
 
+def run_program(source, tmp, name):
+    """A program (its source) on the stand-in GPU under `leakwatch run`,
+    with the leakwatch module importable: (the completed process, the JSON
+    report of its trace, its trace)."""
+    env = environment("native")
+    env["PYTHONPATH"] = os.environ["LW_SCRIPTS"]
+    script = os.path.join(tmp, name + ".py")
+    with open(script, "w") as f:
+        f.write(source)
+    trace = os.path.join(tmp, name + ".trace")
+    r = subprocess.run([os.environ["LW_FAKEGPU"], os.environ["LW_CLI"],
+                        "run", "--no-report", "--trace", trace, "--",
+                        os.environ["LW_TORCH_PYTHON"], script], env=env,
+                       capture_output=True, text=True, timeout=600)
+    print(r.stdout, r.stderr[-3000:])
+    rep = subprocess.run([os.environ["LW_CLI"], "report", "--format", "json",
+                          trace], capture_output=True, text=True, timeout=300)
+    return r, json.loads(rep.stdout) if rep.returncode == 0 else None, trace
+
+
 def run(case, config, python, real_gpu):
     """Runs the case under `leakwatch run --format json`; returns (the
     program's report, what the program recorded)."""
