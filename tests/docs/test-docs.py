@@ -37,6 +37,7 @@ OTHER_TOOLS = {
     "scripts/bench.sh": {"--quick"},
     "tests/bench/bench-all.py and bench-torch.py": {"--parts", "--runs",
                                                     "--steps"},
+    "tests/torch/test_libraries.py": {"--bare"},
 }
 OPTION = re.compile(r"(?<![\w./-])(--?[a-zA-Z][\w-]*)")
 
