@@ -6,7 +6,9 @@
 # importing them needs, and prints the path of its python3 on the last line.
 #   scripts/torch-env.sh
 # LEAKWATCH_TORCH_ENV  where the environment lives
-#                      (default ${XDG_CACHE_HOME:-~/.cache}/leakwatch/torch-VERSION)
+#                      (default ${XDG_CACHE_HOME:-~/.cache}/leakwatch/torch-VERSION-libs:
+#                      its own name, so that an environment of torch alone,
+#                      from an older checkout, is neither used nor replaced)
 #
 # The NVIDIA wheels that PyTorch names (cuda-toolkit, cuDNN, NCCL, NVSHMEM,
 # cuSPARSELt, Triton...) are left out: on a machine without a GPU the CUDA
@@ -33,7 +35,7 @@ library_deps=(numpy==2.4.6 packaging==26.4 pyyaml==6.0.4 tqdm==4.70.1
               h11==0.16.0 anyio==4.16.0 idna==3.20 truststore==0.10.5
               psutil==7.2.2 lightning-utilities==0.15.3)
 
-env=${LEAKWATCH_TORCH_ENV:-${XDG_CACHE_HOME:-$HOME/.cache}/leakwatch/torch-$torch_version}
+env=${LEAKWATCH_TORCH_ENV:-${XDG_CACHE_HOME:-$HOME/.cache}/leakwatch/torch-$torch_version-libs}
 stamp="$env/.leakwatch-torch"
 want="torch==$torch_version ${deps[*]} ${libraries[*]} ${library_deps[*]}"
 
