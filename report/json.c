@@ -69,10 +69,18 @@ static void put_torch(FILE *out, const struct lw_model *m)
 		     ", \"allocated_bytes_at_end\": %" PRIu64
 		     ", \"reserved_bytes_at_end\": %" PRIu64
 		     ", \"peak_allocated_bytes\": %" PRIu64
-		     ", \"peak_reserved_bytes\": %" PRIu64 "}",
+		     ", \"peak_reserved_bytes\": %" PRIu64,
 		torch->blocks, torch->segments, torch->allocated_bytes,
 		torch->reserved_bytes, torch->peak_allocated_bytes,
 		torch->peak_reserved_bytes);
+	if (lw_model_has_program_end(m))
+		fprintf(out, ", \"allocated_bytes_at_program_end\": %" PRIu64
+			     ", \"reserved_bytes_at_program_end\": %" PRIu64 "}",
+			torch->program_end_allocated,
+			torch->program_end_reserved);
+	else
+		fputs(", \"allocated_bytes_at_program_end\": null"
+		      ", \"reserved_bytes_at_program_end\": null}", out);
 }
 
 static void put_command(FILE *out, const struct lw_model *m)

@@ -648,6 +648,8 @@ static int model_mark(void *ctx, uint64_t kind)
 	m->program_end_sites = sites;
 	m->program_end_site_count = m->sites.count;
 	m->program_end_steps = m->counts.steps;
+	m->torch.program_end_allocated = m->torch.allocated_bytes;
+	m->torch.program_end_reserved = m->torch.reserved_bytes;
 	m->have_program_end = true;
 	return 0;
 }

@@ -139,6 +139,10 @@ struct lw_torch_memory {
 	uint64_t peak_allocated_bytes;
 	uint64_t peak_reserved_bytes;
 	uint64_t step_peak_reserved;	/* the most since the last point */
+	/* At the PROGRAM_END mark (what the program's own code last saw;
+	 * finalization frees much afterwards). */
+	uint64_t program_end_allocated;
+	uint64_t program_end_reserved;
 	/* Live segments: keys and sizes (few: one per cache miss). */
 	uint64_t *segment_keys;
 	uint64_t *segment_sizes;

@@ -50,7 +50,10 @@ POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes",
 TORCH_KEYS = ["conf", "source", "tensors_visible", "expandable_segments",
               "blocks", "segments", "allocated_bytes_at_end",
               "reserved_bytes_at_end", "peak_allocated_bytes",
-              "peak_reserved_bytes"]
+              "peak_reserved_bytes",
+              # What the program's code last saw (null without the mark).
+              "allocated_bytes_at_program_end",
+              "reserved_bytes_at_program_end"]
 OOM_KEYS = ["count", "size", "allocated", "reserved", "device", "step",
             "live_bytes", "live_count", "tracked_allocated",
             "tracked_reserved", "sites", "more_sites", "grew"]
@@ -242,7 +245,9 @@ def check_report(r, where):
     torch = r["torch_allocator"]
     check(torch is None or (isinstance(torch, dict) and
                             list(torch) == TORCH_KEYS and
-                            all(is_uint(torch[k]) for k in TORCH_KEYS[4:]) and
+                            all(is_uint(torch[k]) for k in TORCH_KEYS[4:10]) and
+                            all(torch[k] is None or is_uint(torch[k])
+                                for k in TORCH_KEYS[10:]) and
                             torch["allocated_bytes_at_end"] <=
                             torch["peak_allocated_bytes"] and
                             torch["reserved_bytes_at_end"] <=
