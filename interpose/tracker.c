@@ -1032,6 +1032,16 @@ size_t lw_holder_targets(uint64_t *pairs, size_t max, int wanted_only)
 	return n;
 }
 
+bool lw_holders_first_of_its_reason(void)
+{
+	bool first;
+
+	pthread_mutex_lock(&lock);
+	first = lw_kept_first_of_its_reason();
+	pthread_mutex_unlock(&lock);
+	return first;
+}
+
 int64_t lw_steps_since_gc(void)
 {
 	int64_t steps = -1;

@@ -12,6 +12,7 @@
 #ifndef LW_TRACKER_H
 #define LW_TRACKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -151,6 +152,9 @@ void lw_record_holder(uint64_t address, const char *path, const char *root,
 		      uint64_t objects, uint64_t graph_nodes, unsigned flags);
 /* Steps since the cycle collector's last pass ended; -1 if none was seen. */
 int64_t lw_steps_since_gc(void);
+/* Whether the search asked for now is the first for its reason (kept.h):
+ * it runs whatever the searches before it cost. */
+bool lw_holders_first_of_its_reason(void);
 
 enum lw_step_source {
 	LW_STEP_API = 1,       /* leakwatch_step(), the Python helper */

@@ -691,7 +691,7 @@ static int put_evidence(FILE *out, const struct lw_report *r,
 	} else {
 		fputs("null", out);
 	}
-	putc('}', out);
+	fprintf(out, ", \"allocated_bytes\": %" PRIu64 "}", ev->bytes_allocated);
 	return 0;
 }
 

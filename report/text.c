@@ -469,6 +469,22 @@ static void put_site_header(FILE *out, const struct lw_report *r, size_t rank,
 	putc('\n', out);
 }
 
+/* "(not a leak: REASON)" under a live site whose memory is none, where no
+ * finding says so. */
+static void put_not_a_leak(FILE *out, const struct lw_report *r,
+			   uint32_t site)
+{
+	const struct lw_diagnosis *d = &r->analysis->diagnosis;
+	const struct lw_site_diagnosis *sd;
+
+	if (!d->sites || site >= d->site_count)
+		return;
+	sd = &d->sites[site];
+	if (sd->category == LW_CATEGORY_NOT_A_LEAK && sd->reason &&
+	    sd->finding >= d->finding_count)
+		fprintf(out, "    (not a leak: %s)\n", sd->reason);
+}
+
 /* A site's location line and its stack. */
 static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 			  size_t max_frames)
@@ -545,6 +561,7 @@ static int put_location_entry(FILE *out, const struct lw_report *r,
 
 	if (sum->sites == 1) {
 		put_site_header(out, r, rank, sum->lead);
+		put_not_a_leak(out, r, sum->lead);
 		return put_site_stack(out, r, sum->lead, options->frames);
 	}
 	for (size_t i = 0; i < site_count; i++)
@@ -554,6 +571,7 @@ static int put_location_entry(FILE *out, const struct lw_report *r,
 		rank, lw_format_size(size, sum->bytes), sum->bytes, sum->count,
 		sum->count == 1 ? "" : "s", kind_labels[lw_model_site(m, sum->lead)->kind],
 		made, sum->sites);
+	put_not_a_leak(out, r, sum->lead);
 	if ((rc = put_site_stack(out, r, sum->lead, options->frames)) < 0)
 		return rc;
 	if (!options->sites) {

@@ -72,7 +72,7 @@ EVIDENCE_KEYS = ["bytes_per_step", "count_per_step", "live_bytes", "live_count",
                  "lingering_mean_bytes", "typical_peak_bytes",
                  # What it held at step ends, and when it was let go.
                  "held_bytes", "held_count", "held_at_step", "released",
-                 "released_when"]
+                 "released_when", "allocated_bytes"]
 CATEGORIES = ["retained-loss", "metric-copy", "retained-graph",
               "lingering-previous-step", "unreleased-module",
               "cycle-delayed-frees", "growth", "not-a-leak", "cache-growth",

@@ -150,10 +150,10 @@ def check_leak(name, case, rep, program, findings):
     check(f["held_by"], "no holder (held_by is empty)")
     ev = f["evidence"]
     if ev["gc_frees"]:
-        # Copies freed by the collector's passes: the blocks made each step
+        # Copies freed by the collector's passes: the bytes made each step
         # until the next pass.
-        made = (ev["frees"] + ev["live_count"]) / rep["steps"]
-        within(ev["mean_size"] * made, test_torch.program_rise(program),
+        within(ev["allocated_bytes"] / rep["steps"],
+               test_torch.program_rise(program),
                "growth per step between collections")
     else:
         within(ev["bytes_per_step"],

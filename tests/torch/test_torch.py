@@ -229,8 +229,7 @@ def check_leak(case, rep, program, leaks, held="live_bytes"):
     if category in GROWING and ev["gc_frees"]:
         # Freed by the collector's passes: no growth in the long run, a
         # rise of blocks made each step until the next pass.
-        made = (ev["frees"] + ev["live_count"]) / rep["steps"]
-        within(ev["mean_size"] * made, program_rise(program),
+        within(ev["allocated_bytes"] / rep["steps"], program_rise(program),
                "growth per step between collections")
     elif category in GROWING:
         within(ev["bytes_per_step"], program_growth(program),
