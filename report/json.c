@@ -787,6 +787,30 @@ static void put_failed_allocations(FILE *out, const struct lw_model *m)
 	putc(']', out);
 }
 
+/* How the trace ends, and what its checksums said. */
+static void put_trace_state(FILE *out, const struct lw_trace_result *res)
+{
+	static const char *const cuts[] = {
+		[LW_TRACE_CUT_NONE] = "cut",
+		[LW_TRACE_CUT_BETWEEN] = "cut",
+		[LW_TRACE_CUT_RECORD] = "cut-in-record",
+		[LW_TRACE_CUT_BLOCK] = "cut-in-block",
+	};
+	const char *ending = res->damaged     ? "damaged"
+			     : !res->truncated ? "complete"
+					       : cuts[res->cut];
+	char why[384];
+
+	lw_trace_describe_end(res, why, sizeof(why));
+	fprintf(out, "{\"ending\": \"%s\", \"problem\": ", ending);
+	if (why[0])
+		put_str(out, why);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"checksums\": %s, \"blocks_verified\": %" PRIu64 "}",
+		res->checksummed ? "true" : "false", res->blocks_verified);
+}
+
 static void put_info(FILE *out, const struct lw_model *m, unsigned indent)
 {
 	const struct lw_trace_meta *meta = lw_model_meta(m);
@@ -1021,6 +1045,9 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	putc(',', out);
 	put_key(out, k, "device_memory_by_context");
 	put_contexts(out, m, k);
+	putc(',', out);
+	put_key(out, k, "trace_state");
+	put_trace_state(out, r->result);
 	putc(',', out);
 	put_key(out, k, "schema_version");
 	fprintf(out, "%d", LW_JSON_SCHEMA_VERSION);

@@ -73,6 +73,18 @@ CASES = {
     "ext-overrun": (["ext-overrun"], ["report", "@ext-overrun"], 2),
     "after-end": (["after-end"], ["report", "--format", "json", "@after-end"], 2),
     "pystack-undefined": (["pystack-undefined"], ["report", "@pystack-undefined"], 2),
+    # The END record's count of events against what was read.
+    "header-skips-to-end": (["header-skips-to-end"], ["report", "@header-skips-to-end"], 2),
+    "check-header-skips-to-end": (["header-skips-to-end"], ["check", "--max-growth", "0", "@header-skips-to-end"], 2),
+    "end-miscount": (["end-miscount"], ["report", "@end-miscount"], 2),
+    # A declared length: damage when no writer writes one so long, a cut
+    # when the file ends inside the record.
+    "record-too-long": (["record-too-long"], ["report", "@record-too-long"], 2),
+    "record-past-end-text": (["record-past-end"], ["report", "@record-past-end"], 0),
+    # Checksummed blocks: sound, cut inside a block.
+    "checksummed-text": (["checksummed"], ["report", "@checksummed"], 0),
+    "checksummed-json": (["checksummed"], ["report", "--format", "json", "@checksummed"], 0),
+    "checksum-cut-text": (["checksum-cut"], ["report", "@checksum-cut"], 0),
     "missing-file": ([], ["report", "missing.trace"], 2),
     "directory": ([], ["report", "."], 2),
     # Command-line mistakes: one line, exit status 2.
