@@ -242,6 +242,17 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 					 strerror(-rc));
 			run.written++;
 		}
+		if (rc == 0 && lw_trace_file_shrank(&tf)) {
+			snprintf(message, sizeof(message), "%s",
+				 LW_TRACE_SHRANK_MESSAGE);
+			rc = -EIO;
+		}
+		/* What came before the damage is reported; the damage is
+		 * an error all the same. */
+		if (rc == 0 && tf.result.damaged) {
+			lw_trace_file_damage(&tf, message, sizeof(message));
+			rc = -EBADMSG;
+		}
 		lw_trace_file_close(&tf);
 		/* The report so far first, then the error line. */
 		fflush(out);

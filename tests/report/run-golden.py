@@ -81,9 +81,12 @@ CASES = {
     # when the file ends inside the record.
     "record-too-long": (["record-too-long"], ["report", "@record-too-long"], 2),
     "record-past-end-text": (["record-past-end"], ["report", "@record-past-end"], 0),
-    # Checksummed blocks: sound, cut inside a block.
+    # Checksummed blocks: sound, damaged (read up to the damage, exit 2),
+    # cut inside a block.
     "checksummed-text": (["checksummed"], ["report", "@checksummed"], 0),
     "checksummed-json": (["checksummed"], ["report", "--format", "json", "@checksummed"], 0),
+    "checksum-damaged-text": (["checksum-damaged"], ["report", "@checksum-damaged"], 2),
+    "checksum-damaged-json": (["checksum-damaged"], ["report", "--format", "json", "@checksum-damaged"], 2),
     "checksum-cut-text": (["checksum-cut"], ["report", "@checksum-cut"], 0),
     "missing-file": ([], ["report", "missing.trace"], 2),
     "directory": ([], ["report", "."], 2),
