@@ -85,8 +85,9 @@ static void check_usage(FILE *out)
 	      "Exit status: 0 when every trace is within SIZE (or has too few steps to\n"
 	      "judge), 1 when one grows faster (the offending sites are printed with\n"
 	      "their rate and what it comes to over 10,000 steps), 2 for bad usage or\n"
-	      "an unreadable trace, 3 when a trace cannot be judged at all (every CUDA\n"
-	      "allocation of its process failed).\n",
+	      "an unreadable trace or a verdict that cannot be written, 3 when a trace\n"
+	      "cannot be judged at all (every CUDA allocation of its process failed, or\n"
+	      "it is damaged).\n",
 	      out);
 }
 
@@ -188,6 +189,16 @@ int lw_parse_min_steps(const char *value, size_t *out)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int lw_flush_output(FILE *out, const char *name)
+{
+	/* errno is the failed write's, when an earlier flush failed and
+	 * this one had nothing left to write (as in lw_report_files). */
+	if (fflush(out) == 0 && !ferror(out))
+		return 0;
+	lw_error("%s: %s", name, strerror(errno ? errno : EIO));
+	return -EIO;
 }
 
 static void put_file_error(const char *path, const char *message)
@@ -457,6 +468,16 @@ int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
 	if (rc < 0)
 		goto out;
 	tf.report.min_steps = min_steps;
+	if (tf.result.damaged) {
+		lw_trace_file_damage(&tf, message, sizeof(message));
+		fputs("leakwatch: ", out);
+		lw_put_text_str(out, path);
+		fputs(": cannot judge growth: the trace is ", out);
+		lw_put_text_str(out, message);
+		putc('\n', out);
+		rc = LW_CHECK_UNJUDGED;
+		goto out;
+	}
 	if (tf.model.meta.failed_allocations && !tf.model.counts.allocations) {
 		const struct lw_failed_allocation *f = &tf.model.meta.failed[0];
 		const char *name = lw_alloc_error_name(f->api, f->error);
@@ -603,6 +624,9 @@ static int cmd_check(int argc, char **argv)
 		lw_merged_view(stdout, (const char *const *)argv + optind,
 			       (size_t)(argc - optind), min_steps);
 	lw_rules_fini(&rules);
+	/* A verdict nobody could read is no verdict. */
+	if (lw_flush_output(stdout, "standard output") < 0)
+		return LW_EXIT_USAGE;
 	return unreadable ? LW_EXIT_USAGE
 	       : over	  ? 1
 	       : unjudged ? LW_EXIT_CHECK_UNJUDGED

@@ -66,8 +66,9 @@ void lw_run_usage(FILE *out)
 	      "installation. The exit status is CMD's (128+N if a signal N killed it; 127\n"
 	      "if CMD was not found, 126 if it could not be run; 2 for bad usage; 23 when\n"
 	      "CMD exited 0 but grew faster than --max-growth; 24 when CMD exited 0,\n"
-	      "--max-growth was given and growth could not be judged: a trace could not\n"
-	      "be written, or every CUDA allocation failed).\n",
+	      "--max-growth was given and growth could not be judged: no trace was\n"
+	      "written, a trace could not be written or is damaged, or every CUDA\n"
+	      "allocation failed).\n",
 	      out);
 }
 
@@ -389,8 +390,8 @@ static int exit_status(int status)
  * Reports the traces the run wrote; with gate, also judges their growth
  * against max_growth (on stderr). Returns 0, or the exit status the gate
  * asks for: LW_EXIT_GROWTH when one grew too fast, LW_EXIT_UNJUDGED when
- * one could not be judged (its trace could not be written, or every
- * allocation failed).
+ * one could not be judged (no trace was written, its trace could not be
+ * written or is damaged, or every allocation failed).
  */
 static int report_traces(FILE *out, const char *manifest, bool no_report,
 			 const struct lw_output_options *options, bool gate,
@@ -414,8 +415,14 @@ static int report_traces(FILE *out, const char *manifest, bool no_report,
 		fputs(" could not be written (see the warning above): nothing of that process was recorded\n",
 		      stderr);
 	}
-	if (count == 0 && failed == 0)
+	/* A gate that saw nothing does not pass: a program can allocate
+	 * where the shim never ran. */
+	if (count == 0 && failed == 0 && gate) {
+		lw_error("growth cannot be judged: no trace was written: no CUDA allocation reached the shim (the program made none, or the shim was not loaded where it did: LD_PRELOAD dropped by a launcher or a set-user-ID program, a statically linked program, CUDA reached by other means)");
+		unjudged = true;
+	} else if (count == 0 && failed == 0) {
 		lw_error("no trace was written (the program made no CUDA allocation)");
+	}
 	if (no_report) {
 		for (size_t i = 0; i < count; i++) {
 			fputs("leakwatch: trace written to ", stderr);

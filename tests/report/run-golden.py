@@ -81,13 +81,18 @@ CASES = {
     # when the file ends inside the record.
     "record-too-long": (["record-too-long"], ["report", "@record-too-long"], 2),
     "record-past-end-text": (["record-past-end"], ["report", "@record-past-end"], 0),
-    # Checksummed blocks: sound, damaged (read up to the damage, exit 2),
-    # cut inside a block.
+    # Checksummed blocks: sound, damaged (read up to the damage, exit 2,
+    # no gate passes), cut inside a block.
     "checksummed-text": (["checksummed"], ["report", "@checksummed"], 0),
     "checksummed-json": (["checksummed"], ["report", "--format", "json", "@checksummed"], 0),
     "checksum-damaged-text": (["checksum-damaged"], ["report", "@checksum-damaged"], 2),
     "checksum-damaged-json": (["checksum-damaged"], ["report", "--format", "json", "@checksum-damaged"], 2),
+    "check-checksum-damaged": (["checksum-damaged"], ["check", "--max-growth", "1MiB", "@checksum-damaged"], 3),
+    "diff-checksum-damaged": (["checksummed", "checksum-damaged"], ["diff", "@checksummed", "@checksum-damaged"], 3),
     "checksum-cut-text": (["checksum-cut"], ["report", "@checksum-cut"], 0),
+    # diff against a run with nothing to judge: never "fixed".
+    "diff-header-only": (["leak-loop", "header-only"], ["diff", "@leak-loop", "@header-only"], 3),
+    "diff-died-before-step": (["leak-loop", "died-before-step"], ["diff", "@leak-loop", "@died-before-step"], 3),
     "missing-file": ([], ["report", "missing.trace"], 2),
     "directory": ([], ["report", "."], 2),
     # Command-line mistakes: one line, exit status 2.
