@@ -20,6 +20,7 @@
 #include "growth.h"
 #include "lw-size.h"
 #include "lw-report-config.h"
+#include "output.h"
 #include "trace-file.h"
 
 static void report_usage(FILE *out)
@@ -56,7 +57,10 @@ static void report_usage(FILE *out)
 	      "as text, then a merged view (each rank's growth, the imbalance between\n"
 	      "them, the sites common to all).\n"
 	      "A trace without an END record (the process was killed, or still runs) is\n"
-	      "reported up to its last complete record and marked TRUNCATED.\n",
+	      "reported up to its last complete record and marked TRUNCATED. A damaged\n"
+	      "trace (a block that fails its checksum) is reported up to the damage,\n"
+	      "marked DAMAGED, and the command exits 2. The report file (-o) is private\n"
+	      "(mode 0600), never one of the traces, and replaces FILE once written.\n",
 	      out);
 }
 
@@ -395,8 +399,10 @@ static int cmd_report(int argc, char **argv)
 	};
 	struct lw_output_options options = LW_OUTPUT_OPTIONS_DEFAULT;
 	const char *output = NULL;
+	const char *const *traces;
+	struct lw_output file;
 	struct lw_rules rules;
-	FILE *out = stdout;
+	size_t count;
 	int c, rc;
 
 	opterr = 0;
@@ -416,24 +422,23 @@ static int cmd_report(int argc, char **argv)
 		lw_rules_fini(&rules);
 		return LW_EXIT_USAGE;
 	}
-	if (output) {
-		out = fopen(output, "w");
-		if (!out) {
-			lw_error("%s: %s", output, strerror(errno));
-			lw_rules_fini(&rules);
-			return LW_EXIT_USAGE;
-		}
+	traces = (const char *const *)argv + optind;
+	count = (size_t)(argc - optind);
+	if (output && lw_output_open(&file, output, traces, count) < 0) {
+		lw_rules_fini(&rules);
+		return LW_EXIT_USAGE;
 	}
-	rc = lw_report_files(out, (const char *const *)argv + optind,
-			     (size_t)(argc - optind), &options);
+	rc = lw_report_files(output ? file.file : stdout, traces, count,
+			     &options);
 	lw_rules_fini(&rules);
 	if (rc < 0)
 		lw_error("%s: %s", output ? output : "standard output",
 			 strerror(-rc));
-	if (out != stdout && fclose(out) != 0 && rc >= 0) {
-		lw_error("%s: %s", output, strerror(errno));
+	/* Put in place when it holds a report: a run where every trace
+	 * failed leaves FILE as it was. */
+	if (output && lw_output_close(&file, rc >= 0 && (size_t)rc < count,
+				      traces, count) < 0 && rc >= 0)
 		rc = -EIO;
-	}
 	return rc == 0 ? 0 : LW_EXIT_USAGE;
 }
 

@@ -24,6 +24,7 @@
 #include "formats.h"
 #include "lw-size.h"
 #include "lw-report-config.h"
+#include "output.h"
 
 #define LIBRARY_NAME "libleakwatch.so"
 
@@ -393,10 +394,12 @@ static int exit_status(int status)
  * one could not be judged (no trace was written, its trace could not be
  * written or is damaged, or every allocation failed).
  */
-static int report_traces(FILE *out, const char *manifest, bool no_report,
+static int report_traces(struct lw_output *file, const char *manifest,
+			 bool no_report,
 			 const struct lw_output_options *options, bool gate,
 			 uint64_t max_growth)
 {
+	FILE *out = file->file ? file->file : stderr;
 	char *text = NULL, **paths = NULL;
 	size_t count = 0, failed = 0;
 	bool over = false, unjudged = false;
@@ -406,6 +409,7 @@ static int report_traces(FILE *out, const char *manifest, bool no_report,
 	if (rc < 0) {
 		lw_error("cannot read the list of traces %s: %s", manifest,
 			 strerror(-rc));
+		lw_output_close(file, false, NULL, 0);
 		return gate ? LW_EXIT_UNJUDGED : 0;
 	}
 	for (size_t i = 0; i < failed; i++) {
@@ -437,6 +441,8 @@ static int report_traces(FILE *out, const char *manifest, bool no_report,
 		if (rc < 0)
 			lw_error("cannot write the report: %s", strerror(-rc));
 	}
+	/* Never over a trace of the run, were -o one of them. */
+	lw_output_close(file, rc >= 0, (const char *const *)paths, count);
 	for (size_t i = 0; gate && i < count; i++) {
 		rc = lw_check_file(stderr, paths[i], max_growth,
 				   options->report.min_steps,
@@ -470,8 +476,8 @@ int lw_cmd_run(int argc, char **argv)
 	char library[PATH_MAX], manifest[PATH_MAX];
 	bool no_report = false, gate = false;
 	uint64_t max_growth = 0;
+	struct lw_output file = { 0 };
 	struct lw_rules rules;
-	FILE *out = stderr;
 	int c, rc, status = 0, exit_code;
 
 	opterr = 0;
@@ -533,8 +539,7 @@ int lw_cmd_run(int argc, char **argv)
 		return LW_EXIT_USAGE;
 	}
 	/* Opened before the run, so that a bad path fails before it. */
-	if (output && !(out = fopen(output, "w"))) {
-		lw_error("%s: %s", output, strerror(errno));
+	if (output && lw_output_open(&file, output, NULL, 0) < 0) {
 		lw_rules_fini(&rules);
 		return LW_EXIT_USAGE;
 	}
@@ -579,7 +584,7 @@ int lw_cmd_run(int argc, char **argv)
 		lw_error("%s: %s", argv[optind], strerror(-rc));
 		exit_code = 126;
 	} else {
-		int verdict = report_traces(out, manifest, no_report,
+		int verdict = report_traces(&file, manifest, no_report,
 					    &options, gate, max_growth);
 		exit_code = exit_status(status);
 		/* The program's own failure is never masked. */
@@ -589,8 +594,8 @@ int lw_cmd_run(int argc, char **argv)
 remove_manifest:
 	unlink(manifest);
 out:
-	if (out != stderr && fclose(out) != 0)
-		lw_error("%s: %s", output, strerror(errno));
+	/* Where the report was not written: nothing left behind. */
+	lw_output_close(&file, false, NULL, 0);
 	lw_rules_fini(&rules);
 	return exit_code;
 }
