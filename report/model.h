@@ -138,10 +138,9 @@ struct lw_torch_memory {
 	uint64_t peak_allocated_bytes;
 	uint64_t peak_reserved_bytes;
 	uint64_t step_peak_reserved;	/* the most since the last point */
-	/* Live segments: keys and sizes (few: one per cache miss). */
-	uint64_t *segment_keys;
-	uint64_t *segment_sizes;
-	size_t segment_count, segment_capacity;
+	/* Live segments by key (torch.c): few in a real run, one per cache
+	 * miss, but found without a scan whatever a trace holds. */
+	struct lw_addr_table live_segments;
 	uint64_t api;			/* of the CONTEXT in force */
 };
 
