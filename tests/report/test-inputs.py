@@ -8,7 +8,8 @@ tried (issue 33):
 - devices (/dev/zero, /dev/urandom) are refused at once, in bounded memory,
   and a trace streamed through a pipe still reads;
 - traces made to be read in quadratic time (unknown phase names among many
-  strings, sparse Python code ids, many INFO records) finish;
+  strings, sparse Python code ids, many PyTorch segments, many INFO
+  records) finish;
 - a trace cut while `report` reads it is refused with a message, not
   SIGBUS;
 - `report -o` never writes over one of its inputs nor through a symbolic
@@ -36,6 +37,7 @@ from lwcheck import check, failures  # noqa: E402
 
 MAGIC = b"\x89LWTRACE"
 # Far more than the linear reader needs; the quadratic one took minutes.
+# Five times that for a sanitized build.
 SLOW = 60
 
 
@@ -132,6 +134,8 @@ def devices_and_pipes(args, tmp, trace):
 
 def slow_traces(args, tmp):
     """Item 17: inputs that made the reader quadratic finish."""
+    with open(args.leakwatch, "rb") as f:
+        slow = SLOW * (5 if b"__asan_init" in f.read() else 1)
     n = 300000
     strings = b"".join(ext(0x42, varint(1000000 + i) + b"s")
                        for i in range(n))
@@ -139,7 +143,7 @@ def slow_traces(args, tmp):
     path = os.path.join(tmp, "phases.trace")
     with open(path, "wb") as f:
         f.write(header() + strings + phases + end(n))
-    code, out, err, _ = run(args, ["report", path], timeout=SLOW)
+    code, out, err, _ = run(args, ["report", path], timeout=slow)
     check(code == 0, f"unknown phase names among {n} strings: exit {code}")
 
     body = bytearray()
@@ -155,8 +159,17 @@ def slow_traces(args, tmp):
     with open(path, "wb") as f:
         f.write(header() + bytes(body) + end(n))
     code, _, err, _ = run(args, ["report", "--format", "json", path],
-                          timeout=SLOW)
+                          timeout=slow)
     check(code == 0, f"sparse code ids: exit {code}, {err[:200]!r}")
+
+    n = 400000
+    segments = b"".join(ext(0x4c, varint(1 << 40 | i << 21) + varint(2 << 20)
+                            + varint(0)) for i in range(n))
+    path = os.path.join(tmp, "segments.trace")
+    with open(path, "wb") as f:
+        f.write(header() + segments + end(0))
+    code, _, err, _ = run(args, ["report", path], timeout=slow)
+    check(code == 0, f"{n} PyTorch segments: exit {code}, {err[:200]!r}")
 
     m = 200000
     infos = b"".join(ext(0x44, varint(len(b"k%d" % i)) + b"k%d" % i +
@@ -165,7 +178,7 @@ def slow_traces(args, tmp):
     with open(path, "wb") as f:
         f.write(header() + infos + ext(0x44, b"\x03exe\x02/x") + end(0))
     code, out, err, _ = run(args, ["report", "--format", "json", path],
-                            timeout=SLOW)
+                            timeout=slow)
     check(code == 0 and out.count(b'": "v"') == m and b'"exe": "/x"' in out,
           f"{m} INFO records: exit {code}")
 
