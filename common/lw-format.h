@@ -11,7 +11,8 @@
  *   0  u8[8]  magic   "\x89LWTRACE" (LW_TRACE_MAGIC)
  *   8  u16    version (LW_TRACE_VERSION); a reader rejects a newer major one
  *   10 u16    header size in bytes (32); records start there
- *   12 u32    flags (none defined yet, must be ignored by readers)
+ *   12 u32    flags (enum lw_trace_flags; readers ignore those they do not
+ *             know)
  *   16 u64    wall-clock start time, ns since the Unix epoch
  *   24 u32    pid of the writing process
  *   28 u32    reserved, zero
@@ -35,6 +36,23 @@
  * A trace that was closed cleanly ends with an END record; one without it
  * was cut short (killed, crashed or still running) and is readable up to its
  * last complete record.
+ *
+ * No record is longer than LW_TRACE_RECORD_MAX bytes, tag and length
+ * included: a writer writes whole records from a buffer of that size, so a
+ * longer declared length is damage, not a record cut by the end of the file.
+ *
+ * Blocks and checksums (LW_TRACE_FLAG_CHECKSUMS). The writer writes its
+ * buffer a block at a time, each block led by a CHECKSUM record that gives
+ * the block's length and a hash of its bytes (common/lw-checksum.h), chained:
+ * the first block's hash continues from the hash of the header, every other
+ * one from the hash its predecessor's CHECKSUM record holds, so that a block
+ * changed, lost or moved is seen. The first record after the header is a
+ * CHECKSUM record, each block ends where the next CHECKSUM record starts,
+ * and no record spans two blocks. A reader checks a block before it reads
+ * it: a block that fails its checksum is damage, and what came before it
+ * is still sound. A file that ends inside a block was cut by a write that
+ * stopped part-way (a full disk, a file size limit) or is still being
+ * written. Older readers skip CHECKSUM records and ignore the flag.
  */
 #ifndef LW_FORMAT_H
 #define LW_FORMAT_H
@@ -45,6 +63,13 @@
 #define LW_TRACE_MAGIC_SIZE 8
 #define LW_TRACE_VERSION 1
 #define LW_TRACE_HEADER_SIZE 32
+/* The longest record, and the longest block of a checksummed trace. */
+#define LW_TRACE_RECORD_MAX (64 * 1024)
+
+enum lw_trace_flags {
+	/* The trace's blocks carry CHECKSUM records (see above). */
+	LW_TRACE_FLAG_CHECKSUMS = 1,
+};
 
 /* The kind of memory an allocation is. */
 enum lw_mem_kind {
@@ -150,7 +175,9 @@ enum lw_record_tag {
 	LW_REC_INFO = 0x44,
 	/* WARNING: the text of a warning the shim printed (once). */
 	LW_REC_WARNING = 0x45,
-	/* END: varint number of events written, varint events dropped. */
+	/* END: varint number of events written (ALLOC, FREE, STEP and
+	 * PHASE_END records: a reader checks it against what it read),
+	 * varint events dropped. */
 	LW_REC_END = 0x46,
 	/* DROPPED: varint number of events that could not be recorded since the
 	 * previous DROPPED record. Read, for a writer that would drop events
@@ -205,7 +232,16 @@ enum lw_record_tag {
 	 * (the holder of memory a function lets go of when it returns).
 	 * Older readers skip it. */
 	LW_REC_HOLDER = 0x4f,
+	/* CHECKSUM: leads each block of a trace with LW_TRACE_FLAG_CHECKSUMS:
+	 * a payload of LW_CHECKSUM_PAYLOAD bytes, u32 little-endian length of
+	 * the block that follows the record, u64 little-endian lw_checksum()
+	 * of the block's bytes, continued from the previous block's hash (for
+	 * the first block, from lw_checksum(0, header, header size)). */
+	LW_REC_CHECKSUM = 0x50,
 };
+
+#define LW_CHECKSUM_PAYLOAD 12
+#define LW_CHECKSUM_RECORD_SIZE (2 + LW_CHECKSUM_PAYLOAD)
 
 enum lw_holder_flags {
 	/* The search ran out of its time budget: more may hold it. */

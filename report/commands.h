@@ -74,6 +74,13 @@ struct lw_output_options {
 int lw_report_files(FILE *out, const char *const *paths, size_t count,
 		    const struct lw_output_options *options);
 
+/*
+ * Flushes out, named name in the error ("standard output"): 0, or -EIO
+ * after one line on stderr when it could not be written (a full disk, a
+ * closed descriptor).
+ */
+int lw_flush_output(FILE *out, const char *name);
+
 /* Prints "leakwatch: " and the formatted line to stderr. */
 __attribute__((format(printf, 1, 2)))
 void lw_error(const char *fmt, ...);

@@ -472,10 +472,17 @@ static void put_summary(FILE *out, const struct lw_report *r,
 		put_html(out, rank->data, rank->len);
 		fputs("</dd>\n", out);
 	}
-	fprintf(out, "<dt>trace</dt><dd>%s, %" PRIu64 " events</dd>\n",
-		r->result->truncated ? "TRUNCATED (the process was killed or is still running)"
-				     : "complete",
-		counts->events);
+	if (r->result->truncated) {
+		char why[384];
+
+		lw_trace_describe_end(r->result, why, sizeof(why));
+		fputs("<dt>trace</dt><dd>", out);
+		put_html_str(out, why);
+		fprintf(out, "; %" PRIu64 " events read</dd>\n", counts->events);
+	} else {
+		fprintf(out, "<dt>trace</dt><dd>complete, %" PRIu64 " events</dd>\n",
+			counts->events);
+	}
 	fprintf(out, "<dt>steps</dt><dd>%" PRIu64 "</dd>\n", counts->steps);
 	fprintf(out, "<dt>peak device memory</dt><dd>%s",
 		lw_format_size(a, peak->bytes));

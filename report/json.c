@@ -859,19 +859,81 @@ static void put_failed_allocations(FILE *out, const struct lw_model *m)
 	putc(']', out);
 }
 
-static void put_info(FILE *out, const struct lw_model *m, unsigned indent)
+/* How the trace ends, and what its checksums said. */
+static void put_trace_state(FILE *out, const struct lw_trace_result *res)
+{
+	static const char *const cuts[] = {
+		[LW_TRACE_CUT_NONE] = "cut",
+		[LW_TRACE_CUT_BETWEEN] = "cut",
+		[LW_TRACE_CUT_RECORD] = "cut-in-record",
+		[LW_TRACE_CUT_BLOCK] = "cut-in-block",
+	};
+	const char *ending = res->damaged     ? "damaged"
+			     : !res->truncated ? "complete"
+					       : cuts[res->cut];
+	char why[384];
+
+	lw_trace_describe_end(res, why, sizeof(why));
+	fprintf(out, "{\"ending\": \"%s\", \"problem\": ", ending);
+	if (why[0])
+		put_str(out, why);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"checksums\": %s, \"blocks_verified\": %" PRIu64 "}",
+		res->checksummed ? "true" : "false", res->blocks_verified);
+}
+
+static bool same_key(const struct lw_info *x, const struct lw_info *y)
+{
+	return x->key.len == y->key.len &&
+	       (!x->key.len || memcmp(x->key.data, y->key.data, x->key.len) == 0);
+}
+
+/* INFO records by key, then in trace order. */
+static int compare_info(const void *a, const void *b)
+{
+	const struct lw_info *x = *(const struct lw_info *const *)a;
+	const struct lw_info *y = *(const struct lw_info *const *)b;
+	size_t n = x->key.len < y->key.len ? x->key.len : y->key.len;
+	int c = n ? memcmp(x->key.data, y->key.data, n) : 0;
+
+	if (c)
+		return c;
+	if (x->key.len != y->key.len)
+		return x->key.len < y->key.len ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The INFO records as an object: only the last value of a key, so that
+ * keys are unique, in trace order. Which is last is found by sorting, not
+ * by a look-up per record: a trace may hold any number of them.
+ */
+static int put_info(FILE *out, const struct lw_model *m, unsigned indent)
 {
 	const struct lw_trace_meta *meta = lw_model_meta(m);
-	bool first = true;
+	const struct lw_info **sorted = NULL;
+	bool *last = NULL, first = true;
+	size_t n = meta->info_count;
 
+	if (n && (!(sorted = malloc(n * sizeof(*sorted))) ||
+		  !(last = calloc(n, sizeof(*last))))) {
+		free(sorted);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		sorted[i] = &meta->infos[i];
+	if (n)
+		qsort(sorted, n, sizeof(*sorted), compare_info);
+	for (size_t i = 0; i < n; i++) {
+		if (i + 1 == n || !same_key(sorted[i], sorted[i + 1]))
+			last[sorted[i] - meta->infos] = true;
+	}
 	putc('{', out);
-	for (size_t i = 0; i < meta->info_count; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct lw_info *info = &meta->infos[i];
-		const struct lw_bytes *last;
 
-		/* Only the last value of a key, so that keys are unique. */
-		last = lw_model_info_bytes(m, info->key);
-		if (last != &info->value)
+		if (!last[i])
 			continue;
 		if (!first)
 			putc(',', out);
@@ -884,6 +946,9 @@ static void put_info(FILE *out, const struct lw_model *m, unsigned indent)
 	if (!first)
 		newline(out, indent);
 	putc('}', out);
+	free(sorted);
+	free(last);
+	return 0;
 }
 
 static void put_string_list(FILE *out, const struct lw_bytes *items,
@@ -1030,7 +1095,8 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 		return rc;
 	putc(',', out);
 	put_key(out, k, "info");
-	put_info(out, m, k);
+	if ((rc = put_info(out, m, k)) < 0)
+		return rc;
 	putc(',', out);
 	put_key(out, k, "notes");
 	note_count = lw_symbolizer_notes(r->symbolizer, &notes);
@@ -1093,6 +1159,9 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	putc(',', out);
 	put_key(out, k, "device_memory_by_context");
 	put_contexts(out, m, k);
+	putc(',', out);
+	put_key(out, k, "trace_state");
+	put_trace_state(out, r->result);
 	putc(',', out);
 	put_key(out, k, "schema_version");
 	fprintf(out, "%d", LW_JSON_SCHEMA_VERSION);

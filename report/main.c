@@ -20,6 +20,7 @@
 #include "growth.h"
 #include "lw-size.h"
 #include "lw-report-config.h"
+#include "output.h"
 #include "trace-file.h"
 #include "trace-pool.h"
 
@@ -57,7 +58,10 @@ static void report_usage(FILE *out)
 	      "as text, then a merged view (each rank's growth, the imbalance between\n"
 	      "them, the sites common to all).\n"
 	      "A trace without an END record (the process was killed, or still runs) is\n"
-	      "reported up to its last complete record and marked TRUNCATED.\n",
+	      "reported up to its last complete record and marked TRUNCATED. A damaged\n"
+	      "trace (a block that fails its checksum) is reported up to the damage,\n"
+	      "marked DAMAGED, and the command exits 2. The report file (-o) is private\n"
+	      "(mode 0600), never one of the traces, and replaces FILE once written.\n",
 	      out);
 }
 
@@ -86,8 +90,9 @@ static void check_usage(FILE *out)
 	      "Exit status: 0 when every trace is within SIZE (or has too few steps to\n"
 	      "judge), 1 when one grows faster (the offending sites are printed with\n"
 	      "their rate and what it comes to over 10,000 steps), 2 for bad usage or\n"
-	      "an unreadable trace, 3 when a trace cannot be judged at all (every CUDA\n"
-	      "allocation of its process failed).\n",
+	      "an unreadable trace or a verdict that cannot be written, 3 when a trace\n"
+	      "cannot be judged at all (every CUDA allocation of its process failed, or\n"
+	      "it is damaged).\n",
 	      out);
 }
 
@@ -191,6 +196,16 @@ int lw_parse_min_steps(const char *value, size_t *out)
 	return 0;
 }
 
+int lw_flush_output(FILE *out, const char *name)
+{
+	/* errno is the failed write's, when an earlier flush failed and
+	 * this one had nothing left to write (as in lw_report_files). */
+	if (fflush(out) == 0 && !ferror(out))
+		return 0;
+	lw_error("%s: %s", name, strerror(errno ? errno : EIO));
+	return -EIO;
+}
+
 static void put_file_error(const char *path, const char *message)
 {
 	fflush(stdout);
@@ -252,6 +267,18 @@ static void write_report(void *ctx, size_t i, int rc)
 			snprintf(slot->message, sizeof(slot->message), "%s",
 				 strerror(-rc));
 		f->run->written++;
+	}
+	if (rc == 0 && lw_trace_file_shrank(&slot->tf)) {
+		snprintf(slot->message, sizeof(slot->message), "%s",
+			 LW_TRACE_SHRANK_MESSAGE);
+		rc = -EIO;
+	}
+	/* What came before the damage is reported; the damage is an error
+	 * all the same. */
+	if (rc == 0 && slot->tf.result.damaged) {
+		lw_trace_file_damage(&slot->tf, slot->message,
+				     sizeof(slot->message));
+		rc = -EBADMSG;
 	}
 	lw_trace_file_close(&slot->tf);
 	/* The report so far first, then the error line. */
@@ -427,8 +454,10 @@ static int cmd_report(int argc, char **argv)
 	};
 	struct lw_output_options options = LW_OUTPUT_OPTIONS_DEFAULT;
 	const char *output = NULL;
+	const char *const *traces;
+	struct lw_output file;
 	struct lw_rules rules;
-	FILE *out = stdout;
+	size_t count;
 	int c, rc;
 
 	opterr = 0;
@@ -448,24 +477,23 @@ static int cmd_report(int argc, char **argv)
 		lw_rules_fini(&rules);
 		return LW_EXIT_USAGE;
 	}
-	if (output) {
-		out = fopen(output, "w");
-		if (!out) {
-			lw_error("%s: %s", output, strerror(errno));
-			lw_rules_fini(&rules);
-			return LW_EXIT_USAGE;
-		}
+	traces = (const char *const *)argv + optind;
+	count = (size_t)(argc - optind);
+	if (output && lw_output_open(&file, output, traces, count) < 0) {
+		lw_rules_fini(&rules);
+		return LW_EXIT_USAGE;
 	}
-	rc = lw_report_files(out, (const char *const *)argv + optind,
-			     (size_t)(argc - optind), &options);
+	rc = lw_report_files(output ? file.file : stdout, traces, count,
+			     &options);
 	lw_rules_fini(&rules);
 	if (rc < 0)
 		lw_error("%s: %s", output ? output : "standard output",
 			 strerror(-rc));
-	if (out != stdout && fclose(out) != 0 && rc >= 0) {
-		lw_error("%s: %s", output, strerror(errno));
+	/* Put in place when it holds a report: a run where every trace
+	 * failed leaves FILE as it was. */
+	if (output && lw_output_close(&file, rc >= 0 && (size_t)rc < count,
+				      traces, count) < 0 && rc >= 0)
 		rc = -EIO;
-	}
 	return rc == 0 ? 0 : LW_EXIT_USAGE;
 }
 
@@ -512,6 +540,16 @@ static int check_opened(FILE *out, const char *path, struct lw_trace_file *tf,
 	if (rc < 0)
 		goto out;
 	tf->report.min_steps = min_steps;
+	if (tf->result.damaged) {
+		lw_trace_file_damage(tf, message, message_size);
+		fputs("leakwatch: ", out);
+		lw_put_text_str(out, path);
+		fputs(": cannot judge growth: the trace is ", out);
+		lw_put_text_str(out, message);
+		putc('\n', out);
+		rc = LW_CHECK_UNJUDGED;
+		goto out;
+	}
 	if (tf->model.meta.failed_allocations && !tf->model.counts.allocations) {
 		const struct lw_failed_allocation *f = &tf->model.meta.failed[0];
 		const char *name = lw_alloc_error_name(f->api, f->error);
@@ -723,6 +761,9 @@ static int cmd_check(int argc, char **argv)
 		lw_merged_view(stdout, (const char *const *)argv + optind,
 			       (size_t)(argc - optind), min_steps);
 	lw_rules_fini(&rules);
+	/* A verdict nobody could read is no verdict. */
+	if (lw_flush_output(stdout, "standard output") < 0)
+		return LW_EXIT_USAGE;
 	return unreadable ? LW_EXIT_USAGE
 	       : over	  ? 1
 	       : unjudged ? LW_EXIT_CHECK_UNJUDGED

@@ -143,10 +143,9 @@ struct lw_torch_memory {
 	 * finalization frees much afterwards). */
 	uint64_t program_end_allocated;
 	uint64_t program_end_reserved;
-	/* Live segments: keys and sizes (few: one per cache miss). */
-	uint64_t *segment_keys;
-	uint64_t *segment_sizes;
-	size_t segment_count, segment_capacity;
+	/* Live segments by key (torch.c): few in a real run, one per cache
+	 * miss, but found without a scan whatever a trace holds. */
+	struct lw_addr_table live_segments;
 	uint64_t api;			/* of the CONTEXT in force */
 };
 
@@ -348,6 +347,7 @@ struct lw_stack_table {
 	size_t frame_count, frame_capacity;
 	struct lw_pycode *pycodes;
 	size_t pycode_count, pycode_capacity;
+	struct lw_addr_table pycode_ids;	/* of struct lw_id_slot */
 	struct lw_trace_pyframe *pyframes;
 	size_t pyframe_count, pyframe_capacity;
 	uint32_t *evals;
@@ -416,12 +416,27 @@ struct lw_peak {
 };
 
 /* What the trace says of itself and its process. */
+/* INFO keys a report asks for, found without a scan (model.c). */
+#define LW_KNOWN_INFO_KEYS 16
+
+/* The position of the last record with an id, in an array: strings and
+ * code objects, whose ids a trace need not keep dense (model.c). */
+struct lw_id_slot {
+	uint64_t id;
+	uint32_t index;
+	uint8_t used;
+};
+
 struct lw_trace_meta {
 	struct lw_trace_header header;
 	struct lw_string *strings;
 	size_t string_count, string_capacity;
+	struct lw_addr_table string_ids;	/* of struct lw_id_slot */
 	struct lw_info *infos;
 	size_t info_count, info_capacity;
+	/* For each key the report asks for (model.c), 1 + the index of its
+	 * last INFO record; 0: none. */
+	size_t known_infos[LW_KNOWN_INFO_KEYS];
 	struct lw_bytes *warnings;
 	size_t warning_count, warning_capacity;
 	struct lw_trace_module *modules;

@@ -236,10 +236,19 @@ static void put_summary(FILE *out, const struct lw_report *r,
 		fputs(" (each call went to its caller's own)\n", out);
 	}
 	lw_put_torch_text(out, m);
-	if (res->truncated)
-		fprintf(out, "  trace: TRUNCATED: the trace ends early (process killed or still running); showing %" PRIu64 " events up to the last flush\n",
-			counts->events);
-	else
+	if (res->truncated) {
+		char why[384];
+
+		lw_trace_describe_end(res, why, sizeof(why));
+		fputs("  trace: ", out);
+		lw_put_text_str(out, why);
+		if (res->damaged)
+			fprintf(out, "; showing the %" PRIu64 " events before it\n",
+				counts->events);
+		else
+			fprintf(out, "; showing %" PRIu64 " events up to the last flush\n",
+				counts->events);
+	} else
 		fprintf(out, "  trace: complete, %" PRIu64 " events\n", counts->events);
 	if (res->zero_tail)
 		fprintf(out, "  (the last %zu bytes of the file are zeros that were never written)\n",

@@ -35,6 +35,7 @@ OTHER_TOOLS = {
     "torchrun": {"--nproc-per-node"},
     "the demo's programs": {"--epochs", "--steps"},
     "scripts/bench.sh": {"--quick"},
+    "valgrind": {"--tool"},
     "tests/bench/bench-all.py and bench-torch.py": {"--parts", "--runs",
                                                     "--steps"},
     "tests/torch/test_libraries.py": {"--bare"},

@@ -40,6 +40,8 @@ REPORT_KEYS = [
     "oom",
     # Device memory by API, device and stream.
     "device_memory_by_context",
+    # How the trace ends; its checksums.
+    "trace_state",
     # The version of docs/report.schema.json.
     "schema_version",
 ]
