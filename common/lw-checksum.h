@@ -37,18 +37,6 @@ static inline uint64_t lw_checksum_le64(const uint8_t *p)
 	memcpy(&v, p, sizeof(v));
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 	v = __builtin_bswap64(v);
-/* Writes the CHECKSUM record of a block of len bytes whose chained hash
- * is hash at p (LW_CHECKSUM_RECORD_SIZE bytes). */
-static inline void lw_checksum_record(uint8_t *p, uint32_t len, uint64_t hash)
-{
-	p[0] = LW_REC_CHECKSUM;
-	p[1] = LW_CHECKSUM_PAYLOAD;
-	for (unsigned i = 0; i < 4; i++)
-		p[2 + i] = (uint8_t)(len >> (8 * i));
-	for (unsigned i = 0; i < 8; i++)
-		p[6 + i] = (uint8_t)(hash >> (8 * i));
-}
-
 #endif
 	return v;
 }
