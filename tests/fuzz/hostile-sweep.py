@@ -48,7 +48,6 @@ import os
 import random
 import resource
 import shutil
-import signal
 import struct
 import subprocess
 import sys
@@ -56,31 +55,15 @@ import tempfile
 import threading
 import time
 
-HEADER = 32
-MAGIC = b"\x89LWTRACE"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                ".."))
+from tracebytes import HEADER_SIZE as HEADER, ext, header, varint  # noqa: E402
 REC_STEP, REC_PHASE_END = 0x09, 0x0a
 REC_STRING, REC_PHASE_BEGIN, REC_INFO, REC_END = 0x42, 0x43, 0x44, 0x46
 REC_CHECKSUM = 0x50
 FIGURES = ("events", "allocations", "frees", "steps", "live_bytes_at_exit",
            "live_count_at_exit", "peak", "kinds", "unknown_frees",
            "verdict", "growth_bytes_per_step", "live_bytes_at_end")
-
-
-def varint(v):
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7f) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def ext(tag, payload):
-    return bytes([tag]) + varint(len(payload)) + payload
-
-
-def header(pid=4242):
-    return (MAGIC + struct.pack("<HHIQII", 1, HEADER, 0, 0, pid, 0))
 
 
 def string(s):

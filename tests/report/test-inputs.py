@@ -22,10 +22,8 @@ tried (issue 33):
 import argparse
 import os
 import pty
-import re
 import signal
 import stat
-import struct
 import subprocess
 import sys
 import tempfile
@@ -34,32 +32,11 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
 from lwcheck import check, failures  # noqa: E402
+from tracebytes import end, ext, header, varint  # noqa: E402
 
-MAGIC = b"\x89LWTRACE"
 # Far more than the linear reader needs; the quadratic one took minutes.
 # Five times that for a sanitized build.
 SLOW = 60
-
-
-def varint(v):
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7f) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def ext(tag, payload):
-    return bytes([tag]) + varint(len(payload)) + payload
-
-
-def header():
-    return MAGIC + struct.pack("<HHIQII", 1, 32, 0, 0, 4242, 0)
-
-
-def end(events):
-    return ext(0x46, varint(events) + varint(0))
 
 
 def peak_kib(pid, exe):
