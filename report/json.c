@@ -19,6 +19,7 @@
 #include "growth.h"
 #include "holders.h"
 #include "locations.h"
+#include "pystack.h"
 #include "render.h"
 #include "torch.h"
 
@@ -101,10 +102,32 @@ static void put_totals(FILE *out, const struct lw_totals *t)
 		t->bytes_allocated);
 }
 
-/* A frame object; tail (keys of a location) goes before its '}'. */
-static void put_frame_with(FILE *out, const struct lw_symbol *sym,
-			   const struct lw_sym_frame *f, const char *tail)
+/* "folded": the name of the run the frame folds into by default (mark,
+ * from lw_fold_marks()), or null. Returns 0 or -ENOMEM. */
+static int put_folded(FILE *out, const struct lw_frame *mark)
 {
+	char *label;
+	size_t len;
+
+	fputs(", \"folded\": ", out);
+	if (!mark || mark->fold == LW_FOLD_NONE) {
+		fputs("null", out);
+		return 0;
+	}
+	if (!(label = lw_fold_label_string(mark, &len)))
+		return -ENOMEM;
+	lw_put_json_string(out, label, len);
+	free(label);
+	return 0;
+}
+
+/* A frame object; tail (keys of a location) goes before its '}'. */
+static int put_frame_with(FILE *out, const struct lw_symbol *sym,
+			  const struct lw_sym_frame *f,
+			  const struct lw_frame *mark, const char *tail)
+{
+	int rc;
+
 	fputs("{\"function\": ", out);
 	if (f->function)
 		put_str(out, f->function);
@@ -130,13 +153,10 @@ static void put_frame_with(FILE *out, const struct lw_symbol *sym,
 		fprintf(out, "\"0x%" PRIx64 "\"", sym->offset);
 	else
 		fputs("null", out);
+	if ((rc = put_folded(out, mark)) < 0)
+		return rc;
 	fprintf(out, "%s}", tail);
-}
-
-static void put_frame(FILE *out, const struct lw_symbol *sym,
-		      const struct lw_sym_frame *f)
-{
-	put_frame_with(out, sym, f, "");
+	return 0;
 }
 
 static void put_pyframe_with(FILE *out, const struct lw_model *m,
@@ -153,7 +173,7 @@ static void put_pyframe_with(FILE *out, const struct lw_model *m,
 		fprintf(out, ", \"line\": %" PRId64, f->line);
 	else
 		fputs(", \"line\": null", out);
-	fprintf(out, ", \"python\": true, \"module\": null, \"address\": null, \"module_offset\": null%s}",
+	fprintf(out, ", \"python\": true, \"module\": null, \"address\": null, \"module_offset\": null, \"folded\": null%s}",
 		tail);
 }
 
@@ -164,11 +184,15 @@ static void put_pyframe(FILE *out, const struct lw_model *m,
 }
 
 /* A location: a frame object, with "in_backward" and "autograd_node"
- * after its keys. */
-static void put_location(FILE *out, const struct lw_model *m,
-			 const struct lw_location *loc)
+ * after its keys; frames, count: the stack it points into. Returns 0 or
+ * -ENOMEM. */
+static int put_location(FILE *out, const struct lw_report *r,
+			const struct lw_location *loc,
+			const struct lw_frame *frames, size_t count)
 {
+	struct lw_frame *marks;
 	char tail[128];
+	int rc;
 
 	/* A node name is made of identifier characters (location.c). */
 	if (loc->autograd_node[0])
@@ -180,10 +204,19 @@ static void put_location(FILE *out, const struct lw_model *m,
 		snprintf(tail, sizeof(tail),
 			 ", \"in_backward\": %s, \"autograd_node\": null",
 			 loc->in_backward ? "true" : "false");
-	if (loc->frame->python)
-		put_pyframe_with(out, m, loc->frame->py, tail);
-	else
-		put_frame_with(out, loc->symbol, &loc->symbol->frames[0], tail);
+	if (loc->frame->python) {
+		put_pyframe_with(out, r->model, loc->frame->py, tail);
+		return 0;
+	}
+	/* Its "folded" as in the stack's frames. */
+	if (!(marks = malloc(count * sizeof(*marks))))
+		return -ENOMEM;
+	rc = lw_fold_marks(r, frames, count, marks);
+	if (rc == 0)
+		rc = put_frame_with(out, loc->symbol, &loc->symbol->frames[0],
+				    &marks[loc->frame - frames], tail);
+	free(marks);
+	return rc;
 }
 
 static void put_count_or_null(FILE *out, bool known, uint64_t n)
@@ -198,12 +231,17 @@ static int put_frames(FILE *out, const struct lw_report *r,
 		      const struct lw_frame *frames, size_t count,
 		      unsigned indent)
 {
+	struct lw_frame *marks = NULL;
 	bool first = true;
+	int rc;
 
+	if (count && !(marks = malloc(count * sizeof(*marks))))
+		return -ENOMEM;
+	if (count && (rc = lw_fold_marks(r, frames, count, marks)) < 0)
+		goto out;
 	putc('[', out);
 	for (size_t i = 0; i < count; i++) {
 		const struct lw_symbol *sym;
-		int rc;
 
 		if (frames[i].python) {
 			if (!first)
@@ -215,19 +253,25 @@ static int put_frames(FILE *out, const struct lw_report *r,
 		}
 		rc = lw_symbolize(r->symbolizer, frames[i].address, &sym);
 		if (rc < 0)
-			return rc;
+			goto out;
 		for (unsigned j = 0; j < sym->frame_count; j++) {
 			if (!first)
 				putc(',', out);
 			newline(out, indent + 2);
-			put_frame(out, sym, &sym->frames[j]);
+			rc = put_frame_with(out, sym, &sym->frames[j], &marks[i],
+					    "");
+			if (rc < 0)
+				goto out;
 			first = false;
 		}
 	}
 	if (!first)
 		newline(out, indent);
 	putc(']', out);
-	return 0;
+	rc = 0;
+out:
+	free(marks);
+	return rc;
 }
 
 /* A rate: a JSON number, never "-0". */
@@ -278,8 +322,9 @@ static int put_site(FILE *out, const struct lw_report *r,
 	put_key(out, indent + 2, "location");
 	if (!st.location.frame)
 		fputs("null", out);
-	else
-		put_location(out, m, &st.location);
+	else if ((rc = put_location(out, r, &st.location, st.frames,
+				    st.count)) < 0)
+		goto out;
 	putc(',', out);
 	put_key(out, indent + 2, "native_thread");
 	fputs(lw_model_site_native_thread(m, site) ? "true," : "false,", out);
@@ -340,7 +385,8 @@ static int put_site_location(FILE *out, const struct lw_report *r,
 		if (!st.location.frame)
 			fputs("null", out);
 		else
-			put_location(out, r->model, &st.location);
+			rc = put_location(out, r, &st.location, st.frames,
+					  st.count);
 	}
 	lw_site_stack_fini(&st);
 	return rc;

@@ -169,16 +169,40 @@ struct lw_live_count {
 	uint64_t live_count;
 };
 
+/* What a run of frames folded into one stands for (pystack.h). */
+enum lw_fold_kind {
+	LW_FOLD_NONE,		/* not folded: a frame of its own */
+	LW_FOLD_INTERPRETER,	/* the interpreter's, libffi's, pybind11's */
+	LW_FOLD_START,		/* the start of the process or thread */
+	LW_FOLD_FRAMEWORK,	/* the framework's libraries: one operator */
+};
+
+/*
+ * What a run of the framework's frames did, in the report symbolizer's
+ * strings (NULL where unknown): the operator, NAME of the outermost
+ * at::_ops::NAME::call or ::redispatch frame ("empty_strided"); the
+ * autograd node whose apply() ran it ("MmBackward0"); the file name of the
+ * module of its outermost frame ("libtorch_cpu.so").
+ */
+struct lw_fold_name {
+	const char *op;
+	const char *node;
+	const char *module;
+	uint32_t op_len;
+	uint32_t node_len;
+};
+
 /* One frame of a stack as reported: native or Python. */
 struct lw_frame {
 	bool python;
 	uint64_t address;			/* native: return address */
 	const struct lw_trace_pyframe *py;	/* Python */
-	/* A run of this many frames folded into one (lw_fold_stack):
-	 * the start of the process or thread when folded_start, else
-	 * the interpreter's; python and address then mean nothing. */
+	/* A run of this many frames folded into one (lw_fold_stack), of
+	 * kind fold (enum lw_fold_kind); python and address then mean
+	 * nothing. */
 	uint32_t folded;
-	bool folded_start;
+	uint8_t fold;
+	struct lw_fold_name name;	/* LW_FOLD_FRAMEWORK */
 };
 
 /* A live allocation, keyed by addr in the model's live table. */
