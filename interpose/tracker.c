@@ -23,6 +23,7 @@
 #include "live-table.h"
 #include "live-view.h"
 #include "modules.h"
+#include "origins.h"
 #include "pyframes.h"
 #include "pyhooks.h"
 #include "real.h"
@@ -1066,6 +1067,26 @@ void lw_record_holder(uint64_t address, const char *path, const char *root,
 	pthread_mutex_unlock(&lock);
 }
 
+int lw_record_pypath(unsigned kind, const char *path, const char *name)
+{
+	uint8_t payload[3 * LW_VARINT_MAX];
+	size_t n;
+	int rc = -1;
+
+	pthread_mutex_lock(&lock);
+	if (trace_state == TRACE_OPEN) {
+		n = lw_varint_put(payload, kind);
+		n += lw_varint_put(payload + n, lw_strings_intern(
+					   &writer, trace_gen, path));
+		n += lw_varint_put(payload + n, name[0] ? lw_strings_intern(
+					   &writer, trace_gen, name) : 0);
+		lw_writer_ext(&writer, LW_REC_PYPATH, payload, n);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
 int lw_device_live(uint64_t *bytes, uint64_t *count)
 {
 	int rc = -1;
@@ -1149,6 +1170,7 @@ void lw_tracker_after_fork_in_child(void)
 	failed_allocations = 0;
 	lw_segments_reset();
 	lw_backward_reset();
+	lw_origins_reset();
 	lw_stacks_reset();
 	lw_gate_reset();
 	lw_modules_reset();

@@ -274,6 +274,32 @@ out:
 	return rc;
 }
 
+/* Where the Python code came from, as the interpreter said (PYPATH). */
+static void put_pypaths(FILE *out, const struct lw_model *m, unsigned indent)
+{
+	const struct lw_trace_meta *meta = lw_model_meta(m);
+
+	putc('[', out);
+	for (size_t i = 0; i < meta->pypath_count; i++) {
+		const struct lw_pypath *p = &meta->pypaths[i];
+		const struct lw_string *path = lw_model_string(m, p->path);
+		const struct lw_string *name = lw_model_string(m, p->name);
+
+		if (i)
+			putc(',', out);
+		newline(out, indent + 2);
+		fprintf(out, "{\"kind\": \"%s\", \"path\": ",
+			lw_pypath_kind_name(p->kind));
+		put_bytes_or_null(out, path ? &path->text : NULL);
+		fputs(", \"name\": ", out);
+		put_bytes_or_null(out, name ? &name->text : NULL);
+		putc('}', out);
+	}
+	if (meta->pypath_count)
+		newline(out, indent);
+	putc(']', out);
+}
+
 /* A rate: a JSON number, never "-0". */
 static void put_rate(FILE *out, double rate)
 {
@@ -1108,7 +1134,9 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_contexts(out, m, k);
 	putc(',', out);
 	put_key(out, k, "schema_version");
-	fprintf(out, "%d", LW_JSON_SCHEMA_VERSION);
+	fprintf(out, "%d,", LW_JSON_SCHEMA_VERSION);
+	put_key(out, k, "python_paths");
+	put_pypaths(out, m, k);
 	newline(out, in);
 	putc('}', out);
 	if (!nested)

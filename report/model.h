@@ -330,6 +330,14 @@ struct lw_holder {
 	uint32_t search;	/* which search found it, from 1 */
 };
 
+/* A fact of the interpreter about where Python code comes from (PYPATH);
+ * a trace's first LW_PYPATHS_MAX distinct ones are kept. */
+#define LW_PYPATHS_MAX 4096
+struct lw_pypath {
+	uint64_t kind;		/* enum lw_pypath_kind */
+	uint64_t path, name;	/* string ids; name 0: none */
+};
+
 /* Allocation calls of one API that failed with one error. */
 struct lw_failed_allocation {
 	uint64_t api;		/* enum lw_api */
@@ -456,6 +464,9 @@ struct lw_trace_meta {
 	uint64_t end_events;
 	uint64_t end_dropped;
 	uint64_t dropped;	/* sum of DROPPED records */
+	/* PYPATH records, in trace order, each distinct one once. */
+	struct lw_pypath *pypaths;
+	size_t pypath_count, pypath_capacity;
 };
 
 /* Holders, in trace order; whether a search ran out of time. A search is

@@ -42,6 +42,8 @@ REPORT_KEYS = [
     "device_memory_by_context",
     # The version of docs/report.schema.json.
     "schema_version",
+    # Where the Python code came from, as the interpreter said.
+    "python_paths",
 ]
 VERDICTS = ("growing", "plateau", "sawtooth-flat", "stable", "not-enough-steps")
 POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes",
