@@ -12,9 +12,13 @@
 #include "origins.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "lw-coderoots.h"
 #include "tracker.h"
 
 extern const char lw_origins_source[];
@@ -58,6 +62,15 @@ static int failed_once;
 static int fresh = 1;
 /* Facts were recorded once the first Python stack was seen. */
 static int early_done;
+/* The facts of this trace, and the rules made of them for the exit
+ * summary (lw_origins_code_origin()); with the GIL. */
+static struct lw_code_fact *facts;
+static size_t fact_count, fact_capacity;
+static struct lw_code_roots *roots;
+/* LEAKWATCH_USER_CODE's directories, read once. */
+static char **named;
+static size_t named_count;
+static int named_read;
 
 static int load_api(void)
 {
@@ -130,6 +143,88 @@ static struct py_object *facts_function(void)
 	return facts_fn;
 }
 
+/* Keeps a fact for the exit summary's rules; -1 without memory. */
+static int keep_fact(unsigned kind, const char *path, const char *name)
+{
+	struct lw_code_fact *grown;
+	char *p, *n;
+
+	if (fact_count == fact_capacity) {
+		size_t next = fact_capacity ? fact_capacity * 2 : 32;
+
+		if (!(grown = realloc(facts, next * sizeof(*grown))))
+			return -1;
+		facts = grown;
+		fact_capacity = next;
+	}
+	p = strdup(path);
+	n = name[0] ? strdup(name) : NULL;
+	if (!p || (name[0] && !n)) {
+		free(p);
+		free(n);
+		return -1;
+	}
+	facts[fact_count++] = (struct lw_code_fact){ kind, p, n };
+	return 0;
+}
+
+static void drop_facts(void)
+{
+	for (size_t i = 0; i < fact_count; i++) {
+		free((char *)facts[i].path);
+		free((char *)facts[i].name);
+	}
+	fact_count = 0;
+	lw_code_roots_free(roots);
+	roots = NULL;
+}
+
+/* LEAKWATCH_USER_CODE: colon-separated directories, relative ones
+ * against the working directory. */
+static void read_named(void)
+{
+	const char *list = getenv("LEAKWATCH_USER_CODE");
+	char cwd[PATH_MAX];
+	const char *base = getcwd(cwd, sizeof(cwd)) ? cwd : "/";
+
+	named_read = 1;
+	while (list && *list) {
+		size_t len = strcspn(list, ":");
+		char **grown, *dir;
+
+		if (len && (dir = lw_code_path_normalise(base, list, len))) {
+			grown = realloc(named, (named_count + 1) *
+						       sizeof(*grown));
+			if (!grown) {
+				free(dir);
+				return;
+			}
+			named = grown;
+			named[named_count++] = dir;
+		}
+		list += len + (list[len] == ':');
+	}
+}
+
+/* The rules for the exit summary, made again from the facts so far. */
+static void make_roots(void)
+{
+	struct lw_code_roots *made;
+
+	if (!named_read)
+		read_named();
+	if (lw_code_roots_new(facts, fact_count, (const char *const *)named,
+			      named_count, NULL, &made) < 0)
+		return;	/* the summary judges by paths, as before */
+	lw_code_roots_free(roots);
+	roots = made;
+}
+
+enum lw_code_origin lw_origins_code_origin(const char *file)
+{
+	return lw_code_roots_origin(roots, file, strlen(file));
+}
+
 /* A bytes object's text, when it holds no NUL; else NULL. */
 static const char *text_of(struct py_object *o)
 {
@@ -152,7 +247,10 @@ static int record_one(struct py_object *t)
 
 	if (!path || !name || k < 1 || k > LW_PYPATH_KIND_MAX)
 		return -1;
-	return lw_record_pypath((unsigned)k, path, name) < 0 ? 1 : 0;
+	if (lw_record_pypath((unsigned)k, path, name) < 0)
+		return 1;
+	keep_fact((unsigned)k, path, name);
+	return 0;
 }
 
 void lw_origins_record(void)
@@ -176,6 +274,8 @@ void lw_origins_record(void)
 		give_up("it raised an exception");
 		goto out;
 	}
+	if (fresh)
+		drop_facts();	/* a new trace's */
 	fresh = 0;
 	n = py.list_size(res);
 	for (ptrdiff_t i = 0; i < n; i++) {
@@ -193,6 +293,8 @@ void lw_origins_record(void)
 		give_up("it returned something unexpected");
 	py.dec_ref(res);
 	py.err_clear();
+	if (n > 0)
+		make_roots();
 out:
 	lw_leave();
 }

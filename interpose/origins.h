@@ -8,6 +8,8 @@
 #ifndef LW_ORIGINS_H
 #define LW_ORIGINS_H
 
+#include "lw-origin.h"
+
 /*
  * Records the facts this trace does not hold yet. In the interpreter's
  * main thread with the GIL held (a pending call, or the program-end
@@ -20,6 +22,13 @@ void lw_origins_record(void);
  * still to come, and that reading (lw_origins_record() the first time). */
 int lw_origins_early_due(void);
 void lw_origins_record_early(void);
+
+/*
+ * Where a Python file (as its code object names it) comes from, by the
+ * facts recorded so far and LEAKWATCH_USER_CODE (lw-coderoots.h); by its
+ * path before any. With the GIL (the exit summary at the program's end).
+ */
+enum lw_code_origin lw_origins_code_origin(const char *file);
 
 /* In a forked child: its new trace holds none of the facts. */
 void lw_origins_reset(void);

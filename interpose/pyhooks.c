@@ -86,7 +86,8 @@ static int load_api(void)
 static struct py_object *on_program_end(struct py_object *self,
 					struct py_object *args)
 {
-	/* Where its code came from, with what it imported since. */
+	/* Where its code came from, with what it imported since: before
+	 * the mark, whose exit summary names the program's lines. */
 	lw_origins_record();
 	lw_record_mark(LW_MARK_PROGRAM_END);
 	/* The program's code is done and its objects are all still there:

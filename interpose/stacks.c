@@ -7,6 +7,7 @@
 #include "backward.h"
 #include "lw-format.h"
 #include "lw-origin.h"
+#include "origins.h"
 #include "pyframes.h"
 #include "unwind.h"
 #include "writer.h"
@@ -254,12 +255,12 @@ void lw_stacks_python_location(const struct lw_stack_entry *s, char *out,
 	if (!s->py_depth)
 		return;
 	/* The innermost frame of the user's own code, as the report's
-	 * headline location; else the innermost frame. */
+	 * headline location (origins.h); else the innermost frame. */
 	for (unsigned i = 0; i < s->py_depth; i++) {
 		if (lw_py_code_info((const void *)py[2 * i], file,
 				    sizeof(file), name, sizeof(name),
 				    &first_line) == 0 &&
-		    lw_python_file_origin(file, strlen(file)) == LW_CODE_USER) {
+		    lw_origins_code_origin(file) == LW_CODE_USER) {
 			pick = i;
 			break;
 		}

@@ -9,16 +9,18 @@
 #include "lw-origin.h"
 #include "pystack.h"
 #include "render.h"
+#include "usercode.h"
 
-static bool is_user_code(const struct lw_model *m,
+static bool is_user_code(const struct lw_report *r,
 			 const struct lw_trace_pyframe *frame)
 {
 	struct lw_bytes function, file;
 
-	lw_model_pyframe_names(m, frame, &function, &file);
+	lw_model_pyframe_names(r->model, frame, &function, &file);
 	/* Code whose file is unknown cannot be told to be the user's. */
 	return file.data &&
-	       lw_python_file_origin(file.data, file.len) == LW_CODE_USER;
+	       lw_user_code_origin(r->code, frame->code_id, file.data,
+				   file.len) == LW_CODE_USER;
 }
 
 #define THREAD_MAIN "torch::autograd::Engine::thread_main("
@@ -74,7 +76,7 @@ int lw_find_location(const struct lw_report *r, const struct lw_frame *frames,
 	for (size_t i = 0; i < count; i++) {
 		if (!frames[i].python)
 			continue;
-		if (is_user_code(r->model, frames[i].py)) {
+		if (is_user_code(r, frames[i].py)) {
 			out->frame = &frames[i];
 			return find_autograd(r, frames, count, out);
 		}

@@ -49,6 +49,10 @@ static void report_usage(FILE *out)
 	      "  --rules FILE        more diagnosis rules (tags of frames, transient\n"
 	      "                      phases, fixes), after the shipped rules.conf\n"
 	      "  --suppressions FILE findings to suppress: lines leak:PATTERN (counted)\n"
+	      "  --user-code DIR     Python code under DIR is the program's own: a site is\n"
+	      "                      located at its innermost line there (repeatable;\n"
+	      "                      also $LEAKWATCH_USER_CODE). Without it: the script's\n"
+	      "                      tree, less the libraries the interpreter imported\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
 	      "Each growing or surviving site is diagnosed: the kind of leak (or not a\n"
@@ -80,6 +84,8 @@ static void check_usage(FILE *out)
 	      "  --min-steps N       judge only traces with at least N steps (default 10)\n"
 	      "  --suppressions FILE sites to leave out: lines leak:PATTERN (repeatable;\n"
 	      "                      also $LEAKWATCH_SUPPRESSIONS)\n"
+	      "  --user-code DIR     the program's own Python code, for the sites' lines,\n"
+	      "                      as for `leakwatch report`\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
 	      "A trace with fewer steps than that cannot be judged: check says so in one\n"
@@ -231,7 +237,11 @@ int lw_report_files(FILE *out, const char *const *paths, size_t count,
 			if (options->report.min_steps)
 				tf.report.min_steps = options->report.min_steps;
 			tf.report.native = options->report.native;
-			rc = lw_trace_file_set_rules(&tf, options->report.rules);
+			rc = lw_trace_file_set_user_code(
+				&tf, options->report.user_code);
+			if (rc == 0)
+				rc = lw_trace_file_set_rules(
+					&tf, options->report.rules);
 			if (rc == 0)
 				rc = lw_trace_file_analyse(&tf);
 			if (rc < 0)
@@ -331,6 +341,20 @@ int lw_load_rules(struct lw_output_options *options, struct lw_rules *rules)
 	return rc < 0 ? -EINVAL : 0;
 }
 
+int lw_load_user_code(struct lw_output_options *options)
+{
+	int rc = lw_code_dirs_add_list(&options->user_code,
+				       getenv("LEAKWATCH_USER_CODE"));
+
+	if (rc < 0) {
+		lw_error("%s", strerror(-rc));
+		return rc;
+	}
+	if (options->user_code.count)
+		options->report.user_code = &options->user_code;
+	return 0;
+}
+
 int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 		     const char **output)
 {
@@ -362,6 +386,16 @@ int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 		return add_rule_file("--suppressions",
 				     options->suppression_files,
 				     &options->suppression_file_count, arg);
+	case 'C':
+		if (!arg[0]) {
+			lw_error("--user-code needs a directory");
+			return -EINVAL;
+		}
+		if (lw_code_dirs_add(&options->user_code, arg) < 0) {
+			lw_error("%s", strerror(ENOMEM));
+			return -EINVAL;
+		}
+		return 1;
 	default:
 		return 0;
 	}
@@ -383,18 +417,22 @@ static int cmd_report(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:h", long_options, NULL)) != -1) {
 		rc = lw_output_option(c, optarg, &options, &output);
-		if (rc < 0)
-			return LW_EXIT_USAGE;
 		if (rc > 0)
 			continue;
+		lw_code_dirs_fini(&options.user_code);
+		if (rc < 0)
+			return LW_EXIT_USAGE;
 		return lw_last_option(c, argv, report_usage);
 	}
 	if (optind >= argc) {
 		lw_error("report: no trace given (usage: leakwatch report [OPTIONS] TRACE...)");
+		lw_code_dirs_fini(&options.user_code);
 		return LW_EXIT_USAGE;
 	}
-	if (lw_load_rules(&options, &rules) < 0) {
+	if (lw_load_rules(&options, &rules) < 0 ||
+	    lw_load_user_code(&options) < 0) {
 		lw_rules_fini(&rules);
+		lw_code_dirs_fini(&options.user_code);
 		return LW_EXIT_USAGE;
 	}
 	if (output) {
@@ -402,12 +440,14 @@ static int cmd_report(int argc, char **argv)
 		if (!out) {
 			lw_error("%s: %s", output, strerror(errno));
 			lw_rules_fini(&rules);
+			lw_code_dirs_fini(&options.user_code);
 			return LW_EXIT_USAGE;
 		}
 	}
 	rc = lw_report_files(out, (const char *const *)argv + optind,
 			     (size_t)(argc - optind), &options);
 	lw_rules_fini(&rules);
+	lw_code_dirs_fini(&options.user_code);
 	if (rc < 0)
 		lw_error("%s: %s", output ? output : "standard output",
 			 strerror(-rc));
@@ -432,7 +472,8 @@ int lw_parse_max_growth(const char *value, uint64_t *out)
 }
 
 int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
-		  size_t min_steps, const struct lw_rules *rules)
+		  size_t min_steps, const struct lw_rules *rules,
+		  const struct lw_code_dirs *user_code)
 {
 	struct lw_trace_file tf;
 	struct lw_growth_report g = { 0 };
@@ -444,7 +485,8 @@ int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
 	int rc;
 
 	rc = lw_trace_file_open(&tf, path, message, sizeof(message));
-	if (rc == 0 && (rc = lw_trace_file_set_rules(&tf, rules)) < 0)
+	if (rc == 0 && ((rc = lw_trace_file_set_user_code(&tf, user_code)) < 0 ||
+			(rc = lw_trace_file_set_rules(&tf, rules)) < 0))
 		snprintf(message, sizeof(message), "%s", strerror(-rc));
 	if (rc < 0)
 		goto out;
@@ -537,6 +579,7 @@ static int cmd_check(int argc, char **argv)
 		{ "max-growth", required_argument, NULL, 'G' },
 		{ "min-steps", required_argument, NULL, 'S' },
 		{ "suppressions", required_argument, NULL, 'P' },
+		{ "user-code", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -546,7 +589,7 @@ static int cmd_check(int argc, char **argv)
 	size_t min_steps = LW_DEFAULT_MIN_STEPS;
 	uint64_t max_growth = 0;
 	bool unreadable = false, over = false, unjudged = false;
-	int c;
+	int c, status = LW_EXIT_USAGE;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
@@ -554,35 +597,39 @@ static int cmd_check(int argc, char **argv)
 		case 'G':
 			max_text = optarg;
 			if (lw_parse_max_growth(optarg, &max_growth) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		case 'S':
 			if (lw_parse_min_steps(optarg, &min_steps) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		case 'P':
+		case 'C':
 			if (lw_output_option(c, optarg, &options, &output) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		default:
-			return lw_last_option(c, argv, check_usage);
+			status = lw_last_option(c, argv, check_usage);
+			goto out;
 		}
 	}
 	if (!max_text) {
 		lw_error("check: --max-growth SIZE is required (usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...)");
-		return LW_EXIT_USAGE;
+		goto out;
 	}
 	if (optind >= argc) {
 		lw_error("check: no trace given (usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...)");
-		return LW_EXIT_USAGE;
+		goto out;
 	}
-	if (lw_load_rules(&options, &rules) < 0) {
+	if (lw_load_rules(&options, &rules) < 0 ||
+	    lw_load_user_code(&options) < 0) {
 		lw_rules_fini(&rules);
-		return LW_EXIT_USAGE;
+		goto out;
 	}
 	for (int i = optind; i < argc; i++) {
 		int rc = lw_check_file(stdout, argv[i], max_growth, min_steps,
-				       options.report.rules);
+				       options.report.rules,
+				       options.report.user_code);
 
 		if (rc < 0)
 			unreadable = true;
@@ -593,12 +640,16 @@ static int cmd_check(int argc, char **argv)
 	}
 	if (argc - optind > 1)
 		lw_merged_view(stdout, (const char *const *)argv + optind,
-			       (size_t)(argc - optind), min_steps);
+			       (size_t)(argc - optind), min_steps,
+			       options.report.user_code);
 	lw_rules_fini(&rules);
-	return unreadable ? LW_EXIT_USAGE
-	       : over	  ? 1
-	       : unjudged ? LW_EXIT_CHECK_UNJUDGED
-			  : 0;
+	status = unreadable ? LW_EXIT_USAGE
+		 : over	    ? 1
+		 : unjudged ? LW_EXIT_CHECK_UNJUDGED
+			    : 0;
+out:
+	lw_code_dirs_fini(&options.user_code);
+	return status;
 }
 
 static int cmd_help(int argc, char **argv)

@@ -35,7 +35,8 @@ static int compare_rank(const void *x, const void *y)
 	return ra < rb ? -1 : ra > rb;
 }
 
-static int load(const char *path, size_t min_steps, struct merged_trace *t)
+static int load(const char *path, size_t min_steps,
+		const struct lw_code_dirs *user_code, struct merged_trace *t)
 {
 	struct lw_trace_file tf;
 	struct lw_site_keys keys;
@@ -49,7 +50,9 @@ static int load(const char *path, size_t min_steps, struct merged_trace *t)
 	rc = lw_trace_file_open(&tf, path, message, sizeof(message));
 	if (rc == 0) {
 		tf.report.min_steps = min_steps;
-		rc = lw_trace_file_analyse(&tf);
+		rc = lw_trace_file_set_user_code(&tf, user_code);
+		if (rc == 0)
+			rc = lw_trace_file_analyse(&tf);
 		if (rc == 0)
 			rc = lw_site_keys_build(&tf.report, &keys);
 	}
@@ -216,7 +219,7 @@ static void put_view(FILE *out, struct merged_trace *t, size_t n)
 }
 
 int lw_merged_view(FILE *out, const char *const *paths, size_t count,
-		   size_t min_steps)
+		   size_t min_steps, const struct lw_code_dirs *user_code)
 {
 	struct merged_trace *t = calloc(count ? count : 1, sizeof(*t));
 	size_t n = 0;
@@ -226,7 +229,7 @@ int lw_merged_view(FILE *out, const char *const *paths, size_t count,
 	for (size_t i = 0; i < count; i++) {
 		/* An unreadable trace was reported already; leave it out. */
 		if (load(paths[i], min_steps ? min_steps : LW_DEFAULT_MIN_STEPS,
-			 &t[n]) == 0)
+			 user_code, &t[n]) == 0)
 			n++;
 	}
 	if (n > 1)

@@ -1058,7 +1058,7 @@ static int text_end(struct lw_render_run *run)
 	if (run->count < 2)
 		return 0;
 	return lw_merged_view(run->out, run->paths, run->count,
-			      run->options->min_steps);
+			      run->options->min_steps, run->options->user_code);
 }
 
 const struct lw_renderer lw_text_renderer = {

@@ -40,6 +40,15 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 void lw_trace_file_close(struct lw_trace_file *tf);
 
 /*
+ * Whose code a Python frame is (usercode.h), with the directories the
+ * user named (NULL: none): call it before any location or analysis is
+ * asked for (lw_trace_file_open() sets it up with none). Returns 0 or
+ * -ENOMEM.
+ */
+int lw_trace_file_set_user_code(struct lw_trace_file *tf,
+				const struct lw_code_dirs *dirs);
+
+/*
  * The analysis every view of the report reads (analysis.h), once the
  * rules and the minimum of steps are set: tf->report.analysis. Returns 0
  * or a negative errno.
