@@ -238,6 +238,54 @@ enum lw_record_tag {
 	 * of the block's bytes, continued from the previous block's hash (for
 	 * the first block, from lw_checksum(0, header, header size)). */
 	LW_REC_CHECKSUM = 0x50,
+	/* PYPATH: a fact of the Python interpreter about where the
+	 * program's code is imported from, for telling the user's code from
+	 * libraries: varint enum lw_pypath_kind, varint path string id (an
+	 * absolute path, as the interpreter spells it), varint name string
+	 * id (0: none; see the kinds). Written once the first Python stack
+	 * is seen and again at the program's end (each fact once per
+	 * trace). Older readers skip it. */
+	LW_REC_PYPATH = 0x51,
+};
+
+/* What a PYPATH record's path is. */
+enum lw_pypath_kind {
+	/* The standard library: sysconfig's stdlib and platstdlib, the
+	 * directory of os.py, and the sys.path entries inside them. */
+	LW_PYPATH_STDLIB = 1,
+	/* A site-packages directory: site.getsitepackages(), sysconfig's
+	 * purelib and platlib. */
+	LW_PYPATH_SITE = 2,
+	/* The user's site-packages, site.getusersitepackages(). */
+	LW_PYPATH_USER_SITE = 3,
+	/* A sys.path entry that came from PYTHONPATH. */
+	LW_PYPATH_PYTHONPATH = 4,
+	/* A directory a .pth file of a site directory adds to sys.path;
+	 * name: the .pth file's name. */
+	LW_PYPATH_PTH = 5,
+	/* An editable install's source: a directory a setuptools
+	 * __editable__*.pth file adds (name: the file's name), or an entry
+	 * of the MAPPING of an __editable___*_finder module (name: the
+	 * package, path: its directory or file). */
+	LW_PYPATH_EDITABLE = 6,
+	/* A sys.path entry that holds installed distributions (*.dist-info),
+	 * as `pip install --target` makes. */
+	LW_PYPATH_INSTALLED = 7,
+	/* Any other sys.path entry: the script's directory, the working
+	 * directory ("" in sys.path), or one the program added. */
+	LW_PYPATH_SYS_PATH = 8,
+	/* The main script, __main__.__file__ (a file). */
+	LW_PYPATH_SCRIPT = 9,
+	/* The working directory. */
+	LW_PYPATH_CWD = 10,
+	/* The root of the version-controlled tree (.git, .hg, .svn) that
+	 * holds the script's directory (name "script") or the working
+	 * directory (name "cwd"); never / nor the home directory. */
+	LW_PYPATH_PROJECT = 11,
+	/* The interpreter's scripts directory (console-script launchers:
+	 * pytest, torchrun): sysconfig's scripts, the interpreter's own. */
+	LW_PYPATH_SCRIPTS = 12,
+	LW_PYPATH_KIND_MAX = 12,
 };
 
 #define LW_CHECKSUM_PAYLOAD 12
@@ -285,6 +333,17 @@ static inline const char *lw_api_name(uint64_t api)
 		"cuMemCreate", "PyTorch allocator",
 	};
 	return api <= LW_API_MAX && names[api] ? names[api] : "?";
+}
+
+/* The name of an enum lw_pypath_kind, or "?". */
+static inline const char *lw_pypath_kind_name(uint64_t kind)
+{
+	static const char *const names[LW_PYPATH_KIND_MAX + 1] = {
+		"?", "stdlib", "site", "user_site", "pythonpath", "pth",
+		"editable", "installed", "sys_path", "script", "cwd",
+		"project", "scripts",
+	};
+	return kind <= LW_PYPATH_KIND_MAX && names[kind] ? names[kind] : "?";
 }
 
 /* Longest LEB128 encoding of a 64-bit value. */

@@ -67,6 +67,8 @@ static void diff_usage(FILE *out)
 	      "  --top N         show N locations (default 20; 0: all)\n"
 	      "  --suppressions FILE  sites to leave out: lines leak:PATTERN (repeatable;\n"
 	      "                  also $LEAKWATCH_SUPPRESSIONS)\n"
+	      "  --user-code DIR the program's own Python code, for the locations, as\n"
+	      "                  for `leakwatch report`\n"
 	      "  -h, --help      show this help\n"
 	      "\n"
 	      "Exit status: 0 when no location grows in AFTER that did not grow in BEFORE,\n"
@@ -250,7 +252,8 @@ static void put_damaged(FILE *out, const struct lw_trace_file *tf,
 }
 
 static int diff(FILE *out, const char *before_path, const char *after_path,
-		size_t min_steps, size_t top, const struct lw_rules *rules)
+		size_t min_steps, size_t top, const struct lw_rules *rules,
+		const struct lw_code_dirs *user_code)
 {
 	struct lw_trace_file before, after;
 	struct lw_site_keys kb = { 0 }, ka = { 0 };
@@ -279,7 +282,11 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 		goto out;
 	}
 	before.report.min_steps = after.report.min_steps = min_steps;
-	rc = lw_trace_file_set_rules(&before, rules);
+	rc = lw_trace_file_set_user_code(&before, user_code);
+	if (rc == 0)
+		rc = lw_trace_file_set_user_code(&after, user_code);
+	if (rc == 0)
+		rc = lw_trace_file_set_rules(&before, rules);
 	if (rc == 0)
 		rc = lw_trace_file_set_rules(&after, rules);
 	if (rc == 0)
@@ -377,6 +384,7 @@ int lw_cmd_diff(int argc, char **argv)
 		{ "min-steps", required_argument, NULL, 'S' },
 		{ "top", required_argument, NULL, 'T' },
 		{ "suppressions", required_argument, NULL, 'P' },
+		{ "user-code", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -384,42 +392,48 @@ int lw_cmd_diff(int argc, char **argv)
 	size_t min_steps = LW_DEFAULT_MIN_STEPS, top = 20;
 	struct lw_rules rules;
 	const char *output = NULL;
-	int c, rc;
+	int c, rc = LW_EXIT_USAGE;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
 		switch (c) {
 		case 'S':
 			if (lw_parse_min_steps(optarg, &min_steps) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		case 'T':
 			if (lw_parse_count("--top", optarg, &top) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		case 'P':
+		case 'C':
 			if (lw_output_option(c, optarg, &options, &output) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		default:
-			return lw_last_option(c, argv, diff_usage);
+			rc = lw_last_option(c, argv, diff_usage);
+			goto out;
 		}
 	}
 	if (argc - optind != 2) {
 		lw_error("diff: needs two traces (usage: leakwatch diff [OPTIONS] BEFORE AFTER)");
-		return LW_EXIT_USAGE;
+		goto out;
 	}
-	if (lw_load_rules(&options, &rules) < 0) {
+	if (lw_load_rules(&options, &rules) < 0 ||
+	    lw_load_user_code(&options) < 0) {
 		lw_rules_fini(&rules);
-		return LW_EXIT_USAGE;
+		goto out;
 	}
 	rc = diff(stdout, argv[optind], argv[optind + 1], min_steps, top,
-		  options.report.rules);
+		  options.report.rules, options.report.user_code);
 	lw_rules_fini(&rules);
+	rc = rc < 0 ? LW_EXIT_USAGE : rc;
 	/* A verdict nobody could read is no verdict. */
 	if (lw_flush_output(stdout, "standard output") < 0)
-		return LW_EXIT_USAGE;
-	return rc < 0 ? LW_EXIT_USAGE : rc;
+		rc = LW_EXIT_USAGE;
+out:
+	lw_code_dirs_fini(&options.user_code);
+	return rc;
 }
 
 void lw_diff_usage(FILE *out)

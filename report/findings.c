@@ -94,9 +94,12 @@ int lw_named_stack(const struct lw_report *r, uint64_t stack_id,
 		const struct lw_symbol *sym = NULL;
 		unsigned parts = 1;
 
-		if (frames[i].folded)
-			continue;	/* a named stack drops folded runs */
-		if (!frames[i].python) {
+		/* A named stack drops the folded runs but the framework's,
+		 * one frame named by its operator. */
+		if (frames[i].fold != LW_FOLD_NONE &&
+		    frames[i].fold != LW_FOLD_FRAMEWORK)
+			continue;
+		if (!frames[i].python && !frames[i].fold) {
 			rc = lw_symbolize(r->symbolizer, frames[i].address,
 					  &sym);
 			if (rc < 0)
@@ -114,6 +117,12 @@ int lw_named_stack(const struct lw_report *r, uint64_t stack_id,
 			}
 			named = p;
 			capacity = next;
+		}
+		if (frames[i].fold) {
+			memset(&named[used], 0, sizeof(named[used]));
+			named[used].folded = frames[i].folded;
+			named[used++].fold = frames[i].name;
+			continue;
 		}
 		if (frames[i].python) {
 			name_pyframe(r->model, frames[i].py, &named[used++]);
@@ -142,6 +151,14 @@ void lw_put_frame_label(FILE *out, const struct lw_named_frame *f,
 	char buf[64];
 	int n;
 
+	if (f->folded) {
+		struct lw_frame run = { .folded = f->folded,
+					.fold = LW_FOLD_FRAMEWORK,
+					.name = f->fold };
+
+		lw_put_fold_label(out, &run, put);
+		return;
+	}
 	if (!f->function && !f->file) {
 		if (f->module) {
 			const char *slash = strrchr(f->module, '/');

@@ -45,7 +45,8 @@
 #define HTML_MAX_DEPTH 128
 /* Sites drawn as growth lines. */
 #define HTML_MAX_LINES 8
-/* Frames shown for each site of a finding's breakdown. */
+/* Native frames shown for each site of a finding's breakdown (Python
+ * frames are all shown). */
 #define HTML_BREAKDOWN_FRAMES 12
 
 /* For HTML text and attribute values: the five special characters as
@@ -581,12 +582,22 @@ static int breakdown_by_rate(const void *a, const void *b)
 	return x->site < y->site ? -1 : x->site > y->site;
 }
 
-/* A breakdown site's stack, innermost first, folded as the icicle's. */
+/* "N more frames" for the native frames left out, if any. */
+static void put_breakdown_skipped(FILE *out, size_t *skipped)
+{
+	if (*skipped)
+		fprintf(out, "<li class=\"lw-none\">%zu more frame%s</li>",
+			*skipped, *skipped == 1 ? "" : "s");
+	*skipped = 0;
+}
+
+/* A breakdown site's stack, innermost first, folded as the icicle's:
+ * every Python frame, at most HTML_BREAKDOWN_FRAMES native ones. */
 static int put_breakdown_stack(FILE *out, const struct lw_report *r,
 			       uint32_t site)
 {
 	struct lw_named_frame *frames;
-	size_t n;
+	size_t n, native = 0, skipped = 0;
 	int rc;
 
 	rc = lw_named_stack(r, lw_model_site(r->model, site)->stack_id, &frames,
@@ -594,11 +605,16 @@ static int put_breakdown_stack(FILE *out, const struct lw_report *r,
 	if (rc < 0)
 		return rc;
 	fputs("<ol class=\"lw-stack\">", out);
-	for (size_t j = 0; j < n && j < HTML_BREAKDOWN_FRAMES; j++) {
+	for (size_t j = 0; j < n; j++) {
 		size_t len;
-		char *label = lw_frame_label_string(&frames[j], &len);
+		char *label;
 
-		if (!label) {
+		if (!frames[j].python && native++ >= HTML_BREAKDOWN_FRAMES) {
+			skipped++;
+			continue;
+		}
+		put_breakdown_skipped(out, &skipped);
+		if (!(label = lw_frame_label_string(&frames[j], &len))) {
 			rc = -ENOMEM;
 			break;
 		}
@@ -607,9 +623,8 @@ static int put_breakdown_stack(FILE *out, const struct lw_report *r,
 		fputs("</code></li>", out);
 		free(label);
 	}
-	if (rc == 0 && n > HTML_BREAKDOWN_FRAMES)
-		fprintf(out, "<li class=\"lw-none\">%zu more frames</li>",
-			n - HTML_BREAKDOWN_FRAMES);
+	if (rc == 0)
+		put_breakdown_skipped(out, &skipped);
 	fputs("</ol>", out);
 	free(frames);
 	return rc;

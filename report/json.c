@@ -19,6 +19,7 @@
 #include "growth.h"
 #include "holders.h"
 #include "locations.h"
+#include "pystack.h"
 #include "render.h"
 #include "torch.h"
 
@@ -109,10 +110,32 @@ static void put_totals(FILE *out, const struct lw_totals *t)
 		t->bytes_allocated);
 }
 
-/* A frame object; tail (keys of a location) goes before its '}'. */
-static void put_frame_with(FILE *out, const struct lw_symbol *sym,
-			   const struct lw_sym_frame *f, const char *tail)
+/* "folded": the name of the run the frame folds into by default (mark,
+ * from lw_fold_marks()), or null. Returns 0 or -ENOMEM. */
+static int put_folded(FILE *out, const struct lw_frame *mark)
 {
+	char *label;
+	size_t len;
+
+	fputs(", \"folded\": ", out);
+	if (!mark || mark->fold == LW_FOLD_NONE) {
+		fputs("null", out);
+		return 0;
+	}
+	if (!(label = lw_fold_label_string(mark, &len)))
+		return -ENOMEM;
+	lw_put_json_string(out, label, len);
+	free(label);
+	return 0;
+}
+
+/* A frame object; tail (keys of a location) goes before its '}'. */
+static int put_frame_with(FILE *out, const struct lw_symbol *sym,
+			  const struct lw_sym_frame *f,
+			  const struct lw_frame *mark, const char *tail)
+{
+	int rc;
+
 	fputs("{\"function\": ", out);
 	if (f->function)
 		put_str(out, f->function);
@@ -138,13 +161,10 @@ static void put_frame_with(FILE *out, const struct lw_symbol *sym,
 		fprintf(out, "\"0x%" PRIx64 "\"", sym->offset);
 	else
 		fputs("null", out);
+	if ((rc = put_folded(out, mark)) < 0)
+		return rc;
 	fprintf(out, "%s}", tail);
-}
-
-static void put_frame(FILE *out, const struct lw_symbol *sym,
-		      const struct lw_sym_frame *f)
-{
-	put_frame_with(out, sym, f, "");
+	return 0;
 }
 
 static void put_pyframe_with(FILE *out, const struct lw_model *m,
@@ -161,7 +181,7 @@ static void put_pyframe_with(FILE *out, const struct lw_model *m,
 		fprintf(out, ", \"line\": %" PRId64, f->line);
 	else
 		fputs(", \"line\": null", out);
-	fprintf(out, ", \"python\": true, \"module\": null, \"address\": null, \"module_offset\": null%s}",
+	fprintf(out, ", \"python\": true, \"module\": null, \"address\": null, \"module_offset\": null, \"folded\": null%s}",
 		tail);
 }
 
@@ -172,11 +192,15 @@ static void put_pyframe(FILE *out, const struct lw_model *m,
 }
 
 /* A location: a frame object, with "in_backward" and "autograd_node"
- * after its keys. */
-static void put_location(FILE *out, const struct lw_model *m,
-			 const struct lw_location *loc)
+ * after its keys; frames, count: the stack it points into. Returns 0 or
+ * -ENOMEM. */
+static int put_location(FILE *out, const struct lw_report *r,
+			const struct lw_location *loc,
+			const struct lw_frame *frames, size_t count)
 {
+	struct lw_frame *marks;
 	char tail[128];
+	int rc;
 
 	/* A node name is made of identifier characters (location.c). */
 	if (loc->autograd_node[0])
@@ -188,10 +212,19 @@ static void put_location(FILE *out, const struct lw_model *m,
 		snprintf(tail, sizeof(tail),
 			 ", \"in_backward\": %s, \"autograd_node\": null",
 			 loc->in_backward ? "true" : "false");
-	if (loc->frame->python)
-		put_pyframe_with(out, m, loc->frame->py, tail);
-	else
-		put_frame_with(out, loc->symbol, &loc->symbol->frames[0], tail);
+	if (loc->frame->python) {
+		put_pyframe_with(out, r->model, loc->frame->py, tail);
+		return 0;
+	}
+	/* Its "folded" as in the stack's frames. */
+	if (!(marks = malloc(count * sizeof(*marks))))
+		return -ENOMEM;
+	rc = lw_fold_marks(r, frames, count, marks);
+	if (rc == 0)
+		rc = put_frame_with(out, loc->symbol, &loc->symbol->frames[0],
+				    &marks[loc->frame - frames], tail);
+	free(marks);
+	return rc;
 }
 
 static void put_count_or_null(FILE *out, bool known, uint64_t n)
@@ -206,12 +239,17 @@ static int put_frames(FILE *out, const struct lw_report *r,
 		      const struct lw_frame *frames, size_t count,
 		      unsigned indent)
 {
+	struct lw_frame *marks = NULL;
 	bool first = true;
+	int rc;
 
+	if (count && !(marks = malloc(count * sizeof(*marks))))
+		return -ENOMEM;
+	if (count && (rc = lw_fold_marks(r, frames, count, marks)) < 0)
+		goto out;
 	putc('[', out);
 	for (size_t i = 0; i < count; i++) {
 		const struct lw_symbol *sym;
-		int rc;
 
 		if (frames[i].python) {
 			if (!first)
@@ -223,19 +261,51 @@ static int put_frames(FILE *out, const struct lw_report *r,
 		}
 		rc = lw_symbolize(r->symbolizer, frames[i].address, &sym);
 		if (rc < 0)
-			return rc;
+			goto out;
 		for (unsigned j = 0; j < sym->frame_count; j++) {
 			if (!first)
 				putc(',', out);
 			newline(out, indent + 2);
-			put_frame(out, sym, &sym->frames[j]);
+			rc = put_frame_with(out, sym, &sym->frames[j], &marks[i],
+					    "");
+			if (rc < 0)
+				goto out;
 			first = false;
 		}
 	}
 	if (!first)
 		newline(out, indent);
 	putc(']', out);
-	return 0;
+	rc = 0;
+out:
+	free(marks);
+	return rc;
+}
+
+/* Where the Python code came from, as the interpreter said (PYPATH). */
+static void put_pypaths(FILE *out, const struct lw_model *m, unsigned indent)
+{
+	const struct lw_trace_meta *meta = lw_model_meta(m);
+
+	putc('[', out);
+	for (size_t i = 0; i < meta->pypath_count; i++) {
+		const struct lw_pypath *p = &meta->pypaths[i];
+		const struct lw_string *path = lw_model_string(m, p->path);
+		const struct lw_string *name = lw_model_string(m, p->name);
+
+		if (i)
+			putc(',', out);
+		newline(out, indent + 2);
+		fprintf(out, "{\"kind\": \"%s\", \"path\": ",
+			lw_pypath_kind_name(p->kind));
+		put_bytes_or_null(out, path ? &path->text : NULL);
+		fputs(", \"name\": ", out);
+		put_bytes_or_null(out, name ? &name->text : NULL);
+		putc('}', out);
+	}
+	if (meta->pypath_count)
+		newline(out, indent);
+	putc(']', out);
 }
 
 /* A rate: a JSON number, never "-0". */
@@ -286,8 +356,9 @@ static int put_site(FILE *out, const struct lw_report *r,
 	put_key(out, indent + 2, "location");
 	if (!st.location.frame)
 		fputs("null", out);
-	else
-		put_location(out, m, &st.location);
+	else if ((rc = put_location(out, r, &st.location, st.frames,
+				    st.count)) < 0)
+		goto out;
 	putc(',', out);
 	put_key(out, indent + 2, "native_thread");
 	fputs(lw_model_site_native_thread(m, site) ? "true," : "false,", out);
@@ -348,7 +419,8 @@ static int put_site_location(FILE *out, const struct lw_report *r,
 		if (!st.location.frame)
 			fputs("null", out);
 		else
-			put_location(out, r->model, &st.location);
+			rc = put_location(out, r, &st.location, st.frames,
+					  st.count);
 	}
 	lw_site_stack_fini(&st);
 	return rc;
@@ -1164,7 +1236,9 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_trace_state(out, r->result);
 	putc(',', out);
 	put_key(out, k, "schema_version");
-	fprintf(out, "%d", LW_JSON_SCHEMA_VERSION);
+	fprintf(out, "%d,", LW_JSON_SCHEMA_VERSION);
+	put_key(out, k, "python_paths");
+	put_pypaths(out, m, k);
 	newline(out, in);
 	putc('}', out);
 	if (!nested)

@@ -38,16 +38,23 @@ static void report_usage(FILE *out)
 	      "                      and speedscope; github, GitHub Actions annotations\n"
 	      "  -o, --output FILE   write the report to FILE instead of standard output\n"
 	      "  --top N             text: show the N largest sites (default 10; 0: all)\n"
-	      "  --frames N          text: show N frames of each stack (default 12; 0: all)\n"
+	      "  --frames N          text: show N native frames of each stack (default 12;\n"
+	      "                      0: all); its Python frames are always all shown\n"
 	      "  --native            every native frame of a Python program's stacks; by\n"
-	      "                      default the interpreter's, libffi's and pybind11's\n"
-	      "                      frames between Python frames fold into one line\n"
+	      "                      default each run of the framework's frames (PyTorch's,\n"
+	      "                      CUDA's) folds into one line naming the operator\n"
+	      "                      (aten::mm), and the interpreter's, libffi's and\n"
+	      "                      pybind11's between Python frames into another\n"
 	      "  --sites             text: each site of a line, not only their sum (sites\n"
 	      "                      that share their headline line are one entry)\n"
 	      "  --min-steps N       judge growth only with at least N steps (default 10)\n"
 	      "  --rules FILE        more diagnosis rules (tags of frames, transient\n"
 	      "                      phases, fixes), after the shipped rules.conf\n"
 	      "  --suppressions FILE findings to suppress: lines leak:PATTERN (counted)\n"
+	      "  --user-code DIR     Python code under DIR is the program's own: a site is\n"
+	      "                      located at its innermost line there (repeatable;\n"
+	      "                      also $LEAKWATCH_USER_CODE). Without it: the script's\n"
+	      "                      tree, less the libraries the interpreter imported\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
 	      "Each growing or surviving site is diagnosed: the kind of leak (or not a\n"
@@ -82,6 +89,8 @@ static void check_usage(FILE *out)
 	      "  --min-steps N       judge only traces with at least N steps (default 10)\n"
 	      "  --suppressions FILE sites to leave out: lines leak:PATTERN (repeatable;\n"
 	      "                      also $LEAKWATCH_SUPPRESSIONS)\n"
+	      "  --user-code DIR     the program's own Python code, for the sites' lines,\n"
+	      "                      as for `leakwatch report`\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
 	      "A trace with fewer steps than that cannot be judged: check says so in one\n"
@@ -246,7 +255,9 @@ static int load_report(void *ctx, size_t i)
 		if (options->report.min_steps)
 			tf->report.min_steps = options->report.min_steps;
 		tf->report.native = options->report.native;
-		rc = lw_trace_file_set_rules(tf, options->report.rules);
+		rc = lw_trace_file_set_user_code(tf, options->report.user_code);
+		if (rc == 0)
+			rc = lw_trace_file_set_rules(tf, options->report.rules);
 		if (rc == 0)
 			rc = lw_trace_file_analyse(tf);
 		if (rc < 0)
@@ -409,6 +420,20 @@ int lw_load_rules(struct lw_output_options *options, struct lw_rules *rules)
 	return rc < 0 ? -EINVAL : 0;
 }
 
+int lw_load_user_code(struct lw_output_options *options)
+{
+	int rc = lw_code_dirs_add_list(&options->user_code,
+				       getenv("LEAKWATCH_USER_CODE"));
+
+	if (rc < 0) {
+		lw_error("%s", strerror(-rc));
+		return rc;
+	}
+	if (options->user_code.count)
+		options->report.user_code = &options->user_code;
+	return 0;
+}
+
 int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 		     const char **output)
 {
@@ -440,6 +465,16 @@ int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 		return add_rule_file("--suppressions",
 				     options->suppression_files,
 				     &options->suppression_file_count, arg);
+	case 'C':
+		if (!arg[0]) {
+			lw_error("--user-code needs a directory");
+			return -EINVAL;
+		}
+		if (lw_code_dirs_add(&options->user_code, arg) < 0) {
+			lw_error("%s", strerror(ENOMEM));
+			return -EINVAL;
+		}
+		return 1;
 	default:
 		return 0;
 	}
@@ -463,29 +498,35 @@ static int cmd_report(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:h", long_options, NULL)) != -1) {
 		rc = lw_output_option(c, optarg, &options, &output);
-		if (rc < 0)
-			return LW_EXIT_USAGE;
 		if (rc > 0)
 			continue;
+		lw_code_dirs_fini(&options.user_code);
+		if (rc < 0)
+			return LW_EXIT_USAGE;
 		return lw_last_option(c, argv, report_usage);
 	}
 	if (optind >= argc) {
 		lw_error("report: no trace given (usage: leakwatch report [OPTIONS] TRACE...)");
+		lw_code_dirs_fini(&options.user_code);
 		return LW_EXIT_USAGE;
 	}
-	if (lw_load_rules(&options, &rules) < 0) {
+	if (lw_load_rules(&options, &rules) < 0 ||
+	    lw_load_user_code(&options) < 0) {
 		lw_rules_fini(&rules);
+		lw_code_dirs_fini(&options.user_code);
 		return LW_EXIT_USAGE;
 	}
 	traces = (const char *const *)argv + optind;
 	count = (size_t)(argc - optind);
 	if (output && lw_output_open(&file, output, traces, count) < 0) {
 		lw_rules_fini(&rules);
+		lw_code_dirs_fini(&options.user_code);
 		return LW_EXIT_USAGE;
 	}
 	rc = lw_report_files(output ? file.file : stdout, traces, count,
 			     &options);
 	lw_rules_fini(&rules);
+	lw_code_dirs_fini(&options.user_code);
 	if (rc < 0)
 		lw_error("%s: %s", output ? output : "standard output",
 			 strerror(-rc));
@@ -510,14 +551,17 @@ int lw_parse_max_growth(const char *value, uint64_t *out)
 	return 0;
 }
 
-/* Opens a trace for check, its suppressions marked. */
+/* Opens a trace for check, its suppressions marked and the user's code
+ * named. */
 static int open_for_check(struct lw_trace_file *tf, const char *path,
-			  const struct lw_rules *rules, char *message,
+			  const struct lw_rules *rules,
+			  const struct lw_code_dirs *user_code, char *message,
 			  size_t message_size)
 {
 	int rc = lw_trace_file_open(tf, path, message, message_size);
 
-	if (rc == 0 && (rc = lw_trace_file_set_rules(tf, rules)) < 0)
+	if (rc == 0 && ((rc = lw_trace_file_set_user_code(tf, user_code)) < 0 ||
+			(rc = lw_trace_file_set_rules(tf, rules)) < 0))
 		snprintf(message, message_size, "%s", strerror(-rc));
 	return rc;
 }
@@ -633,11 +677,13 @@ out:
 }
 
 int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
-		  size_t min_steps, const struct lw_rules *rules)
+		  size_t min_steps, const struct lw_rules *rules,
+		  const struct lw_code_dirs *user_code)
 {
 	struct lw_trace_file tf;
 	char message[256];
-	int rc = open_for_check(&tf, path, rules, message, sizeof(message));
+	int rc = open_for_check(&tf, path, rules, user_code, message,
+				sizeof(message));
 
 	return check_opened(out, path, &tf, rc, message, sizeof(message),
 			    max_growth, min_steps);
@@ -652,6 +698,7 @@ struct check_slot {
 struct check_files {
 	const char *const *paths;
 	const struct lw_rules *rules;
+	const struct lw_code_dirs *user_code;
 	uint64_t max_growth;
 	size_t min_steps;
 	struct check_slot *slots;
@@ -664,8 +711,8 @@ static int load_check(void *ctx, size_t i)
 	struct check_files *c = ctx;
 	struct check_slot *slot = &c->slots[i % c->ahead];
 
-	return open_for_check(&slot->tf, c->paths[i], c->rules, slot->message,
-			      sizeof(slot->message));
+	return open_for_check(&slot->tf, c->paths[i], c->rules, c->user_code,
+			      slot->message, sizeof(slot->message));
 }
 
 static void judge_check(void *ctx, size_t i, int rc)
@@ -693,6 +740,7 @@ static int cmd_check(int argc, char **argv)
 		{ "max-growth", required_argument, NULL, 'G' },
 		{ "min-steps", required_argument, NULL, 'S' },
 		{ "suppressions", required_argument, NULL, 'P' },
+		{ "user-code", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -703,7 +751,7 @@ static int cmd_check(int argc, char **argv)
 	size_t min_steps = LW_DEFAULT_MIN_STEPS;
 	uint64_t max_growth = 0;
 	bool unreadable = false, over = false, unjudged = false;
-	int c;
+	int c, status = LW_EXIT_USAGE;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
@@ -711,35 +759,39 @@ static int cmd_check(int argc, char **argv)
 		case 'G':
 			max_text = optarg;
 			if (lw_parse_max_growth(optarg, &max_growth) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		case 'S':
 			if (lw_parse_min_steps(optarg, &min_steps) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		case 'P':
+		case 'C':
 			if (lw_output_option(c, optarg, &options, &output) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		default:
-			return lw_last_option(c, argv, check_usage);
+			status = lw_last_option(c, argv, check_usage);
+			goto out;
 		}
 	}
 	if (!max_text) {
 		lw_error("check: --max-growth SIZE is required (usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...)");
-		return LW_EXIT_USAGE;
+		goto out;
 	}
 	if (optind >= argc) {
 		lw_error("check: no trace given (usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...)");
-		return LW_EXIT_USAGE;
+		goto out;
 	}
-	if (lw_load_rules(&options, &rules) < 0) {
+	if (lw_load_rules(&options, &rules) < 0 ||
+	    lw_load_user_code(&options) < 0) {
 		lw_rules_fini(&rules);
-		return LW_EXIT_USAGE;
+		goto out;
 	}
 	checks = (struct check_files){
 		.paths = (const char *const *)argv + optind,
 		.rules = options.report.rules,
+		.user_code = options.report.user_code,
 		.max_growth = max_growth,
 		.min_steps = min_steps,
 		.ahead = lw_trace_pool_threads((size_t)(argc - optind)) + 1,
@@ -751,7 +803,7 @@ static int cmd_check(int argc, char **argv)
 		lw_error("%s", strerror(ENOMEM));
 		free(checks.slots);
 		lw_rules_fini(&rules);
-		return LW_EXIT_USAGE;
+		goto out;
 	}
 	free(checks.slots);
 	unreadable = checks.unreadable;
@@ -759,15 +811,19 @@ static int cmd_check(int argc, char **argv)
 	unjudged = checks.unjudged;
 	if (argc - optind > 1)
 		lw_merged_view(stdout, (const char *const *)argv + optind,
-			       (size_t)(argc - optind), min_steps);
+			       (size_t)(argc - optind), min_steps,
+			       options.report.user_code);
 	lw_rules_fini(&rules);
+	status = unreadable ? LW_EXIT_USAGE
+		 : over	    ? 1
+		 : unjudged ? LW_EXIT_CHECK_UNJUDGED
+			    : 0;
 	/* A verdict nobody could read is no verdict. */
 	if (lw_flush_output(stdout, "standard output") < 0)
-		return LW_EXIT_USAGE;
-	return unreadable ? LW_EXIT_USAGE
-	       : over	  ? 1
-	       : unjudged ? LW_EXIT_CHECK_UNJUDGED
-			  : 0;
+		status = LW_EXIT_USAGE;
+out:
+	lw_code_dirs_fini(&options.user_code);
+	return status;
 }
 
 static int cmd_help(int argc, char **argv)

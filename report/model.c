@@ -575,6 +575,32 @@ static int model_holder(void *ctx, uint64_t address, uint64_t path,
 	return 0;
 }
 
+static int model_pypath(void *ctx, uint64_t kind, uint64_t path,
+			uint64_t name)
+{
+	struct lw_model *m = ctx;
+	struct lw_trace_meta *meta = &m->meta;
+	struct lw_pypath *grown;
+
+	if (kind == 0 || kind > LW_PYPATH_KIND_MAX || path == 0 ||
+	    meta->pypath_count == LW_PYPATHS_MAX)
+		return 0;	/* a newer writer's kind, or too many */
+	for (size_t i = 0; i < meta->pypath_count; i++) {
+		const struct lw_pypath *p = &meta->pypaths[i];
+
+		if (p->kind == kind && p->path == path && p->name == name)
+			return 0;
+	}
+	grown = lw_grow_array(meta->pypaths, &meta->pypath_capacity,
+			      meta->pypath_count + 1, sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	meta->pypaths = grown;
+	meta->pypaths[meta->pypath_count++] =
+		(struct lw_pypath){ kind, path, name };
+	return 0;
+}
+
 const char *lw_alloc_error_name(uint64_t api, uint64_t error)
 {
 	/* The codes an allocation returns in practice; the runtime's and
@@ -743,6 +769,7 @@ const struct lw_trace_ops lw_model_ops = {
 	.segment_free = lw_torch_segment_free,
 	.oom = lw_torch_oom,
 	.holder = model_holder,
+	.pypath = model_pypath,
 };
 
 int lw_model_init(struct lw_model *m)
@@ -775,6 +802,7 @@ void lw_model_fini(struct lw_model *m)
 	free(m->meta.modules);
 	free(m->stacks.pycodes);
 	free(m->holders.items);
+	free(m->meta.pypaths);
 	free(m->stacks.pyframes);
 	free(m->stacks.evals);
 	free(m->program_end_sites);

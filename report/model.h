@@ -173,16 +173,40 @@ struct lw_live_count {
 	uint64_t live_count;
 };
 
+/* What a run of frames folded into one stands for (pystack.h). */
+enum lw_fold_kind {
+	LW_FOLD_NONE,		/* not folded: a frame of its own */
+	LW_FOLD_INTERPRETER,	/* the interpreter's, libffi's, pybind11's */
+	LW_FOLD_START,		/* the start of the process or thread */
+	LW_FOLD_FRAMEWORK,	/* the framework's libraries: one operator */
+};
+
+/*
+ * What a run of the framework's frames did, in the report symbolizer's
+ * strings (NULL where unknown): the operator, NAME of the outermost
+ * at::_ops::NAME::call or ::redispatch frame ("empty_strided"); the
+ * autograd node whose apply() ran it ("MmBackward0"); the file name of the
+ * module of its outermost frame ("libtorch_cpu.so").
+ */
+struct lw_fold_name {
+	const char *op;
+	const char *node;
+	const char *module;
+	uint32_t op_len;
+	uint32_t node_len;
+};
+
 /* One frame of a stack as reported: native or Python. */
 struct lw_frame {
 	bool python;
 	uint64_t address;			/* native: return address */
 	const struct lw_trace_pyframe *py;	/* Python */
-	/* A run of this many frames folded into one (lw_fold_stack):
-	 * the start of the process or thread when folded_start, else
-	 * the interpreter's; python and address then mean nothing. */
+	/* A run of this many frames folded into one (lw_fold_stack), of
+	 * kind fold (enum lw_fold_kind); python and address then mean
+	 * nothing. */
 	uint32_t folded;
-	bool folded_start;
+	uint8_t fold;
+	struct lw_fold_name name;	/* LW_FOLD_FRAMEWORK */
 };
 
 /* A live allocation, keyed by addr in the model's live table. */
@@ -308,6 +332,14 @@ struct lw_holder {
 	uint64_t graph;		/* autograd graph nodes behind it */
 	uint64_t flags;		/* enum lw_holder_flags */
 	uint32_t search;	/* which search found it, from 1 */
+};
+
+/* A fact of the interpreter about where Python code comes from (PYPATH);
+ * a trace's first LW_PYPATHS_MAX distinct ones are kept. */
+#define LW_PYPATHS_MAX 4096
+struct lw_pypath {
+	uint64_t kind;		/* enum lw_pypath_kind */
+	uint64_t path, name;	/* string ids; name 0: none */
 };
 
 /* Allocation calls of one API that failed with one error. */
@@ -452,6 +484,9 @@ struct lw_trace_meta {
 	uint64_t end_events;
 	uint64_t end_dropped;
 	uint64_t dropped;	/* sum of DROPPED records */
+	/* PYPATH records, in trace order, each distinct one once. */
+	struct lw_pypath *pypaths;
+	size_t pypath_count, pypath_capacity;
 };
 
 /* Holders, in trace order; whether a search ran out of time. A search is

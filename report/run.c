@@ -53,7 +53,8 @@ void lw_run_usage(FILE *out)
 	      "  --max-growth SIZE   also judge growth as `leakwatch check` does; when\n"
 	      "                      CMD succeeded but grew faster, exit with 23\n"
 	      "  --min-steps N       steps needed before growth is judged (default 10)\n"
-	      "  --rules FILE, --suppressions FILE  as for `leakwatch report`\n"
+	      "  --rules FILE, --suppressions FILE, --user-code DIR\n"
+	      "                      as for `leakwatch report`\n"
 	      "  --torch-allocator async|keep\n"
 	      "                      keep (default): leave PyTorch's allocator as it is\n"
 	      "                      configured (its tensors are seen through its hooks);\n"
@@ -446,7 +447,8 @@ static int report_traces(struct lw_output *file, const char *manifest,
 	for (size_t i = 0; gate && i < count; i++) {
 		rc = lw_check_file(stderr, paths[i], max_growth,
 				   options->report.min_steps,
-				   options->report.rules);
+				   options->report.rules,
+				   options->report.user_code);
 		over |= rc == 1;
 		unjudged |= rc == LW_CHECK_UNJUDGED;
 	}
@@ -460,7 +462,9 @@ static int report_traces(struct lw_output *file, const char *manifest,
 	return over ? LW_EXIT_GROWTH : unjudged ? LW_EXIT_UNJUDGED : 0;
 }
 
-int lw_cmd_run(int argc, char **argv)
+/* The command; options (its user code) released by the caller. */
+static int run_command(int argc, char **argv,
+		       struct lw_output_options *options)
 {
 	static const struct option long_options[] = {
 		{ "trace", required_argument, NULL, 't' },
@@ -471,7 +475,6 @@ int lw_cmd_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct lw_output_options options = LW_OUTPUT_OPTIONS_DEFAULT;
 	const char *trace_pattern = NULL, *output = NULL, *torch_allocator = NULL;
 	char library[PATH_MAX], manifest[PATH_MAX];
 	bool no_report = false, gate = false;
@@ -483,7 +486,7 @@ int lw_cmd_run(int argc, char **argv)
 	opterr = 0;
 	/* "+": stop at the first argument that is not an option (CMD). */
 	while ((c = getopt_long(argc, argv, "+:o:h", long_options, NULL)) != -1) {
-		rc = lw_output_option(c, optarg, &options, &output);
+		rc = lw_output_option(c, optarg, options, &output);
 		if (rc < 0)
 			return LW_EXIT_USAGE;
 		if (rc > 0)
@@ -534,7 +537,8 @@ int lw_cmd_run(int argc, char **argv)
 	if (find_library(library) < 0)
 		return LW_EXIT_USAGE;
 	/* Read before the run, so that a bad file fails before it. */
-	if (lw_load_rules(&options, &rules) < 0) {
+	if (lw_load_rules(options, &rules) < 0 ||
+	    lw_load_user_code(options) < 0) {
 		lw_rules_fini(&rules);
 		return LW_EXIT_USAGE;
 	}
@@ -585,7 +589,7 @@ int lw_cmd_run(int argc, char **argv)
 		exit_code = 126;
 	} else {
 		int verdict = report_traces(&file, manifest, no_report,
-					    &options, gate, max_growth);
+					    options, gate, max_growth);
 		exit_code = exit_status(status);
 		/* The program's own failure is never masked. */
 		if (verdict && exit_code == 0)
@@ -598,4 +602,13 @@ out:
 	lw_output_close(&file, false, NULL, 0);
 	lw_rules_fini(&rules);
 	return exit_code;
+}
+
+int lw_cmd_run(int argc, char **argv)
+{
+	struct lw_output_options options = LW_OUTPUT_OPTIONS_DEFAULT;
+	int rc = run_command(argc, argv, &options);
+
+	lw_code_dirs_fini(&options.user_code);
+	return rc;
 }

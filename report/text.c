@@ -494,14 +494,45 @@ static void put_not_a_leak(FILE *out, const struct lw_report *r,
 		fprintf(out, "    (not a leak: %s)\n", sd->reason);
 }
 
-/* A site's location line and its stack. */
+/* "... N more frames" for frames left out by --frames, if any. */
+static void put_skipped(FILE *out, size_t *skipped)
+{
+	if (*skipped)
+		fprintf(out, FRAME_LEAD "... %zu more frame%s\n", *skipped,
+			*skipped == 1 ? "" : "s");
+	*skipped = 0;
+}
+
+/* A folded run: its operator for the framework's, how many it holds. */
+static void put_folded(FILE *out, const struct lw_frame *f)
+{
+	const char *s = f->folded == 1 ? "" : "s";
+
+	if (f->fold == LW_FOLD_FRAMEWORK) {
+		fputs(FRAME_LEAD, out);
+		lw_put_fold_label(out, f, lw_put_text);
+		fprintf(out, "  (%" PRIu32 " framework frame%s)\n", f->folded,
+			s);
+	} else {
+		fprintf(out, FRAME_LEAD "... %" PRIu32 " %s frame%s\n",
+			f->folded,
+			f->fold == LW_FOLD_START ? "start-up" : "interpreter",
+			s);
+	}
+}
+
+/*
+ * A site's location line and its stack: every Python frame, every folded
+ * run, and at most max_frames (0: all) native frames, those past it
+ * counted where they were left out.
+ */
 static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 			  size_t max_frames)
 {
 	const struct lw_model *m = r->model;
 	struct lw_site_stack st;
 	struct lw_frame *frames;
-	size_t count, shown;
+	size_t count, native = 0, skipped = 0;
 	int rc = lw_site_stack(r, site, &st);
 
 	frames = st.frames;
@@ -519,22 +550,25 @@ static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 	/* After the location, which points into the frames. */
 	if ((rc = lw_fold_stack(r, frames, &count)) < 0)
 		goto out;
-	shown = max_frames && max_frames < count ? max_frames : count;
-	for (size_t i = 0; i < shown; i++) {
+	for (size_t i = 0; i < count; i++) {
 		const struct lw_symbol *sym;
 
-		if (frames[i].folded) {
-			fprintf(out, FRAME_LEAD "... %" PRIu32 " %s frame%s\n",
-				frames[i].folded,
-				frames[i].folded_start ? "start-up" : "interpreter",
-				frames[i].folded == 1 ? "" : "s");
+		if (frames[i].fold != LW_FOLD_NONE) {
+			put_skipped(out, &skipped);
+			put_folded(out, &frames[i]);
 			continue;
 		}
 		if (frames[i].python) {
+			put_skipped(out, &skipped);
 			put_pyframe(out, m, FRAME_LEAD, frames[i].py);
 			putc('\n', out);
 			continue;
 		}
+		if (max_frames && native == max_frames) {
+			skipped++;
+			continue;
+		}
+		native++;
 		if ((rc = lw_symbolize(r->symbolizer, frames[i].address,
 				       &sym)) < 0)
 			goto out;
@@ -544,9 +578,7 @@ static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 			putc('\n', out);
 		}
 	}
-	if (shown < count)
-		fprintf(out, FRAME_LEAD "... %zu more frame%s\n", count - shown,
-			count - shown == 1 ? "" : "s");
+	put_skipped(out, &skipped);
 out:
 	lw_site_stack_fini(&st);
 	return rc;
@@ -1086,7 +1118,7 @@ static int text_end(struct lw_render_run *run)
 	if (run->count < 2)
 		return 0;
 	return lw_merged_view(run->out, run->paths, run->count,
-			      run->options->min_steps);
+			      run->options->min_steps, run->options->user_code);
 }
 
 const struct lw_renderer lw_text_renderer = {

@@ -6,6 +6,7 @@
 #include "diagnose.h"
 #include "lw-format.h"
 #include "rules.h"
+#include "usercode.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -401,7 +402,8 @@ int lw_trace_file_open(struct lw_trace_file *tf, const char *path,
 	tf->report.model = &tf->model;
 	tf->report.result = &tf->result;
 	tf->report.symbolizer = tf->symbolizer;
-	if ((rc = lw_locations_init(&tf->locations, &tf->report)) < 0)
+	if ((rc = lw_trace_file_set_user_code(tf, NULL)) < 0 ||
+	    (rc = lw_locations_init(&tf->locations, &tf->report)) < 0)
 		goto error;
 	tf->report.locations = &tf->locations;
 	tf->report.min_steps = LW_DEFAULT_MIN_STEPS;
@@ -430,6 +432,19 @@ void lw_trace_file_damage(const struct lw_trace_file *tf, char *message,
 	snprintf(message, size, "damaged: %s", what);
 }
 
+int lw_trace_file_set_user_code(struct lw_trace_file *tf,
+				const struct lw_code_dirs *dirs)
+{
+	struct lw_user_code *code;
+	int rc = lw_user_code_new(&tf->model, dirs, &code);
+
+	if (rc < 0)
+		return rc;
+	lw_user_code_free(tf->report.code);
+	tf->report.code = code;
+	return 0;
+}
+
 int lw_trace_file_analyse(struct lw_trace_file *tf)
 {
 	return lw_analyse(&tf->report, &tf->analysis);
@@ -439,6 +454,7 @@ void lw_trace_file_close(struct lw_trace_file *tf)
 {
 	lw_analysis_fini(&tf->analysis);
 	lw_locations_fini(&tf->locations);
+	lw_user_code_free(tf->report.code);
 	lw_symbolizer_free(tf->symbolizer);
 	lw_model_fini(&tf->model);
 	if (tf->mapped)

@@ -59,6 +59,15 @@ void lw_trace_file_damage(const struct lw_trace_file *tf, char *message,
 			  size_t size);
 
 /*
+ * Whose code a Python frame is (usercode.h), with the directories the
+ * user named (NULL: none): call it before any location or analysis is
+ * asked for (lw_trace_file_open() sets it up with none). Returns 0 or
+ * -ENOMEM.
+ */
+int lw_trace_file_set_user_code(struct lw_trace_file *tf,
+				const struct lw_code_dirs *dirs);
+
+/*
  * The analysis every view of the report reads (analysis.h), once the
  * rules and the minimum of steps are set: tf->report.analysis. Returns 0
  * or a negative errno.

@@ -448,6 +448,15 @@ static int read_extension(struct reader *r, uint8_t tag, size_t rec_off,
 			       r->result->checksummed
 				       ? "a CHECKSUM record inside a block"
 				       : "a CHECKSUM record in a trace that does not begin with one");
+	case LW_REC_PYPATH: {
+		uint64_t name = 0;
+
+		if ((rc = payload_varint(r, rec_off, &p, end, &x)) < 0 ||
+		    (rc = payload_varint(r, rec_off, &p, end, &y)) < 0 ||
+		    (rc = payload_varint(r, rec_off, &p, end, &name)) < 0)
+			return rc;
+		return ops->pypath ? ops->pypath(r->ctx, x, y, name) : 0;
+	}
 	default:
 		return 0;
 	}

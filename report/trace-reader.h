@@ -109,6 +109,9 @@ struct lw_trace_ops {
 	int (*holder)(void *ctx, uint64_t address, uint64_t path,
 		      uint64_t root, uint64_t objects, uint64_t graph,
 		      uint64_t flags);
+	/* Where Python code comes from: enum lw_pypath_kind (as written,
+	 * unchecked), path and name string ids (name 0: none). */
+	int (*pypath)(void *ctx, uint64_t kind, uint64_t path, uint64_t name);
 };
 
 /* Records between two progress callbacks (a power of two). */

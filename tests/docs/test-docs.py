@@ -31,7 +31,7 @@ COMMANDS = ("report", "check", "diff", "run")
 # Options of other programs that the docs show in their command lines.
 OTHER_TOOLS = {
     "meson": {"--benchmark", "--suite", "--verbose", "--prefix"},
-    "pip": {"--user"},
+    "pip": {"--user", "--target"},
     "torchrun": {"--nproc-per-node"},
     "the demo's programs": {"--epochs", "--steps"},
     "scripts/bench.sh": {"--quick"},

@@ -372,6 +372,33 @@ def holders_run_no_program_code():
           f"the list still holds the losses: {leaks}")
 
 
+DEAD_CODE = """\
+import os, sys
+sys.path.insert(0, os.getcwd())
+with open("lwdead.py", "w") as f:
+    f.write("import tinytensor as tt\\nKEPT = tt.ones(4)\\n")
+import lwdead  # noqa: E402
+# The module's body ran once and its code object is gone: new code objects
+# take the memory it had.
+junk = [compile("x%d = %d\\n" % (i, i), "<junk %d>" % i, "exec")
+        for i in range(2000)]
+print("ok")
+"""
+
+
+def summary_names_dead_code():
+    """The exit summary names a line by what its code was when the
+    allocation was made, not by whatever code object took the address of
+    one that died since (a module's body, once imported)."""
+    env = {"PYTHONPATH": os.pathsep.join(
+        [os.environ["LW_SCRIPTS"],
+         os.path.dirname(os.environ["LW_TINYTENSOR_PY"])])}
+    run = Run([sys.executable, "-c", DEAD_CODE], env=env).expect_ok()
+    check("16 B in 1 allocation at <module> (lwdead.py:2)" in run.stderr,
+          f"the summary names the module's line: {run.stderr}")
+    check("<junk" not in run.stderr, f"a dead code object read: {run.stderr}")
+
+
 def gate_names_growth():
     """The bare gate's exit summary names what grew from step to step,
     also when the program let go of it after its loop (keep_then_free
@@ -545,4 +572,5 @@ if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         rank_names, two_ranks, dataloader_workers, live_every, signal_flush,
         signal_respected, pytest_plugin, pytest_bad_marker, holders,
-        holders_run_no_program_code, gate_names_growth, pytest_per_test]}))
+        holders_run_no_program_code, gate_names_growth, pytest_per_test,
+        summary_names_dead_code]}))

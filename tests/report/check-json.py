@@ -44,6 +44,8 @@ REPORT_KEYS = [
     "trace_state",
     # The version of docs/report.schema.json.
     "schema_version",
+    # Where the Python code came from, as the interpreter said.
+    "python_paths",
 ]
 VERDICTS = ("growing", "plateau", "sawtooth-flat", "stable", "not-enough-steps")
 POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes",
@@ -95,7 +97,9 @@ SITE_KEYS = ["id", "kind", "live_bytes", "live_count", "allocations",
              "leaked", "released"]
 DEVICE_KINDS = ("device", "managed")
 FRAME_KEYS = ["function", "file", "line", "python", "module", "address",
-              "module_offset"]
+              "module_offset",
+              # What the frame folds into in the default views.
+              "folded"]
 
 
 def is_uint(v):
@@ -114,6 +118,9 @@ def check_frame(f, where):
     check(f["file"] is None or isinstance(f["file"], str), f"{where}: file")
     check(f["line"] is None or is_uint(f["line"]), f"{where}: line")
     check(isinstance(f["python"], bool), f"{where}: python")
+    check(f["folded"] is None or (isinstance(f["folded"], str) and
+                                  f["folded"] and not f["python"]),
+          f"{where}: folded")
     if f["python"]:
         check(f["module"] is None and f["address"] is None and
               f["module_offset"] is None, f"{where}: Python frame")
@@ -389,7 +396,8 @@ def main():
               "leak-loop: live at exit")
         check(r["sites"][0]["frames"][0] == {
             "function": None, "file": None, "line": None, "python": False,
-            "module": None, "address": "0x401136", "module_offset": None},
+            "module": None, "address": "0x401136", "module_offset": None,
+            "folded": None},
             "leak-loop: raw frame")
 
         # Python frames in place of the evaluation loop's; the report point

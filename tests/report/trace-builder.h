@@ -308,6 +308,19 @@ static inline void rec_pystack(struct out *o, uint64_t stack,
 	free(p.data);
 }
 
+/* PYPATH: a fact of the interpreter (kind, path and name string ids). */
+static inline void rec_pypath(struct out *o, uint64_t kind, uint64_t path,
+			      uint64_t name)
+{
+	struct out p = { 0 };
+
+	put_varint(&p, kind);
+	put_varint(&p, path);
+	put_varint(&p, name);
+	rec_ext(o, LW_REC_PYPATH, &p);
+	free(p.data);
+}
+
 static inline void rec_mark(struct out *o, uint64_t mark)
 {
 	struct out p = { 0 };
