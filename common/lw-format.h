@@ -11,7 +11,8 @@
  *   0  u8[8]  magic   "\x89LWTRACE" (LW_TRACE_MAGIC)
  *   8  u16    version (LW_TRACE_VERSION); a reader rejects a newer major one
  *   10 u16    header size in bytes (32); records start there
- *   12 u32    flags (none defined yet, must be ignored by readers)
+ *   12 u32    flags (enum lw_trace_flags; readers ignore those they do not
+ *             know)
  *   16 u64    wall-clock start time, ns since the Unix epoch
  *   24 u32    pid of the writing process
  *   28 u32    reserved, zero
@@ -53,6 +54,23 @@
  * SHORT_LIVED reads the trace as one whose short-lived allocations were
  * never made: what survives each step, growth, leaks and holders read the
  * same; counts of allocations, and peaks, come out lower.
+ *
+ * No record is longer than LW_TRACE_RECORD_MAX bytes, tag and length
+ * included: a writer writes whole records from a buffer of that size, so a
+ * longer declared length is damage, not a record cut by the end of the file.
+ *
+ * Blocks and checksums (LW_TRACE_FLAG_CHECKSUMS). The writer writes its
+ * buffer a block at a time, each block led by a CHECKSUM record that gives
+ * the block's length and a hash of its bytes (common/lw-checksum.h), chained:
+ * the first block's hash continues from the hash of the header, every other
+ * one from the hash its predecessor's CHECKSUM record holds, so that a block
+ * changed, lost or moved is seen. The first record after the header is a
+ * CHECKSUM record, each block ends where the next CHECKSUM record starts,
+ * and no record spans two blocks. A reader checks a block before it reads
+ * it: a block that fails its checksum is damage, and what came before it
+ * is still sound. A file that ends inside a block was cut by a write that
+ * stopped part-way (a full disk, a file size limit) or is still being
+ * written. Older readers skip CHECKSUM records and ignore the flag.
  */
 #ifndef LW_FORMAT_H
 #define LW_FORMAT_H
@@ -63,6 +81,13 @@
 #define LW_TRACE_MAGIC_SIZE 8
 #define LW_TRACE_VERSION 1
 #define LW_TRACE_HEADER_SIZE 32
+/* The longest record, and the longest block of a checksummed trace. */
+#define LW_TRACE_RECORD_MAX (64 * 1024)
+
+enum lw_trace_flags {
+	/* The trace's blocks carry CHECKSUM records (see above). */
+	LW_TRACE_FLAG_CHECKSUMS = 1,
+};
 
 /* The kind of memory an allocation is. */
 enum lw_mem_kind {
@@ -171,7 +196,8 @@ enum lw_record_tag {
 	/* WARNING: the text of a warning the shim printed (once). */
 	LW_REC_WARNING = 0x45,
 	/* END: varint number of events written (ALLOC, FREE, STEP and
-	 * PHASE_END records; not what SHORT_LIVED records stand for),
+	 * PHASE_END records; not what SHORT_LIVED records stand for: a
+	 * reader checks it against what it read),
 	 * varint events dropped. */
 	LW_REC_END = 0x46,
 	/* DROPPED: varint number of events that could not be recorded since the
@@ -227,6 +253,20 @@ enum lw_record_tag {
 	 * (the holder of memory a function lets go of when it returns).
 	 * Older readers skip it. */
 	LW_REC_HOLDER = 0x4f,
+	/* CHECKSUM: leads each block of a trace with LW_TRACE_FLAG_CHECKSUMS:
+	 * a payload of LW_CHECKSUM_PAYLOAD bytes, u32 little-endian length of
+	 * the block that follows the record, u64 little-endian lw_checksum()
+	 * of the block's bytes, continued from the previous block's hash (for
+	 * the first block, from lw_checksum(0, header, header size)). */
+	LW_REC_CHECKSUM = 0x50,
+	/* PYPATH: a fact of the Python interpreter about where the
+	 * program's code is imported from, for telling the user's code from
+	 * libraries: varint enum lw_pypath_kind, varint path string id (an
+	 * absolute path, as the interpreter spells it), varint name string
+	 * id (0: none; see the kinds). Written once the first Python stack
+	 * is seen and again at the program's end (each fact once per
+	 * trace). Older readers skip it. */
+	LW_REC_PYPATH = 0x51,
 	/*
 	 * SHORT_LIVED: the end of an interval of a bounded trace (see
 	 * above). Fields: varint peak, the most device memory (device and
@@ -256,8 +296,51 @@ enum lw_record_tag {
 	 * writes no change. Its stacks and kinds have had an ALLOC record
 	 * before, and its contexts a CONTEXT record. Older readers skip it.
 	 */
-	LW_REC_SHORT_LIVED = 0x51,
+	LW_REC_SHORT_LIVED = 0x52,
 };
+
+/* What a PYPATH record's path is. */
+enum lw_pypath_kind {
+	/* The standard library: sysconfig's stdlib and platstdlib, the
+	 * directory of os.py, and the sys.path entries inside them. */
+	LW_PYPATH_STDLIB = 1,
+	/* A site-packages directory: site.getsitepackages(), sysconfig's
+	 * purelib and platlib. */
+	LW_PYPATH_SITE = 2,
+	/* The user's site-packages, site.getusersitepackages(). */
+	LW_PYPATH_USER_SITE = 3,
+	/* A sys.path entry that came from PYTHONPATH. */
+	LW_PYPATH_PYTHONPATH = 4,
+	/* A directory a .pth file of a site directory adds to sys.path;
+	 * name: the .pth file's name. */
+	LW_PYPATH_PTH = 5,
+	/* An editable install's source: a directory a setuptools
+	 * __editable__*.pth file adds (name: the file's name), or an entry
+	 * of the MAPPING of an __editable___*_finder module (name: the
+	 * package, path: its directory or file). */
+	LW_PYPATH_EDITABLE = 6,
+	/* A sys.path entry that holds installed distributions (*.dist-info),
+	 * as `pip install --target` makes. */
+	LW_PYPATH_INSTALLED = 7,
+	/* Any other sys.path entry: the script's directory, the working
+	 * directory ("" in sys.path), or one the program added. */
+	LW_PYPATH_SYS_PATH = 8,
+	/* The main script, __main__.__file__ (a file). */
+	LW_PYPATH_SCRIPT = 9,
+	/* The working directory. */
+	LW_PYPATH_CWD = 10,
+	/* The root of the version-controlled tree (.git, .hg, .svn) that
+	 * holds the script's directory (name "script") or the working
+	 * directory (name "cwd"); never / nor the home directory. */
+	LW_PYPATH_PROJECT = 11,
+	/* The interpreter's scripts directory (console-script launchers:
+	 * pytest, torchrun): sysconfig's scripts, the interpreter's own. */
+	LW_PYPATH_SCRIPTS = 12,
+	LW_PYPATH_KIND_MAX = 12,
+};
+
+#define LW_CHECKSUM_PAYLOAD 12
+#define LW_CHECKSUM_RECORD_SIZE (2 + LW_CHECKSUM_PAYLOAD)
 
 enum lw_holder_flags {
 	/* The search ran out of its time budget: more may hold it. */
@@ -301,6 +384,17 @@ static inline const char *lw_api_name(uint64_t api)
 		"cuMemCreate", "PyTorch allocator",
 	};
 	return api <= LW_API_MAX && names[api] ? names[api] : "?";
+}
+
+/* The name of an enum lw_pypath_kind, or "?". */
+static inline const char *lw_pypath_kind_name(uint64_t kind)
+{
+	static const char *const names[LW_PYPATH_KIND_MAX + 1] = {
+		"?", "stdlib", "site", "user_site", "pythonpath", "pth",
+		"editable", "installed", "sys_path", "script", "cwd",
+		"project", "scripts",
+	};
+	return kind <= LW_PYPATH_KIND_MAX && names[kind] ? names[kind] : "?";
 }
 
 /* Longest LEB128 encoding of a 64-bit value. */

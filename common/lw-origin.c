@@ -49,3 +49,25 @@ bool lw_module_is_cuda(const char *path)
 	}
 	return false;
 }
+
+bool lw_module_is_framework(const char *path)
+{
+	static const char *const prefixes[] = {
+		/* PyTorch's libraries, its allocator among them. */
+		"libtorch", "libc10", "libshm.", "libcaffe2",
+		/* CUDA's runtime, driver and libraries. */
+		"libcudart", "libcuda.", "libcuda-", "libnvidia", "libcublas",
+		"libcudnn", "libcufft", "libcufile", "libcurand",
+		"libcusolver", "libcusparse", "libnccl", "libnvrtc",
+		"libnvJitLink", "libnvToolsExt", "libnvtx", "libcupti",
+	};
+	const char *slash = strrchr(path, '/');
+	const char *name = slash ? slash + 1 : path;
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		if (starts_with(name, strlen(name), prefixes[i]))
+			return true;
+	}
+	/* torch._C, the extension module over libtorch_python. */
+	return strstr(path, "/torch/_C.") != NULL;
+}

@@ -34,4 +34,14 @@ enum lw_code_origin lw_python_file_origin(const void *file, size_t len);
  */
 bool lw_module_is_cuda(const char *path);
 
+/*
+ * Whether a native module (its path) is one of the framework's libraries,
+ * whose frames between the program's and the allocator are machinery
+ * (dispatch, kernels' wrappers, the allocator): PyTorch's (libtorch*,
+ * libc10*, libshm, libcaffe2*, torch/_C.*) and CUDA's (the runtime, the
+ * driver, libnvidia*, cuBLAS, cuDNN, cuFFT, cuFile, cuRAND, cuSOLVER,
+ * cuSPARSE, NCCL, NVRTC, nvJitLink, NVTX, CUPTI).
+ */
+bool lw_module_is_framework(const char *path);
+
 #endif

@@ -14,8 +14,8 @@
  * their memory only: the holder of a leak inside a function (a list local
  * to train()) is gone once the function returns, so it is found while it
  * runs. Those together may take at most IN_RUN_SHARE of the process's
- * wall time; past it a search waits for a later step end (the first always
- * runs). Each stops at the budget (LEAKWATCH_HOLDERS_BUDGET).
+ * wall time; past it a search waits for a later step end (the first for
+ * a growth, and the first for memory kept into the next step, always run). Each stops at the budget (LEAKWATCH_HOLDERS_BUDGET).
  *
  * The search reads frames' locals through lw_py_frame_locals(), handed to
  * it as a C function: frame.f_locals would fill each frame's locals dict
@@ -309,10 +309,12 @@ static void search(int in_run)
 	if (api_state < 0 || !py.is_initialized())
 		goto out;
 	start = now_seconds();
-	/* The first search during the run always runs; later ones wait
+	/* The first search during the run for each reason (a growth,
+	 * memory kept into the next step) always runs; later ones wait
 	 * while the searches have taken more than their share. */
 	if (in_run && in_run_searches &&
-	    in_run_seconds > IN_RUN_SHARE * (start - started))
+	    in_run_seconds > IN_RUN_SHARE * (start - started) &&
+	    !lw_holders_first_of_its_reason())
 		goto out;
 	count = lw_holder_targets(NULL, 0, in_run);
 	if (count == 0)

@@ -13,6 +13,9 @@ static unsigned min_steps = LW_DEFAULT_MIN_STEPS;
 static struct lw_stack_entry **listed;
 static size_t listed_count, listed_capacity;
 static bool any_wanted;
+/* The reasons (LW_KEPT_WANT_*) asked for now, and those a search was
+ * asked for before. */
+static uint8_t wanted_reasons, served_reasons;
 
 void lw_kept_configure(unsigned steps)
 {
@@ -68,6 +71,15 @@ void lw_kept_account(struct lw_stack_entry *s, uint32_t birth_step,
 	}
 }
 
+/* Highs enough, over min_steps steps or more: a leak of a block a step,
+ * and one that grows at each evaluation every few steps. */
+#define MIN_HIGHS 3
+
+static bool grew_long_enough(const struct lw_kept *k, uint32_t step)
+{
+	return k->highs >= MIN_HIGHS && step - k->first_high >= min_steps;
+}
+
 bool lw_kept_step_end(uint32_t step, uint64_t device_live)
 {
 	bool wanted = false;
@@ -93,10 +105,11 @@ bool lw_kept_step_end(uint32_t step, uint64_t device_live)
 			k->max_bytes = k->bytes;
 			/* Grown long enough to be judged, and again each
 			 * time what it keeps doubles. */
-			if (k->highs >= min_steps &&
+			if (grew_long_enough(k, step) &&
 			    k->count >= 2 * k->searched_count) {
 				k->searched_count = k->count;
 				k->wanted |= LW_KEPT_WANT_GROWTH;
+				wanted_reasons |= LW_KEPT_WANT_GROWTH;
 				wanted = true;
 			}
 		}
@@ -106,6 +119,7 @@ bool lw_kept_step_end(uint32_t step, uint64_t device_live)
 		    2 * k->highs <= k->streak && k->bytes >= device_live / 10) {
 			k->linger_asked = true;
 			k->wanted |= LW_KEPT_WANT_LINGER;
+			wanted_reasons |= LW_KEPT_WANT_LINGER;
 			wanted = true;
 		}
 	}
@@ -125,13 +139,21 @@ void lw_kept_clear_wanted(void)
 	if (any_wanted)
 		lw_stacks_for_each(clear_wanted, NULL);
 	any_wanted = false;
+	served_reasons |= wanted_reasons;
+	wanted_reasons = 0;
+}
+
+bool lw_kept_first_of_its_reason(void)
+{
+	return any_wanted && (wanted_reasons & ~served_reasons);
 }
 
 bool lw_kept_growing(const struct lw_stack_entry *s, uint32_t steps)
 {
 	const struct lw_kept *k = &s->kept;
 
-	return k->highs >= min_steps && 4 * (uint64_t)k->last_high >= 3 * (uint64_t)steps;
+	return grew_long_enough(k, k->last_high) &&
+	       4 * (uint64_t)k->last_high >= 3 * (uint64_t)steps;
 }
 
 double lw_kept_rate(const struct lw_stack_entry *s)
@@ -175,4 +197,5 @@ void lw_kept_reset(void)
 	/* The stacks listed are gone or forgotten with the trace. */
 	listed_count = 0;
 	any_wanted = false;
+	wanted_reasons = 0;
 }

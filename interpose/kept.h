@@ -62,8 +62,9 @@ void lw_kept_account(struct lw_stack_entry *stack, uint32_t birth_step,
  * The end of step (steps written before it), with device_live bytes of
  * device memory live. Returns true while a holder search is asked for a
  * stack (its kept.wanted), now or at an earlier step end, until
- * lw_kept_clear_wanted(): one that grew long enough to be judged (and
- * again each time what it keeps doubles), or one that kept about the same
+ * lw_kept_clear_wanted(): one that grew long enough to be judged (new
+ * highs over min_steps steps; again each time what it keeps doubles), or
+ * one that kept about the same
  * memory, a tenth of the device memory or more, at min_steps step ends in
  * a row (once).
  */
@@ -72,10 +73,16 @@ bool lw_kept_step_end(uint32_t step, uint64_t device_live);
 /* The search asked for has its targets: forgets every ask. */
 void lw_kept_clear_wanted(void);
 
+/* Whether a search is asked for a reason no search was asked for before
+ * (the first for a growth, the first for memory kept into the next step):
+ * that one runs whatever the searches before it cost. */
+bool lw_kept_first_of_its_reason(void);
+
 /*
- * Whether the stack grows: it set a new high at min_steps step ends or
- * more, the last of them in the last quarter of the steps so far (or its
- * survivors were let go after the last step). Steps written: steps.
+ * Whether the stack grows: it set new highs at step ends (three or more)
+ * over min_steps steps or more, the last of them in the last quarter of
+ * the steps so far (its survivors may have been let go since). Steps
+ * written: steps.
  */
 bool lw_kept_growing(const struct lw_stack_entry *stack, uint32_t steps);
 

@@ -6,6 +6,7 @@
 
 #include "holders.h"
 #include "lw-format.h"
+#include "origins.h"
 #include "tracker.h"
 
 /*
@@ -85,6 +86,9 @@ static int load_api(void)
 static struct py_object *on_program_end(struct py_object *self,
 					struct py_object *args)
 {
+	/* Where its code came from, with what it imported since: before
+	 * the mark, whose exit summary names the program's lines. */
+	lw_origins_record();
 	lw_record_mark(LW_MARK_PROGRAM_END);
 	/* The program's code is done and its objects are all still there:
 	 * what holds the memory that outlived its step. */
@@ -218,6 +222,9 @@ static int register_gc_callback(void)
  */
 static int install_hooks(void *arg)
 {
+	/* Where the program's code comes from, once its first Python
+	 * stack is seen. */
+	lw_origins_record_early();
 	if (!program_end_registered) {
 		struct py_object *atexit = py.import_module("atexit");
 		if (atexit) {
@@ -252,7 +259,8 @@ int lw_py_schedule_hooks(void)
 
 	if (__atomic_load_n(&optimizer_hook_registered, __ATOMIC_ACQUIRE) &&
 	    __atomic_load_n(&program_end_registered, __ATOMIC_ACQUIRE) &&
-	    __atomic_load_n(&gc_registered, __ATOMIC_ACQUIRE))
+	    __atomic_load_n(&gc_registered, __ATOMIC_ACQUIRE) &&
+	    !lw_origins_early_due())
 		return 0;
 	if (__atomic_load_n(&attempts, __ATOMIC_RELAXED) >= MAX_ATTEMPTS)
 		return -1;

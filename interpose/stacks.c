@@ -7,6 +7,7 @@
 #include "backward.h"
 #include "lw-format.h"
 #include "lw-origin.h"
+#include "origins.h"
 #include "pyframes.h"
 #include "unwind.h"
 #include "writer.h"
@@ -18,6 +19,10 @@ struct lw_code_entry {
 	const void *code;
 	uint64_t id;
 	uint64_t file_id, name_id; /* string ids */
+	const char *file, *name;   /* their texts */
+	/* The first stack that referred to it: a stack made before refers
+	 * to a code object that died at this address. */
+	uint32_t first_stack;
 	uint32_t trace_gen;
 	UT_hash_handle hh;
 };
@@ -109,8 +114,19 @@ struct lw_stack_entry *lw_stacks_add(uint64_t hash, const uintptr_t *frames,
 	return s;
 }
 
+static struct lw_string_entry *intern_string(struct lw_writer *w,
+					     uint32_t gen, const char *text);
+
 uint64_t lw_strings_intern(struct lw_writer *w, uint32_t gen,
 			   const char *text)
+{
+	struct lw_string_entry *e = intern_string(w, gen, text);
+
+	return e ? e->id : 0;
+}
+
+static struct lw_string_entry *intern_string(struct lw_writer *w,
+					     uint32_t gen, const char *text)
 {
 	struct lw_string_entry *e;
 	size_t len = strlen(text);
@@ -119,21 +135,21 @@ uint64_t lw_strings_intern(struct lw_writer *w, uint32_t gen,
 	if (!e) {
 		e = lw_arena_alloc(sizeof(*e) + len + 1);
 		if (!e)
-			return 0;
+			return NULL;
 		memcpy(e->text, text, len + 1);
 		e->id = next_string_id++;
 		table_oom = 0;
 		HASH_ADD_KEYPTR(hh, string_table, e->text, len, e);
 		if (table_oom) {
 			lw_arena_free(e);
-			return 0;
+			return NULL;
 		}
 	}
 	if (e->trace_gen != gen) {
 		lw_writer_string(w, e->id, e->text);
 		e->trace_gen = gen;
 	}
-	return e->id;
+	return e;
 }
 
 /*
@@ -144,9 +160,10 @@ uint64_t lw_strings_intern(struct lw_writer *w, uint32_t gen,
  * hold the code object alive.
  */
 static uint64_t intern_code(struct lw_writer *w, uint32_t gen,
-			    const void *code)
+			    const void *code, uint32_t stack)
 {
 	char file[1024], name[512];
+	struct lw_string_entry *fs, *ns;
 	struct lw_code_entry *e;
 	int first_line = 0;
 
@@ -154,11 +171,13 @@ static uint64_t intern_code(struct lw_writer *w, uint32_t gen,
 			    &first_line) < 0)
 		return 0;
 	lw_backward_note_code(code, file, name);
-	uint64_t file_id = lw_strings_intern(w, gen, file);
-	uint64_t name_id = lw_strings_intern(w, gen, name);
+	fs = intern_string(w, gen, file);
+	ns = intern_string(w, gen, name);
+	if (!fs || !ns)
+		return 0;
 
 	HASH_FIND(hh, code_table, &code, sizeof(code), e);
-	if (e && (e->file_id != file_id || e->name_id != name_id)) {
+	if (e && (e->file_id != fs->id || e->name_id != ns->id)) {
 		HASH_DEL(code_table, e);
 		lw_arena_free(e);
 		e = NULL;
@@ -169,8 +188,11 @@ static uint64_t intern_code(struct lw_writer *w, uint32_t gen,
 			return 0;
 		e->code = code;
 		e->id = next_code_id++;
-		e->file_id = file_id;
-		e->name_id = name_id;
+		e->file_id = fs->id;
+		e->name_id = ns->id;
+		e->file = fs->text;
+		e->name = ns->text;
+		e->first_stack = stack;
 		table_oom = 0;
 		HASH_ADD(hh, code_table, code, sizeof(e->code), e);
 		if (table_oom) {
@@ -204,7 +226,8 @@ static void write_pystack(const struct lw_stack_entry *s, struct lw_writer *w,
 	n += lw_varint_put(payload + n, s->py_depth);
 	for (unsigned i = 0; i < s->py_depth; i++) {
 		n += lw_varint_put(payload + n, intern_code(w, gen,
-						       (const void *)py[2 * i]));
+						       (const void *)py[2 * i],
+						       s->id));
 		n += lw_varint_put(payload + n, py[2 * i + 1]);
 	}
 	for (unsigned i = 0; i < s->depth; i++)
@@ -239,38 +262,53 @@ void lw_stacks_for_each(void (*fn)(struct lw_stack_entry *s, void *ctx),
 }
 
 /*
- * "function (file.py:line)" for the innermost Python frame of a stack, when
- * its code objects are known to be alive.
+ * The names a stack's Python frame had when the stack was written, or NULL:
+ * from the code table, never from the code object, which may have died
+ * since (a module's body, once imported) and its address been taken by
+ * another (then its entry is newer than the stack).
  */
+static const struct lw_code_entry *frame_code(const struct lw_stack_entry *s,
+					      uintptr_t code)
+{
+	const void *key = (const void *)code;
+	struct lw_code_entry *e;
+
+	HASH_FIND(hh, code_table, &key, sizeof(key), e);
+	return e && e->first_stack <= s->id ? e : NULL;
+}
+
 void lw_stacks_python_location(const struct lw_stack_entry *s, char *out,
 			       size_t size)
 {
-	char file[256], name[128];
 	const uintptr_t *py = s->frames + s->depth;
-	unsigned pick = 0;
-	int first_line;
+	const struct lw_code_entry *pick = NULL, *innermost = NULL, *e;
+	unsigned at = 0, innermost_at = 0;
 
 	out[0] = '\0';
-	if (!s->py_depth)
-		return;
 	/* The innermost frame of the user's own code, as the report's
-	 * headline location; else the innermost frame. */
-	for (unsigned i = 0; i < s->py_depth; i++) {
-		if (lw_py_code_info((const void *)py[2 * i], file,
-				    sizeof(file), name, sizeof(name),
-				    &first_line) == 0 &&
-		    lw_python_file_origin(file, strlen(file)) == LW_CODE_USER) {
-			pick = i;
-			break;
+	 * headline location (origins.h); else the innermost frame known. */
+	for (unsigned i = 0; i < s->py_depth && !pick; i++) {
+		if (!(e = frame_code(s, py[2 * i])))
+			continue;
+		if (lw_origins_code_origin(e->file) == LW_CODE_USER) {
+			pick = e;
+			at = i;
+		} else if (!innermost) {
+			innermost = e;
+			innermost_at = i;
 		}
 	}
-	if (lw_py_code_info((const void *)py[2 * pick], file, sizeof(file),
-			    name, sizeof(name), &first_line) < 0)
+	if (!pick) {
+		pick = innermost;
+		at = innermost_at;
+	}
+	if (!pick)
 		return;
-	const char *base = strrchr(file, '/');
-	long line = (long)(py[2 * pick + 1] >> 1) - 1;
-	snprintf(out, size, "%.64s (%.72s:%ld)", name, base ? base + 1 : file,
-		 line);
+	const char *base = strrchr(pick->file, '/');
+	long line = (long)(py[2 * at + 1] >> 1) - 1;
+
+	snprintf(out, size, "%.64s (%.72s:%ld)", pick->name,
+		 base ? base + 1 : pick->file, line);
 }
 
 void lw_stacks_reset(void)

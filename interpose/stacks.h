@@ -66,9 +66,10 @@ void lw_stacks_for_each(void (*fn)(struct lw_stack_entry *s, void *ctx),
 			void *ctx);
 
 /*
- * "function (file.py:line)" of the stack's innermost Python frame into out,
- * or "" when it has none. Only while its code objects are alive (the
- * program-end mark, not interpreter finalization).
+ * "function (file.py:line)" of the stack's innermost Python frame of the
+ * user's code (else its innermost) into out, or "" when it has none: the
+ * names the frames had when the stack was written (a code object that died
+ * since is not read).
  */
 void lw_stacks_python_location(const struct lw_stack_entry *s, char *out,
 			       size_t size);

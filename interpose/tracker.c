@@ -24,6 +24,7 @@
 #include "live-table.h"
 #include "live-view.h"
 #include "modules.h"
+#include "origins.h"
 #include "pyframes.h"
 #include "pyhooks.h"
 #include "real.h"
@@ -1074,47 +1075,34 @@ void lw_record_phase_end(void)
 	lw_leave();
 }
 
-/* Fills a summary of the device memory live now. Under the lock. */
-struct summary_ctx {
-	struct lw_summary *summary;
-	int with_python;
-};
-
 static void summarize_stack(struct lw_stack_entry *s, void *data)
 {
-	struct summary_ctx *ctx = data;
+	struct lw_summary *summary = data;
 	char python[160] = "";
 	int growing = lw_kept_growing(s, tc.steps_written);
 
 	if (!s->device_live_count && !growing)
 		return;
-	if (ctx->with_python)
-		lw_stacks_python_location(s, python, sizeof(python));
+	lw_stacks_python_location(s, python, sizeof(python));
 	if (growing)
-		lw_summary_add_growing(ctx->summary, s->frames, s->depth,
+		lw_summary_add_growing(summary, s->frames, s->depth,
 				       python[0] ? python : NULL,
 				       lw_kept_rate(s), s->kept.max_bytes,
 				       !s->device_live_count);
 	if (s->device_live_count)
-		lw_summary_add_site(ctx->summary, s->frames, s->depth,
+		lw_summary_add_site(summary, s->frames, s->depth,
 				    python[0] ? python : NULL,
 				    s->device_live_bytes, s->device_live_count);
 }
 
-/*
- * Fills a summary of the device memory live now; with_python names Python
- * lines, only while the code objects are alive. Under the lock.
- */
-static void summarize_locked(struct lw_summary *summary, const char *when,
-			     int with_python)
+/* Fills a summary of the device memory live now. Under the lock. */
+static void summarize_locked(struct lw_summary *summary, const char *when)
 {
-	struct summary_ctx ctx = { summary, with_python };
-
 	lw_summary_init(summary, trace_path, when,
 			device_live_bytes(),
 			device_live_count(),
 			tc.unknown_frees);
-	lw_stacks_for_each(summarize_stack, &ctx);
+	lw_stacks_for_each(summarize_stack, summary);
 }
 
 /* A GC mark in the interval of a bounded trace; false when the caller
@@ -1159,7 +1147,7 @@ void lw_record_mark(enum lw_mark mark)
 			flush_locked();
 		if (mark == LW_MARK_PROGRAM_END && !config->quiet) {
 			summarize_locked(&tc.program_end_summary,
-					 "when the program's code finished", 1);
+					 "when the program's code finished");
 			tc.have_program_end_summary = 1;
 		}
 	}
@@ -1225,6 +1213,16 @@ size_t lw_holder_targets(uint64_t *pairs, size_t max, int wanted_only)
 	return n;
 }
 
+bool lw_holders_first_of_its_reason(void)
+{
+	bool first;
+
+	pthread_mutex_lock(&lock);
+	first = lw_kept_first_of_its_reason();
+	pthread_mutex_unlock(&lock);
+	return first;
+}
+
 int64_t lw_steps_since_gc(void)
 {
 	int64_t steps = -1;
@@ -1257,6 +1255,26 @@ void lw_record_holder(uint64_t address, const char *path, const char *root,
 		flush_locked();
 	}
 	pthread_mutex_unlock(&lock);
+}
+
+int lw_record_pypath(unsigned kind, const char *path, const char *name)
+{
+	uint8_t payload[3 * LW_VARINT_MAX];
+	size_t n;
+	int rc = -1;
+
+	pthread_mutex_lock(&lock);
+	if (trace_state == TRACE_OPEN) {
+		n = lw_varint_put(payload, kind);
+		n += lw_varint_put(payload + n, lw_strings_intern(
+					   &writer, trace_gen, path));
+		n += lw_varint_put(payload + n, name[0] ? lw_strings_intern(
+					   &writer, trace_gen, name) : 0);
+		lw_writer_ext(&writer, LW_REC_PYPATH, payload, n);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&lock);
+	return rc;
 }
 
 int lw_device_live(uint64_t *bytes, uint64_t *count)
@@ -1346,6 +1364,7 @@ void lw_tracker_after_fork_in_child(void)
 	failed_allocations = 0;
 	lw_segments_reset();
 	lw_backward_reset();
+	lw_origins_reset();
 	lw_stacks_reset();
 	lw_gate_reset();
 	lw_modules_reset();
@@ -1375,7 +1394,7 @@ void lw_shutdown(void)
 			summary = tc.program_end_summary;
 			have_summary = 1;
 		} else if (!config->quiet) {
-			summarize_locked(&summary, "at exit", 0);
+			summarize_locked(&summary, "at exit");
 			have_summary = 1;
 		}
 		trace_state = TRACE_FAILED; /* nothing more is written */

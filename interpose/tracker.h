@@ -12,6 +12,7 @@
 #ifndef LW_TRACKER_H
 #define LW_TRACKER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,7 @@ enum lw_warning {
 	LW_WARN_DEEPBIND,
 	LW_WARN_MANIFEST,
 	LW_WARN_HOLDERS,
+	LW_WARN_ORIGINS,
 	LW_WARN_COUNT,
 };
 
@@ -149,8 +151,17 @@ void lw_record_block_free(const void *ptr);
 size_t lw_holder_targets(uint64_t *pairs, size_t max, int wanted_only);
 void lw_record_holder(uint64_t address, const char *path, const char *root,
 		      uint64_t objects, uint64_t graph_nodes, unsigned flags);
+/*
+ * Where Python code comes from (origins.c), called between lw_enter() and
+ * lw_leave(): a PYPATH record, enum lw_pypath_kind. Returns 0, or -1 when
+ * no trace is open to take it.
+ */
+int lw_record_pypath(unsigned kind, const char *path, const char *name);
 /* Steps since the cycle collector's last pass ended; -1 if none was seen. */
 int64_t lw_steps_since_gc(void);
+/* Whether the search asked for now is the first for its reason (kept.h):
+ * it runs whatever the searches before it cost. */
+bool lw_holders_first_of_its_reason(void);
 
 enum lw_step_source {
 	LW_STEP_API = 1,       /* leakwatch_step(), the Python helper */

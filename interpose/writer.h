@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lw-format.h"
+
 #define LW_WRITER_BUFFER_SIZE (64 * 1024)
 
 struct lw_writer {
@@ -45,7 +47,10 @@ struct lw_writer {
 	/* Of events, the allocations and frees that SHORT_LIVED records
 	 * stand for (END counts the records alone). */
 	uint64_t summed_events;
-	uint8_t buf[LW_WRITER_BUFFER_SIZE];
+	uint64_t chain;		/* the last block's checksum (lw-format.h) */
+	/* Records, and room for the CHECKSUM record put in front of them
+	 * when the buffer is written. */
+	uint8_t buf[LW_WRITER_BUFFER_SIZE + LW_CHECKSUM_RECORD_SIZE];
 };
 
 /*

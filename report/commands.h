@@ -11,6 +11,7 @@
 #include "lw-growth.h"
 #include "render.h"
 #include "rules.h"
+#include "usercode.h"
 
 /*
  * Each command's synopsis, shared by its own help and `leakwatch --help`
@@ -21,19 +22,19 @@
 #define LW_SYNOPSIS_REPORT \
 	"leakwatch report [--format FORMAT] [-o FILE] [--top N] [--frames N] [--native]\n" \
 	"                       [--sites] [--min-steps N] [--rules FILE] [--suppressions FILE]\n" \
-	"                       TRACE...\n"
+	"                       [--user-code DIR] TRACE...\n"
 #define LW_SYNOPSIS_CHECK \
 	"leakwatch check --max-growth SIZE [--min-steps N] [--suppressions FILE]\n" \
-	"                      TRACE...\n"
+	"                      [--user-code DIR] TRACE...\n"
 #define LW_SYNOPSIS_DIFF \
 	"leakwatch diff [--min-steps N] [--top N] [--suppressions FILE]\n" \
-	"                     BEFORE AFTER\n"
+	"                     [--user-code DIR] BEFORE AFTER\n"
 #define LW_SYNOPSIS_RUN \
 	"leakwatch run [--trace PATTERN] [--format FORMAT] [-o FILE] [--top N]\n" \
 	"                     [--frames N] [--native] [--sites] [--no-report]\n" \
 	"                     [--max-growth SIZE]\n" \
 	"                     [--min-steps N] [--rules FILE] [--suppressions FILE]\n" \
-	"                     [--torch-allocator async|keep]\n" \
+	"                     [--user-code DIR] [--torch-allocator async|keep]\n" \
 	"                     [--trace-detail bounded|full] -- CMD [ARGS...]\n"
 
 /* Exit status for bad usage and unusable input. */
@@ -63,6 +64,9 @@ struct lw_output_options {
 	size_t rule_file_count;
 	const char *suppression_files[LW_RULE_FILES_MAX];
 	size_t suppression_file_count;
+	/* --user-code directories, then LEAKWATCH_USER_CODE's
+	 * (lw_load_user_code()); report.user_code points here. */
+	struct lw_code_dirs user_code;
 	/* JSON: wrap even a single report in {"reports": [...]}. */
 	bool json_list;
 };
@@ -74,6 +78,13 @@ struct lw_output_options {
  */
 int lw_report_files(FILE *out, const char *const *paths, size_t count,
 		    const struct lw_output_options *options);
+
+/*
+ * Flushes out, named name in the error ("standard output"): 0, or -EIO
+ * after one line on stderr when it could not be written (a full disk, a
+ * closed descriptor).
+ */
+int lw_flush_output(FILE *out, const char *name);
 
 /* Prints "leakwatch: " and the formatted line to stderr. */
 __attribute__((format(printf, 1, 2)))
@@ -87,8 +98,8 @@ int lw_parse_min_steps(const char *value, size_t *out);
 
 /*
  * Handles an option that `report` and `run` share (--format, -o/--output,
- * --top, --frames, --min-steps, --rules, --suppressions: getopt values 'F',
- * 'o', 'T', 'N', 'S', 'U', 'P'). Returns 1 if c was
+ * --top, --frames, --min-steps, --rules, --suppressions, --user-code:
+ * getopt values 'F', 'o', 'T', 'N', 'S', 'U', 'P', 'C'). Returns 1 if c was
  * one of them, 0 if it was not, -EINVAL for a bad value (already printed).
  */
 int lw_output_option(int c, const char *arg, struct lw_output_options *options,
@@ -105,7 +116,8 @@ int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 	{ "sites", no_argument, NULL, 'L' },                                  \
 	{ "min-steps", required_argument, NULL, 'S' },                        \
 	{ "rules", required_argument, NULL, 'U' },                            \
-	{ "suppressions", required_argument, NULL, 'P' }
+	{ "suppressions", required_argument, NULL, 'P' },                     \
+	{ "user-code", required_argument, NULL, 'C' }
 #define LW_OUTPUT_OPTIONS_DEFAULT                                             \
 	{                                                                     \
 		.format = &lw_text_renderer,                                  \
@@ -122,6 +134,14 @@ int lw_output_option(int c, const char *arg, struct lw_output_options *options,
  * 0 or -EINVAL. lw_rules_fini() releases rules either way.
  */
 int lw_load_rules(struct lw_output_options *options, struct lw_rules *rules);
+
+/*
+ * Adds the directories of LEAKWATCH_USER_CODE (colon-separated) to the
+ * --user-code ones, and points options->report.user_code at them when
+ * there are any. Returns 0 or -ENOMEM (reported). Release them with
+ * lw_code_dirs_fini(&options->user_code).
+ */
+int lw_load_user_code(struct lw_output_options *options);
 
 /* Reports an option getopt_long rejected (it returned '?' or ':'). */
 void lw_bad_option(int c, char **argv);
@@ -143,19 +163,21 @@ int lw_last_option(int c, char **argv, void (*print_usage)(FILE *out));
  */
 #define LW_CHECK_UNJUDGED 2
 int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
-		  size_t min_steps, const struct lw_rules *rules);
+		  size_t min_steps, const struct lw_rules *rules,
+		  const struct lw_code_dirs *user_code);
 
 /* Parses --max-growth's SIZE; prints the problem and returns -EINVAL. */
 int lw_parse_max_growth(const char *value, uint64_t *out);
 
 /*
  * The merged view of several traces (report and check): per trace growth,
- * the imbalance between them, the sites common to all. Unreadable traces
+ * the imbalance between them, the sites common to all (their lines found
+ * with the user's code named in user_code, NULL: none). Unreadable traces
  * are left out silently (reported elsewhere); nothing for fewer than two.
  * Returns 0 or -ENOMEM.
  */
 int lw_merged_view(FILE *out, const char *const *paths, size_t count,
-		   size_t min_steps);
+		   size_t min_steps, const struct lw_code_dirs *user_code);
 
 int lw_cmd_run(int argc, char **argv);
 int lw_cmd_diff(int argc, char **argv);

@@ -56,6 +56,9 @@
 #define LINGER_BYTES_MIN (64 * 1024)
 /* Survivors of a transient phase, with no load in their stack, that matter. */
 #define LARGE_SURVIVOR (1024 * 1024)
+/* Memory that is no leak and rose, then stopped (a cache that filled), is
+ * worth a line from this much (and a hundredth of a typical step's peak). */
+#define NOTEWORTHY_BYTES (64 * 1024)
 /* A retained graph: at least this many sites growing together. */
 #define GRAPH_MIN_SITES 3
 
@@ -275,6 +278,8 @@ static void site_evidence(const struct lw_model *m,
 	ev->lingering_bytes = s->lingering_max;
 	ev->peak_bytes = m->peak.bytes;
 	ev->mean_size = t.allocations ? t.bytes_allocated / t.allocations : 0;
+	ev->allocations = t.allocations;
+	ev->bytes_allocated = t.bytes_allocated;
 	ev->sites = 1;
 }
 
@@ -412,6 +417,10 @@ static void classify_site(const struct lw_report *r,
 		f->category = LW_CATEGORY_UNCOLLECTED_CYCLE;
 		f->confidence = LW_CONFIDENCE_HIGH;
 		f->reason = "kept by reference cycles that nothing refers to, which the cycle collector, turned off, never frees";
+	} else if (growing && h->unreachable) {
+		f->category = LW_CATEGORY_CYCLE_DELAYED;
+		f->confidence = LW_CONFIDENCE_HIGH;
+		f->reason = "kept by reference cycles that nothing refers to, until the cycle collector's next pass";
 	} else if (gc) {
 		f->category = LW_CATEGORY_CYCLE_DELAYED;
 		f->confidence = growing ? LW_CONFIDENCE_HIGH
@@ -936,6 +945,26 @@ static int cache_growth(const struct lw_report *r,
 	return 0;
 }
 
+/*
+ * Whether the site leads a finding. Memory that is not a leak is named
+ * where it explains something a reader would chase: memory that rose, then
+ * stopped (a cache that filled). Optimizer state made at the first step, a
+ * library's workspace, a cache kept on purpose only keep their category
+ * (the site's, in the JSON and the text report's live section).
+ */
+static bool said(const struct lw_growth_report *g,
+		 const struct lw_finding *fs, uint32_t i)
+{
+	const struct lw_evidence *ev = &fs[i].evidence;
+
+	if (fs[i].category == LW_CATEGORY_NONE || fs[i].site != i)
+		return false;
+	return fs[i].category != LW_CATEGORY_NOT_A_LEAK ||
+	       (g->sites[i].verdict == LW_VERDICT_PLATEAU &&
+		ev->held_bytes >= NOTEWORTHY_BYTES &&
+		ev->held_bytes * 100 >= ev->typical_peak_bytes);
+}
+
 /* Merges the per-site verdicts into findings: one per site, one per group,
  * and the run's cache growth. */
 static int collect(const struct lw_report *r, const struct lw_growth_report *g,
@@ -950,7 +979,7 @@ static int collect(const struct lw_report *r, const struct lw_growth_report *g,
 		return rc;
 	n = cache.category != LW_CATEGORY_NONE;
 	for (uint32_t i = 0; i < m->sites.count; i++)
-		n += fs[i].category != LW_CATEGORY_NONE && fs[i].site == i;
+		n += said(g, fs, i);
 	d->findings = n ? calloc(n, sizeof(*d->findings)) : NULL;
 	if (n && !d->findings)
 		return -ENOMEM;
@@ -969,7 +998,7 @@ static int collect(const struct lw_report *r, const struct lw_growth_report *g,
 	for (uint32_t i = 0; i < m->sites.count; i++) {
 		struct lw_finding *f = &fs[i];
 
-		if (f->category == LW_CATEGORY_NONE || f->site != i)
+		if (!said(g, fs, i))
 			continue;
 		f->leak = f->category != LW_CATEGORY_NOT_A_LEAK &&
 			  f->category != LW_CATEGORY_CACHE_GROWTH;
@@ -991,6 +1020,23 @@ static int collect(const struct lw_report *r, const struct lw_growth_report *g,
 				lead = &d->findings[k];
 		if (!lead)
 			continue;
+		lead->evidence.allocations += f->evidence.allocations;
+		lead->evidence.bytes_allocated += f->evidence.bytes_allocated;
+		if (lead->evidence.allocations)
+			lead->evidence.mean_size =
+				lead->evidence.bytes_allocated /
+				lead->evidence.allocations;
+		if (lead->evidence.frees + f->evidence.frees)
+			lead->evidence.mean_lifetime =
+				(lead->evidence.mean_lifetime *
+					 (double)lead->evidence.frees +
+				 f->evidence.mean_lifetime *
+					 (double)f->evidence.frees) /
+				(double)(lead->evidence.frees + f->evidence.frees);
+		if (f->evidence.max_lifetime > lead->evidence.max_lifetime)
+			lead->evidence.max_lifetime = f->evidence.max_lifetime;
+		lead->evidence.frees += f->evidence.frees;
+		lead->evidence.gc_frees += f->evidence.gc_frees;
 		lead->evidence.bytes_per_step += f->evidence.bytes_per_step;
 		lead->evidence.count_per_step += f->evidence.count_per_step;
 		lead->evidence.live_bytes += f->evidence.live_bytes;
@@ -1079,6 +1125,7 @@ int lw_diagnose(const struct lw_report *r, const struct lw_growth_report *gr,
 	for (uint32_t i = 0; i < m->sites.count; i++) {
 		d->sites[i].category = fs[i].category;
 		d->sites[i].confidence = fs[i].confidence;
+		d->sites[i].reason = fs[i].reason;
 	}
 	rc = collect(r, &g, d, fs);
 out:

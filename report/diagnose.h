@@ -49,6 +49,8 @@ struct lw_evidence {
 	uint64_t phase_bytes;	/* born in a phase and outlived it */
 	uint64_t phase_string;	/* the phase's STRING id; 0: none */
 	uint64_t mean_size;	/* bytes per allocation */
+	uint64_t allocations;	/* before the report point, freed or not */
+	uint64_t bytes_allocated;
 	uint32_t sites;		/* sites in the finding */
 };
 
@@ -59,6 +61,9 @@ struct lw_site_diagnosis {
 	uint32_t tags;		/* enum lw_tag bits of its frames */
 	bool suppressed;	/* a frame matched a suppression */
 	size_t finding;		/* index in lw_diagnosis.findings */
+	/* What the evidence shows (static), for a site that leads no
+	 * finding (memory that is not a leak and needs no word). */
+	const char *reason;
 };
 
 struct lw_finding {

@@ -11,8 +11,9 @@
  * that had none in BEFORE (a phase's memory left live, a step's kept into
  * the next); 1 when one does (a regression); 2 for
  * bad usage or an unreadable trace; 3 when there is no regression but a
- * trace has too few steps to judge growth: "cannot judge" is its own
- * outcome, never "fixed" nor "no regression".
+ * trace has too few steps to judge growth (none at all: only a header, or
+ * a run that died before its first step) or is damaged: "cannot judge" is
+ * its own outcome, never "fixed" nor "no regression".
  */
 #include <errno.h>
 #include <getopt.h>
@@ -66,14 +67,18 @@ static void diff_usage(FILE *out)
 	      "  --top N         show N locations (default 20; 0: all)\n"
 	      "  --suppressions FILE  sites to leave out: lines leak:PATTERN (repeatable;\n"
 	      "                  also $LEAKWATCH_SUPPRESSIONS)\n"
+	      "  --user-code DIR the program's own Python code, for the locations, as\n"
+	      "                  for `leakwatch report`\n"
 	      "  -h, --help      show this help\n"
 	      "\n"
 	      "Exit status: 0 when no location grows in AFTER that did not grow in BEFORE,\n"
 	      "or grows faster than before (by more than 10%), or leaks in AFTER (a\n"
-	      "finding) and not in BEFORE; 1 when one does; 2 for\n"
-	      "bad usage or an unreadable trace; 3 when none does but a trace has too\n"
-	      "few steps to judge growth (\"cannot judge\"). Locations still growing at\n"
-	      "the same rate do not fail the diff: `leakwatch check` judges those.\n",
+	      "finding) and not in BEFORE; 1 when one does; 2 for bad usage, an\n"
+	      "unreadable trace or a verdict that cannot be written; 3 when none does\n"
+	      "but a trace has too few steps to judge growth (none at all: only a\n"
+	      "header, a run that died before its first step) or is damaged (\"cannot\n"
+	      "judge\"). Locations still growing at the same rate do not fail the\n"
+	      "diff: `leakwatch check` judges those.\n",
 	      out);
 }
 
@@ -99,12 +104,16 @@ static bool leaked(const struct lw_site_key *k)
 	return k && k->leaked;
 }
 
+/* b in BEFORE, a in AFTER, either NULL where that run has no such site;
+ * b_judged, a_judged: whether that run has the steps to judge growth. */
 static enum change classify(const struct lw_site_key *b,
-			    const struct lw_site_key *a)
+			    const struct lw_site_key *a, bool b_judged,
+			    bool a_judged)
 {
 	/* Too few steps on either side: whether it grows is not known,
-	 * so neither "fixed" nor "new leak" can be said. */
-	if (unjudged(b) || unjudged(a))
+	 * so neither "fixed" nor "new leak" can be said, of a site that
+	 * run has or of one it lacks. */
+	if (unjudged(b) || unjudged(a) || !b_judged || !a_judged)
 		return CHANGE_UNJUDGED;
 	if (!b)
 		return growing(a) || leaked(a) ? CHANGE_NEW_LEAK : CHANGE_NEW;
@@ -205,10 +214,13 @@ static void put_run(FILE *out, const struct lw_trace_file *b,
 static void put_unjudged(FILE *out, const struct lw_trace_file *b,
 			 const char *before_path,
 			 const struct lw_trace_file *a, const char *after_path,
-			 size_t min_steps, size_t sites)
+			 size_t min_steps, size_t sites, bool others)
 {
-	fprintf(out, "\nCANNOT JUDGE: growth at %zu location%s cannot be compared:",
-		sites, sites == 1 ? "" : "s");
+	if (sites)
+		fprintf(out, "\nCANNOT JUDGE: growth at %zu location%s cannot be compared:",
+			sites, sites == 1 ? "" : "s");
+	else
+		fputs("\nCANNOT JUDGE: nothing to compare:", out);
 	if (b->model.counts.steps < min_steps) {
 		fputs(" ", out);
 		lw_put_text_str(out, before_path);
@@ -221,17 +233,33 @@ static void put_unjudged(FILE *out, const struct lw_trace_file *b,
 		fprintf(out, " has %" PRIu64 " step%s", a->model.counts.steps,
 			a->model.counts.steps == 1 ? "" : "s");
 	}
-	fprintf(out, " (at least %zu needed: run it longer, or lower --min-steps); no regression among the others\n",
-		min_steps);
+	fprintf(out, " (at least %zu needed: run it longer, or lower --min-steps)%s\n",
+		min_steps, others ? "; no regression among the others" : "");
+}
+
+/* A damaged trace: compared, it would pass a leak off as fixed. */
+static void put_damaged(FILE *out, const struct lw_trace_file *tf,
+			const char *path)
+{
+	char message[256];
+
+	lw_trace_file_damage(tf, message, sizeof(message));
+	fputs("leakwatch: diff: CANNOT JUDGE: ", out);
+	lw_put_text_str(out, path);
+	fputs(" is ", out);
+	lw_put_text_str(out, message);
+	putc('\n', out);
 }
 
 static int diff(FILE *out, const char *before_path, const char *after_path,
-		size_t min_steps, size_t top, const struct lw_rules *rules)
+		size_t min_steps, size_t top, const struct lw_rules *rules,
+		const struct lw_code_dirs *user_code)
 {
 	struct lw_trace_file before, after;
 	struct lw_site_keys kb = { 0 }, ka = { 0 };
 	struct pair *pairs = NULL;
 	size_t n = 0, regressions = 0, same = 0, shown = 0, cannot_judge = 0;
+	bool b_judged, a_judged;
 	char message[256];
 	const char *bad = before_path;
 	int rc;
@@ -245,8 +273,20 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 	}
 	if (rc < 0)
 		goto out;
+	if (before.result.damaged || after.result.damaged) {
+		if (before.result.damaged)
+			put_damaged(out, &before, before_path);
+		if (after.result.damaged)
+			put_damaged(out, &after, after_path);
+		rc = LW_EXIT_CHECK_UNJUDGED;
+		goto out;
+	}
 	before.report.min_steps = after.report.min_steps = min_steps;
-	rc = lw_trace_file_set_rules(&before, rules);
+	rc = lw_trace_file_set_user_code(&before, user_code);
+	if (rc == 0)
+		rc = lw_trace_file_set_user_code(&after, user_code);
+	if (rc == 0)
+		rc = lw_trace_file_set_rules(&before, rules);
 	if (rc == 0)
 		rc = lw_trace_file_set_rules(&after, rules);
 	if (rc == 0)
@@ -275,8 +315,11 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 	for (size_t i = 0; i < kb.count; i++)
 		if (!kb.items[i].matched)
 			pairs[n++].before = &kb.items[i];
+	b_judged = before.model.counts.steps >= min_steps;
+	a_judged = after.model.counts.steps >= min_steps;
 	for (size_t i = 0; i < n; i++) {
-		pairs[i].change = classify(pairs[i].before, pairs[i].after);
+		pairs[i].change = classify(pairs[i].before, pairs[i].after,
+					   b_judged, a_judged);
 		regressions += pairs[i].change == CHANGE_NEW_LEAK ||
 			       pairs[i].change == CHANGE_WORSE;
 		same += pairs[i].change == CHANGE_SAME;
@@ -310,13 +353,15 @@ static int diff(FILE *out, const char *before_path, const char *after_path,
 			regressions, regressions == 1 ? "" : "s",
 			regressions == 1 ? "s" : "", regressions == 1 ? "s" : "",
 			regressions == 1 ? "s" : "");
-	else if (cannot_judge)
+	else if (cannot_judge || !b_judged || !a_judged)
 		put_unjudged(out, &before, before_path, &after, after_path,
-			     min_steps, cannot_judge);
+			     min_steps, cannot_judge, n > cannot_judge);
 	else
 		fputs("\nno regression: no location grows that did not, or faster than before\n",
 		      out);
-	rc = regressions ? 1 : cannot_judge ? LW_EXIT_CHECK_UNJUDGED : 0;
+	rc = regressions			      ? 1
+	     : cannot_judge || !b_judged || !a_judged ? LW_EXIT_CHECK_UNJUDGED
+						      : 0;
 out:
 	fflush(out);
 	if (rc < 0) {
@@ -339,6 +384,7 @@ int lw_cmd_diff(int argc, char **argv)
 		{ "min-steps", required_argument, NULL, 'S' },
 		{ "top", required_argument, NULL, 'T' },
 		{ "suppressions", required_argument, NULL, 'P' },
+		{ "user-code", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -346,39 +392,48 @@ int lw_cmd_diff(int argc, char **argv)
 	size_t min_steps = LW_DEFAULT_MIN_STEPS, top = 20;
 	struct lw_rules rules;
 	const char *output = NULL;
-	int c, rc;
+	int c, rc = LW_EXIT_USAGE;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
 		switch (c) {
 		case 'S':
 			if (lw_parse_min_steps(optarg, &min_steps) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		case 'T':
 			if (lw_parse_count("--top", optarg, &top) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		case 'P':
+		case 'C':
 			if (lw_output_option(c, optarg, &options, &output) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		default:
-			return lw_last_option(c, argv, diff_usage);
+			rc = lw_last_option(c, argv, diff_usage);
+			goto out;
 		}
 	}
 	if (argc - optind != 2) {
 		lw_error("diff: needs two traces (usage: leakwatch diff [OPTIONS] BEFORE AFTER)");
-		return LW_EXIT_USAGE;
+		goto out;
 	}
-	if (lw_load_rules(&options, &rules) < 0) {
+	if (lw_load_rules(&options, &rules) < 0 ||
+	    lw_load_user_code(&options) < 0) {
 		lw_rules_fini(&rules);
-		return LW_EXIT_USAGE;
+		goto out;
 	}
 	rc = diff(stdout, argv[optind], argv[optind + 1], min_steps, top,
-		  options.report.rules);
+		  options.report.rules, options.report.user_code);
 	lw_rules_fini(&rules);
-	return rc < 0 ? LW_EXIT_USAGE : rc;
+	rc = rc < 0 ? LW_EXIT_USAGE : rc;
+	/* A verdict nobody could read is no verdict. */
+	if (lw_flush_output(stdout, "standard output") < 0)
+		rc = LW_EXIT_USAGE;
+out:
+	lw_code_dirs_fini(&options.user_code);
+	return rc;
 }
 
 void lw_diff_usage(FILE *out)

@@ -94,9 +94,12 @@ int lw_named_stack(const struct lw_report *r, uint64_t stack_id,
 		const struct lw_symbol *sym = NULL;
 		unsigned parts = 1;
 
-		if (frames[i].folded)
-			continue;	/* a named stack drops folded runs */
-		if (!frames[i].python) {
+		/* A named stack drops the folded runs but the framework's,
+		 * one frame named by its operator. */
+		if (frames[i].fold != LW_FOLD_NONE &&
+		    frames[i].fold != LW_FOLD_FRAMEWORK)
+			continue;
+		if (!frames[i].python && !frames[i].fold) {
 			rc = lw_symbolize(r->symbolizer, frames[i].address,
 					  &sym);
 			if (rc < 0)
@@ -114,6 +117,12 @@ int lw_named_stack(const struct lw_report *r, uint64_t stack_id,
 			}
 			named = p;
 			capacity = next;
+		}
+		if (frames[i].fold) {
+			memset(&named[used], 0, sizeof(named[used]));
+			named[used].folded = frames[i].folded;
+			named[used++].fold = frames[i].name;
+			continue;
 		}
 		if (frames[i].python) {
 			name_pyframe(r->model, frames[i].py, &named[used++]);
@@ -142,6 +151,14 @@ void lw_put_frame_label(FILE *out, const struct lw_named_frame *f,
 	char buf[64];
 	int n;
 
+	if (f->folded) {
+		struct lw_frame run = { .folded = f->folded,
+					.fold = LW_FOLD_FRAMEWORK,
+					.name = f->fold };
+
+		lw_put_fold_label(out, &run, put);
+		return;
+	}
 	if (!f->function && !f->file) {
 		if (f->module) {
 			const char *slash = strrchr(f->module, '/');
@@ -441,6 +458,33 @@ int lw_site_location(const struct lw_report *r, uint32_t site,
 	return rc;
 }
 
+/* The finding's lines but its lead's, named. */
+static int other_lines(const struct lw_report *r, size_t finding,
+		       struct lw_report_finding *f)
+{
+	uint32_t *sites;
+	size_t n;
+	int rc = lw_finding_lines(r, finding, &sites, &n);
+
+	if (rc < 0 || n < 2)
+		goto out;
+	if (!(f->also = calloc(n - 1, sizeof(*f->also)))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t k = 1; k < n && rc == 0; k++) {
+		bool found;
+
+		rc = lw_site_location(r, sites[k], &f->also[f->also_count],
+				      &found);
+		if (found)
+			f->also_count++;
+	}
+out:
+	free(sites);
+	return rc;
+}
+
 int lw_findings_collect(const struct lw_report *r, struct lw_findings *out)
 {
 	const struct lw_diagnosis *d;
@@ -477,7 +521,8 @@ int lw_findings_collect(const struct lw_report *r, struct lw_findings *out)
 		if ((rc = lw_evidence_string(r, df, &f->evidence)) < 0)
 			goto out;
 		if ((rc = lw_site_location(r, f->site, &f->location,
-					   &f->have_location)) < 0)
+					   &f->have_location)) < 0 ||
+		    (rc = other_lines(r, i, f)) < 0)
 			goto out;
 		f->title = make_title(f, df->reason);
 		if (!f->title) {
@@ -494,6 +539,7 @@ void lw_findings_fini(struct lw_findings *findings)
 	for (size_t i = 0; i < findings->count; i++) {
 		free(findings->items[i].title);
 		free(findings->items[i].evidence);
+		free(findings->items[i].also);
 	}
 	free(findings->items);
 	memset(findings, 0, sizeof(*findings));

@@ -29,21 +29,27 @@ struct lw_named_frame {
 	bool python;
 	const char *module;	/* native: the module's path, or NULL */
 	uint64_t offset;	/* native: address - load bias (or address) */
+	/* A run of the framework's frames folded into one (pystack.h):
+	 * how many, and what they ran; 0 for any other frame. */
+	uint32_t folded;
+	struct lw_fold_name fold;
 };
 
 /*
- * The frames of a stack by name, innermost first; a Python program's
- * stack without the runs lw_fold_stack() folds (unless the report is
- * --native). On success *out is
- * malloc'ed (NULL when there are none). Returns 0 or -ENOMEM.
+ * The frames of a stack by name, innermost first, as lw_fold_stack()
+ * folds them (unless the report is --native): each run of the
+ * framework's frames one frame named by its operator, the interpreter's
+ * runs and the start of the process or thread left out. On success *out
+ * is malloc'ed (NULL when there are none). Returns 0 or -ENOMEM.
  */
 int lw_named_stack(const struct lw_report *report, uint64_t stack_id,
 		   struct lw_named_frame **out, size_t *count);
 
 /*
- * A frame's label, "function (file:line)", "function", or "module+0xN" for
- * a native frame with no symbol, written through put (one of the escaping
- * writers, e.g. lw_put_text or a format's own) to out.
+ * A frame's label, "function (file:line)", "function", "module+0xN" for
+ * a native frame with no symbol, or a folded run's name ("aten::mm"),
+ * written through put (one of the escaping writers, e.g. lw_put_text or a
+ * format's own) to out.
  */
 void lw_put_frame_label(FILE *out, const struct lw_named_frame *frame,
 			void (*put)(FILE *out, const void *data, size_t len));
@@ -70,6 +76,9 @@ struct lw_report_finding {
 	char *evidence;		/* lw_evidence_string(), owned */
 	bool have_location;
 	struct lw_named_frame location;	/* the site's headline frame */
+	/* Its other lines (lw_finding_lines()), the fastest first: owned. */
+	struct lw_named_frame *also;
+	size_t also_count;
 };
 
 struct lw_findings {

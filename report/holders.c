@@ -191,8 +191,12 @@ int lw_holder_facts(const struct lw_report *r, uint32_t site,
 	out->found = true;
 	out->unreachable = first->holder->flags & LW_HOLDER_UNREACHABLE;
 	out->gc_off = first->holder->flags & LW_HOLDER_GC_OFF;
-	path = cause_prefix(first->path, first->path_len);
-	root = root_frame(first->root, first->root_len);
+	/* A cycle no root reaches is known by the class of the object
+	 * that heads it: every copy of one metric, whichever of its
+	 * buffers a search met first. */
+	path = out->unreachable ? span_until(first->path, first->path_len, ".[")
+				: cause_prefix(first->path, first->path_len);
+	root = out->unreachable ? 0 : root_frame(first->root, first->root_len);
 	out->cause = hash_bytes(hash_bytes(0xcbf29ce484222325ull, first->path,
 					   path), first->root, root) | 1;
 	for (size_t i = 0; i < held.count; i++) {

@@ -45,7 +45,8 @@
 #define HTML_MAX_DEPTH 128
 /* Sites drawn as growth lines. */
 #define HTML_MAX_LINES 8
-/* Frames shown for each site of a finding's breakdown. */
+/* Native frames shown for each site of a finding's breakdown (Python
+ * frames are all shown). */
 #define HTML_BREAKDOWN_FRAMES 12
 
 /* For HTML text and attribute values: the five special characters as
@@ -472,10 +473,17 @@ static void put_summary(FILE *out, const struct lw_report *r,
 		put_html(out, rank->data, rank->len);
 		fputs("</dd>\n", out);
 	}
-	fprintf(out, "<dt>trace</dt><dd>%s, %" PRIu64 " events</dd>\n",
-		r->result->truncated ? "TRUNCATED (the process was killed or is still running)"
-				     : "complete",
-		counts->events);
+	if (r->result->truncated) {
+		char why[384];
+
+		lw_trace_describe_end(r->result, why, sizeof(why));
+		fputs("<dt>trace</dt><dd>", out);
+		put_html_str(out, why);
+		fprintf(out, "; %" PRIu64 " events read</dd>\n", counts->events);
+	} else {
+		fprintf(out, "<dt>trace</dt><dd>complete, %" PRIu64 " events</dd>\n",
+			counts->events);
+	}
 	fprintf(out, "<dt>steps</dt><dd>%" PRIu64 "</dd>\n", counts->steps);
 	fprintf(out, "<dt>peak device memory</dt><dd>%s",
 		lw_format_size(a, peak->bytes));
@@ -574,12 +582,22 @@ static int breakdown_by_rate(const void *a, const void *b)
 	return x->site < y->site ? -1 : x->site > y->site;
 }
 
-/* A breakdown site's stack, innermost first, folded as the icicle's. */
+/* "N more frames" for the native frames left out, if any. */
+static void put_breakdown_skipped(FILE *out, size_t *skipped)
+{
+	if (*skipped)
+		fprintf(out, "<li class=\"lw-none\">%zu more frame%s</li>",
+			*skipped, *skipped == 1 ? "" : "s");
+	*skipped = 0;
+}
+
+/* A breakdown site's stack, innermost first, folded as the icicle's:
+ * every Python frame, at most HTML_BREAKDOWN_FRAMES native ones. */
 static int put_breakdown_stack(FILE *out, const struct lw_report *r,
 			       uint32_t site)
 {
 	struct lw_named_frame *frames;
-	size_t n;
+	size_t n, native = 0, skipped = 0;
 	int rc;
 
 	rc = lw_named_stack(r, lw_model_site(r->model, site)->stack_id, &frames,
@@ -587,11 +605,16 @@ static int put_breakdown_stack(FILE *out, const struct lw_report *r,
 	if (rc < 0)
 		return rc;
 	fputs("<ol class=\"lw-stack\">", out);
-	for (size_t j = 0; j < n && j < HTML_BREAKDOWN_FRAMES; j++) {
+	for (size_t j = 0; j < n; j++) {
 		size_t len;
-		char *label = lw_frame_label_string(&frames[j], &len);
+		char *label;
 
-		if (!label) {
+		if (!frames[j].python && native++ >= HTML_BREAKDOWN_FRAMES) {
+			skipped++;
+			continue;
+		}
+		put_breakdown_skipped(out, &skipped);
+		if (!(label = lw_frame_label_string(&frames[j], &len))) {
 			rc = -ENOMEM;
 			break;
 		}
@@ -600,9 +623,8 @@ static int put_breakdown_stack(FILE *out, const struct lw_report *r,
 		fputs("</code></li>", out);
 		free(label);
 	}
-	if (rc == 0 && n > HTML_BREAKDOWN_FRAMES)
-		fprintf(out, "<li class=\"lw-none\">%zu more frames</li>",
-			n - HTML_BREAKDOWN_FRAMES);
+	if (rc == 0)
+		put_breakdown_skipped(out, &skipped);
 	fputs("</ol>", out);
 	free(frames);
 	return rc;
@@ -687,6 +709,12 @@ static int put_findings(FILE *out, const struct lw_report *r,
 		fputs("<li><span class=\"lw-title\">", out);
 		put_html_str(out, f->title);
 		fputs("</span>", out);
+		for (size_t k = 0; k < f->also_count; k++) {
+			fputs(k ? ", " : "<div class=\"lw-also\">Also at: ", out);
+			lw_put_frame_label(out, &f->also[k], put_html);
+			if (k + 1 == f->also_count)
+				fputs("</div>", out);
+		}
 		fputs("<div class=\"lw-evidence\">Evidence: ", out);
 		put_html_str(out, f->evidence);
 		fputs("</div>", out);

@@ -44,6 +44,7 @@ struct infer_state {
 	void *progress_ctx;
 	struct stack_pattern *stacks;
 	size_t stack_count;	/* ids [0, stack_count) */
+	size_t stack_capacity;
 	uint64_t allocations;
 	bool has_steps;
 };
@@ -58,14 +59,25 @@ static int infer_stack(void *ctx, uint64_t id, const uint64_t *frames,
 	(void)count;
 	if (id < st->stack_count)
 		return 0;
-	if (id >= SIZE_MAX / sizeof(*p) - 1)
+	if (id >= SIZE_MAX / (2 * sizeof(*p)) - 1)
 		return -ENOMEM;
-	p = realloc(st->stacks, ((size_t)id + 1) * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	memset(p + st->stack_count, 0,
+	/* Grown by half again at least: one STACK record after another must
+	 * not copy the array each time. */
+	if (id >= st->stack_capacity) {
+		size_t capacity = st->stack_capacity + st->stack_capacity / 2;
+
+		if (capacity < (size_t)id + 1)
+			capacity = (size_t)id + 1;
+		if (capacity < 64)
+			capacity = 64;
+		p = realloc(st->stacks, capacity * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		st->stacks = p;
+		st->stack_capacity = capacity;
+	}
+	memset(st->stacks + st->stack_count, 0,
 	       ((size_t)id + 1 - st->stack_count) * sizeof(*p));
-	st->stacks = p;
 	st->stack_count = (size_t)id + 1;
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include "growth.h"
 #include "holders.h"
 #include "locations.h"
+#include "pystack.h"
 #include "render.h"
 #include "torch.h"
 
@@ -69,10 +70,18 @@ static void put_torch(FILE *out, const struct lw_model *m)
 		     ", \"allocated_bytes_at_end\": %" PRIu64
 		     ", \"reserved_bytes_at_end\": %" PRIu64
 		     ", \"peak_allocated_bytes\": %" PRIu64
-		     ", \"peak_reserved_bytes\": %" PRIu64 "}",
+		     ", \"peak_reserved_bytes\": %" PRIu64,
 		torch->blocks, torch->segments, torch->allocated_bytes,
 		torch->reserved_bytes, torch->peak_allocated_bytes,
 		torch->peak_reserved_bytes);
+	if (lw_model_has_program_end(m))
+		fprintf(out, ", \"allocated_bytes_at_program_end\": %" PRIu64
+			     ", \"reserved_bytes_at_program_end\": %" PRIu64 "}",
+			torch->program_end_allocated,
+			torch->program_end_reserved);
+	else
+		fputs(", \"allocated_bytes_at_program_end\": null"
+		      ", \"reserved_bytes_at_program_end\": null}", out);
 }
 
 static void put_command(FILE *out, const struct lw_model *m)
@@ -101,10 +110,32 @@ static void put_totals(FILE *out, const struct lw_totals *t)
 		t->bytes_allocated);
 }
 
-/* A frame object; tail (keys of a location) goes before its '}'. */
-static void put_frame_with(FILE *out, const struct lw_symbol *sym,
-			   const struct lw_sym_frame *f, const char *tail)
+/* "folded": the name of the run the frame folds into by default (mark,
+ * from lw_fold_marks()), or null. Returns 0 or -ENOMEM. */
+static int put_folded(FILE *out, const struct lw_frame *mark)
 {
+	char *label;
+	size_t len;
+
+	fputs(", \"folded\": ", out);
+	if (!mark || mark->fold == LW_FOLD_NONE) {
+		fputs("null", out);
+		return 0;
+	}
+	if (!(label = lw_fold_label_string(mark, &len)))
+		return -ENOMEM;
+	lw_put_json_string(out, label, len);
+	free(label);
+	return 0;
+}
+
+/* A frame object; tail (keys of a location) goes before its '}'. */
+static int put_frame_with(FILE *out, const struct lw_symbol *sym,
+			  const struct lw_sym_frame *f,
+			  const struct lw_frame *mark, const char *tail)
+{
+	int rc;
+
 	fputs("{\"function\": ", out);
 	if (f->function)
 		put_str(out, f->function);
@@ -130,13 +161,10 @@ static void put_frame_with(FILE *out, const struct lw_symbol *sym,
 		fprintf(out, "\"0x%" PRIx64 "\"", sym->offset);
 	else
 		fputs("null", out);
+	if ((rc = put_folded(out, mark)) < 0)
+		return rc;
 	fprintf(out, "%s}", tail);
-}
-
-static void put_frame(FILE *out, const struct lw_symbol *sym,
-		      const struct lw_sym_frame *f)
-{
-	put_frame_with(out, sym, f, "");
+	return 0;
 }
 
 static void put_pyframe_with(FILE *out, const struct lw_model *m,
@@ -153,7 +181,7 @@ static void put_pyframe_with(FILE *out, const struct lw_model *m,
 		fprintf(out, ", \"line\": %" PRId64, f->line);
 	else
 		fputs(", \"line\": null", out);
-	fprintf(out, ", \"python\": true, \"module\": null, \"address\": null, \"module_offset\": null%s}",
+	fprintf(out, ", \"python\": true, \"module\": null, \"address\": null, \"module_offset\": null, \"folded\": null%s}",
 		tail);
 }
 
@@ -164,11 +192,15 @@ static void put_pyframe(FILE *out, const struct lw_model *m,
 }
 
 /* A location: a frame object, with "in_backward" and "autograd_node"
- * after its keys. */
-static void put_location(FILE *out, const struct lw_model *m,
-			 const struct lw_location *loc)
+ * after its keys; frames, count: the stack it points into. Returns 0 or
+ * -ENOMEM. */
+static int put_location(FILE *out, const struct lw_report *r,
+			const struct lw_location *loc,
+			const struct lw_frame *frames, size_t count)
 {
+	struct lw_frame *marks;
 	char tail[128];
+	int rc;
 
 	/* A node name is made of identifier characters (location.c). */
 	if (loc->autograd_node[0])
@@ -180,10 +212,19 @@ static void put_location(FILE *out, const struct lw_model *m,
 		snprintf(tail, sizeof(tail),
 			 ", \"in_backward\": %s, \"autograd_node\": null",
 			 loc->in_backward ? "true" : "false");
-	if (loc->frame->python)
-		put_pyframe_with(out, m, loc->frame->py, tail);
-	else
-		put_frame_with(out, loc->symbol, &loc->symbol->frames[0], tail);
+	if (loc->frame->python) {
+		put_pyframe_with(out, r->model, loc->frame->py, tail);
+		return 0;
+	}
+	/* Its "folded" as in the stack's frames. */
+	if (!(marks = malloc(count * sizeof(*marks))))
+		return -ENOMEM;
+	rc = lw_fold_marks(r, frames, count, marks);
+	if (rc == 0)
+		rc = put_frame_with(out, loc->symbol, &loc->symbol->frames[0],
+				    &marks[loc->frame - frames], tail);
+	free(marks);
+	return rc;
 }
 
 static void put_count_or_null(FILE *out, bool known, uint64_t n)
@@ -198,12 +239,17 @@ static int put_frames(FILE *out, const struct lw_report *r,
 		      const struct lw_frame *frames, size_t count,
 		      unsigned indent)
 {
+	struct lw_frame *marks = NULL;
 	bool first = true;
+	int rc;
 
+	if (count && !(marks = malloc(count * sizeof(*marks))))
+		return -ENOMEM;
+	if (count && (rc = lw_fold_marks(r, frames, count, marks)) < 0)
+		goto out;
 	putc('[', out);
 	for (size_t i = 0; i < count; i++) {
 		const struct lw_symbol *sym;
-		int rc;
 
 		if (frames[i].python) {
 			if (!first)
@@ -215,19 +261,51 @@ static int put_frames(FILE *out, const struct lw_report *r,
 		}
 		rc = lw_symbolize(r->symbolizer, frames[i].address, &sym);
 		if (rc < 0)
-			return rc;
+			goto out;
 		for (unsigned j = 0; j < sym->frame_count; j++) {
 			if (!first)
 				putc(',', out);
 			newline(out, indent + 2);
-			put_frame(out, sym, &sym->frames[j]);
+			rc = put_frame_with(out, sym, &sym->frames[j], &marks[i],
+					    "");
+			if (rc < 0)
+				goto out;
 			first = false;
 		}
 	}
 	if (!first)
 		newline(out, indent);
 	putc(']', out);
-	return 0;
+	rc = 0;
+out:
+	free(marks);
+	return rc;
+}
+
+/* Where the Python code came from, as the interpreter said (PYPATH). */
+static void put_pypaths(FILE *out, const struct lw_model *m, unsigned indent)
+{
+	const struct lw_trace_meta *meta = lw_model_meta(m);
+
+	putc('[', out);
+	for (size_t i = 0; i < meta->pypath_count; i++) {
+		const struct lw_pypath *p = &meta->pypaths[i];
+		const struct lw_string *path = lw_model_string(m, p->path);
+		const struct lw_string *name = lw_model_string(m, p->name);
+
+		if (i)
+			putc(',', out);
+		newline(out, indent + 2);
+		fprintf(out, "{\"kind\": \"%s\", \"path\": ",
+			lw_pypath_kind_name(p->kind));
+		put_bytes_or_null(out, path ? &path->text : NULL);
+		fputs(", \"name\": ", out);
+		put_bytes_or_null(out, name ? &name->text : NULL);
+		putc('}', out);
+	}
+	if (meta->pypath_count)
+		newline(out, indent);
+	putc(']', out);
 }
 
 /* A rate: a JSON number, never "-0". */
@@ -278,8 +356,9 @@ static int put_site(FILE *out, const struct lw_report *r,
 	put_key(out, indent + 2, "location");
 	if (!st.location.frame)
 		fputs("null", out);
-	else
-		put_location(out, m, &st.location);
+	else if ((rc = put_location(out, r, &st.location, st.frames,
+				    st.count)) < 0)
+		goto out;
 	putc(',', out);
 	put_key(out, indent + 2, "native_thread");
 	fputs(lw_model_site_native_thread(m, site) ? "true," : "false,", out);
@@ -340,7 +419,8 @@ static int put_site_location(FILE *out, const struct lw_report *r,
 		if (!st.location.frame)
 			fputs("null", out);
 		else
-			put_location(out, r->model, &st.location);
+			rc = put_location(out, r, &st.location, st.frames,
+					  st.count);
 	}
 	lw_site_stack_fini(&st);
 	return rc;
@@ -683,7 +763,7 @@ static int put_evidence(FILE *out, const struct lw_report *r,
 	} else {
 		fputs("null", out);
 	}
-	putc('}', out);
+	fprintf(out, ", \"allocated_bytes\": %" PRIu64 "}", ev->bytes_allocated);
 	return 0;
 }
 
@@ -851,19 +931,81 @@ static void put_failed_allocations(FILE *out, const struct lw_model *m)
 	putc(']', out);
 }
 
-static void put_info(FILE *out, const struct lw_model *m, unsigned indent)
+/* How the trace ends, and what its checksums said. */
+static void put_trace_state(FILE *out, const struct lw_trace_result *res)
+{
+	static const char *const cuts[] = {
+		[LW_TRACE_CUT_NONE] = "cut",
+		[LW_TRACE_CUT_BETWEEN] = "cut",
+		[LW_TRACE_CUT_RECORD] = "cut-in-record",
+		[LW_TRACE_CUT_BLOCK] = "cut-in-block",
+	};
+	const char *ending = res->damaged     ? "damaged"
+			     : !res->truncated ? "complete"
+					       : cuts[res->cut];
+	char why[384];
+
+	lw_trace_describe_end(res, why, sizeof(why));
+	fprintf(out, "{\"ending\": \"%s\", \"problem\": ", ending);
+	if (why[0])
+		put_str(out, why);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"checksums\": %s, \"blocks_verified\": %" PRIu64 "}",
+		res->checksummed ? "true" : "false", res->blocks_verified);
+}
+
+static bool same_key(const struct lw_info *x, const struct lw_info *y)
+{
+	return x->key.len == y->key.len &&
+	       (!x->key.len || memcmp(x->key.data, y->key.data, x->key.len) == 0);
+}
+
+/* INFO records by key, then in trace order. */
+static int compare_info(const void *a, const void *b)
+{
+	const struct lw_info *x = *(const struct lw_info *const *)a;
+	const struct lw_info *y = *(const struct lw_info *const *)b;
+	size_t n = x->key.len < y->key.len ? x->key.len : y->key.len;
+	int c = n ? memcmp(x->key.data, y->key.data, n) : 0;
+
+	if (c)
+		return c;
+	if (x->key.len != y->key.len)
+		return x->key.len < y->key.len ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The INFO records as an object: only the last value of a key, so that
+ * keys are unique, in trace order. Which is last is found by sorting, not
+ * by a look-up per record: a trace may hold any number of them.
+ */
+static int put_info(FILE *out, const struct lw_model *m, unsigned indent)
 {
 	const struct lw_trace_meta *meta = lw_model_meta(m);
-	bool first = true;
+	const struct lw_info **sorted = NULL;
+	bool *last = NULL, first = true;
+	size_t n = meta->info_count;
 
+	if (n && (!(sorted = malloc(n * sizeof(*sorted))) ||
+		  !(last = calloc(n, sizeof(*last))))) {
+		free(sorted);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		sorted[i] = &meta->infos[i];
+	if (n)
+		qsort(sorted, n, sizeof(*sorted), compare_info);
+	for (size_t i = 0; i < n; i++) {
+		if (i + 1 == n || !same_key(sorted[i], sorted[i + 1]))
+			last[sorted[i] - meta->infos] = true;
+	}
 	putc('{', out);
-	for (size_t i = 0; i < meta->info_count; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct lw_info *info = &meta->infos[i];
-		const struct lw_bytes *last;
 
-		/* Only the last value of a key, so that keys are unique. */
-		last = lw_model_info_bytes(m, info->key);
-		if (last != &info->value)
+		if (!last[i])
 			continue;
 		if (!first)
 			putc(',', out);
@@ -876,6 +1018,9 @@ static void put_info(FILE *out, const struct lw_model *m, unsigned indent)
 	if (!first)
 		newline(out, indent);
 	putc('}', out);
+	free(sorted);
+	free(last);
+	return 0;
 }
 
 static void put_string_list(FILE *out, const struct lw_bytes *items,
@@ -1022,7 +1167,8 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 		return rc;
 	putc(',', out);
 	put_key(out, k, "info");
-	put_info(out, m, k);
+	if ((rc = put_info(out, m, k)) < 0)
+		return rc;
 	putc(',', out);
 	put_key(out, k, "notes");
 	note_count = lw_symbolizer_notes(r->symbolizer, &notes);
@@ -1086,8 +1232,13 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_key(out, k, "device_memory_by_context");
 	put_contexts(out, m, k);
 	putc(',', out);
+	put_key(out, k, "trace_state");
+	put_trace_state(out, r->result);
+	putc(',', out);
 	put_key(out, k, "schema_version");
-	fprintf(out, "%d", LW_JSON_SCHEMA_VERSION);
+	fprintf(out, "%d,", LW_JSON_SCHEMA_VERSION);
+	put_key(out, k, "python_paths");
+	put_pypaths(out, m, k);
 	newline(out, in);
 	putc('}', out);
 	if (!nested)

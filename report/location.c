@@ -3,46 +3,27 @@
  * A site's location: the one frame of its stack a report leads with, the
  * line a user would go and fix.
  */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lw-origin.h"
+#include "pystack.h"
 #include "render.h"
+#include "usercode.h"
 
-static bool is_user_code(const struct lw_model *m,
+static bool is_user_code(const struct lw_report *r,
 			 const struct lw_trace_pyframe *frame)
 {
 	struct lw_bytes function, file;
 
-	lw_model_pyframe_names(m, frame, &function, &file);
+	lw_model_pyframe_names(r->model, frame, &function, &file);
 	/* Code whose file is unknown cannot be told to be the user's. */
 	return file.data &&
-	       lw_python_file_origin(file.data, file.len) == LW_CODE_USER;
+	       lw_user_code_origin(r->code, frame->code_id, file.data,
+				   file.len) == LW_CODE_USER;
 }
 
 #define THREAD_MAIN "torch::autograd::Engine::thread_main("
-
-/* The autograd node whose apply() is function ("...::MmBackward0::apply(
- * ..."), into node; false if it is none. */
-static bool autograd_node(const char *function, char *node, size_t size)
-{
-	const char *apply = strstr(function, "::apply(");
-	const char *start = apply;
-	size_t n;
-
-	if (!apply)
-		return false;
-	while (start > function && (isalnum((unsigned char)start[-1]) ||
-				    start[-1] == '_'))
-		start--;
-	n = (size_t)(apply - start);
-	if (n < 9 || n >= size || !strstr(start, "Backward"))
-		return false;
-	memcpy(node, start, n);
-	node[n] = '\0';
-	return (size_t)(strstr(start, "Backward") - start) < n;
-}
 
 /* Whether the stack's native frames run on autograd's engine thread, and
  * the innermost autograd node among them. */
@@ -65,8 +46,15 @@ static int find_autograd(const struct lw_report *r,
 		fn = sym->frames[sym->frame_count - 1].function;
 		if (!fn)
 			continue;
-		if (!node[0])
-			autograd_node(fn, node, sizeof(node));
+		if (!node[0]) {
+			size_t len;
+			const char *name = lw_autograd_node(fn, &len);
+
+			if (name && len >= 9 && len < sizeof(node)) {
+				memcpy(node, name, len);
+				node[len] = '\0';
+			}
+		}
 		if (strncmp(fn, THREAD_MAIN, sizeof(THREAD_MAIN) - 1) == 0) {
 			out->in_backward = true;
 			memcpy(out->autograd_node, node, sizeof(node));
@@ -88,7 +76,7 @@ int lw_find_location(const struct lw_report *r, const struct lw_frame *frames,
 	for (size_t i = 0; i < count; i++) {
 		if (!frames[i].python)
 			continue;
-		if (is_user_code(r->model, frames[i].py)) {
+		if (is_user_code(r, frames[i].py)) {
 			out->frame = &frames[i];
 			return find_autograd(r, frames, count, out);
 		}

@@ -20,6 +20,7 @@
 #include "growth.h"
 #include "lw-size.h"
 #include "lw-report-config.h"
+#include "output.h"
 #include "trace-file.h"
 #include "trace-pool.h"
 
@@ -37,16 +38,23 @@ static void report_usage(FILE *out)
 	      "                      and speedscope; github, GitHub Actions annotations\n"
 	      "  -o, --output FILE   write the report to FILE instead of standard output\n"
 	      "  --top N             text: show the N largest sites (default 10; 0: all)\n"
-	      "  --frames N          text: show N frames of each stack (default 12; 0: all)\n"
+	      "  --frames N          text: show N native frames of each stack (default 12;\n"
+	      "                      0: all); its Python frames are always all shown\n"
 	      "  --native            every native frame of a Python program's stacks; by\n"
-	      "                      default the interpreter's, libffi's and pybind11's\n"
-	      "                      frames between Python frames fold into one line\n"
+	      "                      default each run of the framework's frames (PyTorch's,\n"
+	      "                      CUDA's) folds into one line naming the operator\n"
+	      "                      (aten::mm), and the interpreter's, libffi's and\n"
+	      "                      pybind11's between Python frames into another\n"
 	      "  --sites             text: each site of a line, not only their sum (sites\n"
 	      "                      that share their headline line are one entry)\n"
 	      "  --min-steps N       judge growth only with at least N steps (default 10)\n"
 	      "  --rules FILE        more diagnosis rules (tags of frames, transient\n"
 	      "                      phases, fixes), after the shipped rules.conf\n"
 	      "  --suppressions FILE findings to suppress: lines leak:PATTERN (counted)\n"
+	      "  --user-code DIR     Python code under DIR is the program's own: a site is\n"
+	      "                      located at its innermost line there (repeatable;\n"
+	      "                      also $LEAKWATCH_USER_CODE). Without it: the script's\n"
+	      "                      tree, less the libraries the interpreter imported\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
 	      "Each growing or surviving site is diagnosed: the kind of leak (or not a\n"
@@ -57,7 +65,10 @@ static void report_usage(FILE *out)
 	      "as text, then a merged view (each rank's growth, the imbalance between\n"
 	      "them, the sites common to all).\n"
 	      "A trace without an END record (the process was killed, or still runs) is\n"
-	      "reported up to its last complete record and marked TRUNCATED.\n",
+	      "reported up to its last complete record and marked TRUNCATED. A damaged\n"
+	      "trace (a block that fails its checksum) is reported up to the damage,\n"
+	      "marked DAMAGED, and the command exits 2. The report file (-o) is private\n"
+	      "(mode 0600), never one of the traces, and replaces FILE once written.\n",
 	      out);
 }
 
@@ -78,6 +89,8 @@ static void check_usage(FILE *out)
 	      "  --min-steps N       judge only traces with at least N steps (default 10)\n"
 	      "  --suppressions FILE sites to leave out: lines leak:PATTERN (repeatable;\n"
 	      "                      also $LEAKWATCH_SUPPRESSIONS)\n"
+	      "  --user-code DIR     the program's own Python code, for the sites' lines,\n"
+	      "                      as for `leakwatch report`\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
 	      "A trace with fewer steps than that cannot be judged: check says so in one\n"
@@ -86,8 +99,9 @@ static void check_usage(FILE *out)
 	      "Exit status: 0 when every trace is within SIZE (or has too few steps to\n"
 	      "judge), 1 when one grows faster (the offending sites are printed with\n"
 	      "their rate and what it comes to over 10,000 steps), 2 for bad usage or\n"
-	      "an unreadable trace, 3 when a trace cannot be judged at all (every CUDA\n"
-	      "allocation of its process failed).\n",
+	      "an unreadable trace or a verdict that cannot be written, 3 when a trace\n"
+	      "cannot be judged at all (every CUDA allocation of its process failed, or\n"
+	      "it is damaged).\n",
 	      out);
 }
 
@@ -191,6 +205,16 @@ int lw_parse_min_steps(const char *value, size_t *out)
 	return 0;
 }
 
+int lw_flush_output(FILE *out, const char *name)
+{
+	/* errno is the failed write's, when an earlier flush failed and
+	 * this one had nothing left to write (as in lw_report_files). */
+	if (fflush(out) == 0 && !ferror(out))
+		return 0;
+	lw_error("%s: %s", name, strerror(errno ? errno : EIO));
+	return -EIO;
+}
+
 static void put_file_error(const char *path, const char *message)
 {
 	fflush(stdout);
@@ -231,7 +255,9 @@ static int load_report(void *ctx, size_t i)
 		if (options->report.min_steps)
 			tf->report.min_steps = options->report.min_steps;
 		tf->report.native = options->report.native;
-		rc = lw_trace_file_set_rules(tf, options->report.rules);
+		rc = lw_trace_file_set_user_code(tf, options->report.user_code);
+		if (rc == 0)
+			rc = lw_trace_file_set_rules(tf, options->report.rules);
 		if (rc == 0)
 			rc = lw_trace_file_analyse(tf);
 		if (rc < 0)
@@ -252,6 +278,18 @@ static void write_report(void *ctx, size_t i, int rc)
 			snprintf(slot->message, sizeof(slot->message), "%s",
 				 strerror(-rc));
 		f->run->written++;
+	}
+	if (rc == 0 && lw_trace_file_shrank(&slot->tf)) {
+		snprintf(slot->message, sizeof(slot->message), "%s",
+			 LW_TRACE_SHRANK_MESSAGE);
+		rc = -EIO;
+	}
+	/* What came before the damage is reported; the damage is an error
+	 * all the same. */
+	if (rc == 0 && slot->tf.result.damaged) {
+		lw_trace_file_damage(&slot->tf, slot->message,
+				     sizeof(slot->message));
+		rc = -EBADMSG;
 	}
 	lw_trace_file_close(&slot->tf);
 	/* The report so far first, then the error line. */
@@ -382,6 +420,20 @@ int lw_load_rules(struct lw_output_options *options, struct lw_rules *rules)
 	return rc < 0 ? -EINVAL : 0;
 }
 
+int lw_load_user_code(struct lw_output_options *options)
+{
+	int rc = lw_code_dirs_add_list(&options->user_code,
+				       getenv("LEAKWATCH_USER_CODE"));
+
+	if (rc < 0) {
+		lw_error("%s", strerror(-rc));
+		return rc;
+	}
+	if (options->user_code.count)
+		options->report.user_code = &options->user_code;
+	return 0;
+}
+
 int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 		     const char **output)
 {
@@ -413,6 +465,16 @@ int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 		return add_rule_file("--suppressions",
 				     options->suppression_files,
 				     &options->suppression_file_count, arg);
+	case 'C':
+		if (!arg[0]) {
+			lw_error("--user-code needs a directory");
+			return -EINVAL;
+		}
+		if (lw_code_dirs_add(&options->user_code, arg) < 0) {
+			lw_error("%s", strerror(ENOMEM));
+			return -EINVAL;
+		}
+		return 1;
 	default:
 		return 0;
 	}
@@ -427,45 +489,52 @@ static int cmd_report(int argc, char **argv)
 	};
 	struct lw_output_options options = LW_OUTPUT_OPTIONS_DEFAULT;
 	const char *output = NULL;
+	const char *const *traces;
+	struct lw_output file;
 	struct lw_rules rules;
-	FILE *out = stdout;
+	size_t count;
 	int c, rc;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:h", long_options, NULL)) != -1) {
 		rc = lw_output_option(c, optarg, &options, &output);
-		if (rc < 0)
-			return LW_EXIT_USAGE;
 		if (rc > 0)
 			continue;
+		lw_code_dirs_fini(&options.user_code);
+		if (rc < 0)
+			return LW_EXIT_USAGE;
 		return lw_last_option(c, argv, report_usage);
 	}
 	if (optind >= argc) {
 		lw_error("report: no trace given (usage: leakwatch report [OPTIONS] TRACE...)");
+		lw_code_dirs_fini(&options.user_code);
 		return LW_EXIT_USAGE;
 	}
-	if (lw_load_rules(&options, &rules) < 0) {
+	if (lw_load_rules(&options, &rules) < 0 ||
+	    lw_load_user_code(&options) < 0) {
 		lw_rules_fini(&rules);
+		lw_code_dirs_fini(&options.user_code);
 		return LW_EXIT_USAGE;
 	}
-	if (output) {
-		out = fopen(output, "w");
-		if (!out) {
-			lw_error("%s: %s", output, strerror(errno));
-			lw_rules_fini(&rules);
-			return LW_EXIT_USAGE;
-		}
+	traces = (const char *const *)argv + optind;
+	count = (size_t)(argc - optind);
+	if (output && lw_output_open(&file, output, traces, count) < 0) {
+		lw_rules_fini(&rules);
+		lw_code_dirs_fini(&options.user_code);
+		return LW_EXIT_USAGE;
 	}
-	rc = lw_report_files(out, (const char *const *)argv + optind,
-			     (size_t)(argc - optind), &options);
+	rc = lw_report_files(output ? file.file : stdout, traces, count,
+			     &options);
 	lw_rules_fini(&rules);
+	lw_code_dirs_fini(&options.user_code);
 	if (rc < 0)
 		lw_error("%s: %s", output ? output : "standard output",
 			 strerror(-rc));
-	if (out != stdout && fclose(out) != 0 && rc >= 0) {
-		lw_error("%s: %s", output, strerror(errno));
+	/* Put in place when it holds a report: a run where every trace
+	 * failed leaves FILE as it was. */
+	if (output && lw_output_close(&file, rc >= 0 && (size_t)rc < count,
+				      traces, count) < 0 && rc >= 0)
 		rc = -EIO;
-	}
 	return rc == 0 ? 0 : LW_EXIT_USAGE;
 }
 
@@ -482,14 +551,17 @@ int lw_parse_max_growth(const char *value, uint64_t *out)
 	return 0;
 }
 
-/* Opens a trace for check, its suppressions marked. */
+/* Opens a trace for check, its suppressions marked and the user's code
+ * named. */
 static int open_for_check(struct lw_trace_file *tf, const char *path,
-			  const struct lw_rules *rules, char *message,
+			  const struct lw_rules *rules,
+			  const struct lw_code_dirs *user_code, char *message,
 			  size_t message_size)
 {
 	int rc = lw_trace_file_open(tf, path, message, message_size);
 
-	if (rc == 0 && (rc = lw_trace_file_set_rules(tf, rules)) < 0)
+	if (rc == 0 && ((rc = lw_trace_file_set_user_code(tf, user_code)) < 0 ||
+			(rc = lw_trace_file_set_rules(tf, rules)) < 0))
 		snprintf(message, message_size, "%s", strerror(-rc));
 	return rc;
 }
@@ -512,6 +584,16 @@ static int check_opened(FILE *out, const char *path, struct lw_trace_file *tf,
 	if (rc < 0)
 		goto out;
 	tf->report.min_steps = min_steps;
+	if (tf->result.damaged) {
+		lw_trace_file_damage(tf, message, message_size);
+		fputs("leakwatch: ", out);
+		lw_put_text_str(out, path);
+		fputs(": cannot judge growth: the trace is ", out);
+		lw_put_text_str(out, message);
+		putc('\n', out);
+		rc = LW_CHECK_UNJUDGED;
+		goto out;
+	}
 	if (tf->model.meta.failed_allocations && !tf->model.counts.allocations) {
 		const struct lw_failed_allocation *f = &tf->model.meta.failed[0];
 		const char *name = lw_alloc_error_name(f->api, f->error);
@@ -595,11 +677,13 @@ out:
 }
 
 int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
-		  size_t min_steps, const struct lw_rules *rules)
+		  size_t min_steps, const struct lw_rules *rules,
+		  const struct lw_code_dirs *user_code)
 {
 	struct lw_trace_file tf;
 	char message[256];
-	int rc = open_for_check(&tf, path, rules, message, sizeof(message));
+	int rc = open_for_check(&tf, path, rules, user_code, message,
+				sizeof(message));
 
 	return check_opened(out, path, &tf, rc, message, sizeof(message),
 			    max_growth, min_steps);
@@ -614,6 +698,7 @@ struct check_slot {
 struct check_files {
 	const char *const *paths;
 	const struct lw_rules *rules;
+	const struct lw_code_dirs *user_code;
 	uint64_t max_growth;
 	size_t min_steps;
 	struct check_slot *slots;
@@ -626,8 +711,8 @@ static int load_check(void *ctx, size_t i)
 	struct check_files *c = ctx;
 	struct check_slot *slot = &c->slots[i % c->ahead];
 
-	return open_for_check(&slot->tf, c->paths[i], c->rules, slot->message,
-			      sizeof(slot->message));
+	return open_for_check(&slot->tf, c->paths[i], c->rules, c->user_code,
+			      slot->message, sizeof(slot->message));
 }
 
 static void judge_check(void *ctx, size_t i, int rc)
@@ -655,6 +740,7 @@ static int cmd_check(int argc, char **argv)
 		{ "max-growth", required_argument, NULL, 'G' },
 		{ "min-steps", required_argument, NULL, 'S' },
 		{ "suppressions", required_argument, NULL, 'P' },
+		{ "user-code", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -665,7 +751,7 @@ static int cmd_check(int argc, char **argv)
 	size_t min_steps = LW_DEFAULT_MIN_STEPS;
 	uint64_t max_growth = 0;
 	bool unreadable = false, over = false, unjudged = false;
-	int c;
+	int c, status = LW_EXIT_USAGE;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
@@ -673,35 +759,39 @@ static int cmd_check(int argc, char **argv)
 		case 'G':
 			max_text = optarg;
 			if (lw_parse_max_growth(optarg, &max_growth) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		case 'S':
 			if (lw_parse_min_steps(optarg, &min_steps) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		case 'P':
+		case 'C':
 			if (lw_output_option(c, optarg, &options, &output) < 0)
-				return LW_EXIT_USAGE;
+				goto out;
 			break;
 		default:
-			return lw_last_option(c, argv, check_usage);
+			status = lw_last_option(c, argv, check_usage);
+			goto out;
 		}
 	}
 	if (!max_text) {
 		lw_error("check: --max-growth SIZE is required (usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...)");
-		return LW_EXIT_USAGE;
+		goto out;
 	}
 	if (optind >= argc) {
 		lw_error("check: no trace given (usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...)");
-		return LW_EXIT_USAGE;
+		goto out;
 	}
-	if (lw_load_rules(&options, &rules) < 0) {
+	if (lw_load_rules(&options, &rules) < 0 ||
+	    lw_load_user_code(&options) < 0) {
 		lw_rules_fini(&rules);
-		return LW_EXIT_USAGE;
+		goto out;
 	}
 	checks = (struct check_files){
 		.paths = (const char *const *)argv + optind,
 		.rules = options.report.rules,
+		.user_code = options.report.user_code,
 		.max_growth = max_growth,
 		.min_steps = min_steps,
 		.ahead = lw_trace_pool_threads((size_t)(argc - optind)) + 1,
@@ -713,7 +803,7 @@ static int cmd_check(int argc, char **argv)
 		lw_error("%s", strerror(ENOMEM));
 		free(checks.slots);
 		lw_rules_fini(&rules);
-		return LW_EXIT_USAGE;
+		goto out;
 	}
 	free(checks.slots);
 	unreadable = checks.unreadable;
@@ -721,12 +811,19 @@ static int cmd_check(int argc, char **argv)
 	unjudged = checks.unjudged;
 	if (argc - optind > 1)
 		lw_merged_view(stdout, (const char *const *)argv + optind,
-			       (size_t)(argc - optind), min_steps);
+			       (size_t)(argc - optind), min_steps,
+			       options.report.user_code);
 	lw_rules_fini(&rules);
-	return unreadable ? LW_EXIT_USAGE
-	       : over	  ? 1
-	       : unjudged ? LW_EXIT_CHECK_UNJUDGED
-			  : 0;
+	status = unreadable ? LW_EXIT_USAGE
+		 : over	    ? 1
+		 : unjudged ? LW_EXIT_CHECK_UNJUDGED
+			    : 0;
+	/* A verdict nobody could read is no verdict. */
+	if (lw_flush_output(stdout, "standard output") < 0)
+		status = LW_EXIT_USAGE;
+out:
+	lw_code_dirs_fini(&options.user_code);
+	return status;
 }
 
 static int cmd_help(int argc, char **argv)

@@ -36,7 +36,8 @@ static int compare_rank(const void *x, const void *y)
 	return ra < rb ? -1 : ra > rb;
 }
 
-static int load(const char *path, size_t min_steps, struct merged_trace *t)
+static int load(const char *path, size_t min_steps,
+		const struct lw_code_dirs *user_code, struct merged_trace *t)
 {
 	struct lw_trace_file tf;
 	struct lw_site_keys keys;
@@ -50,7 +51,9 @@ static int load(const char *path, size_t min_steps, struct merged_trace *t)
 	rc = lw_trace_file_open(&tf, path, message, sizeof(message));
 	if (rc == 0) {
 		tf.report.min_steps = min_steps;
-		rc = lw_trace_file_analyse(&tf);
+		rc = lw_trace_file_set_user_code(&tf, user_code);
+		if (rc == 0)
+			rc = lw_trace_file_analyse(&tf);
 		if (rc == 0)
 			rc = lw_site_keys_build(&tf.report, &keys);
 	}
@@ -219,6 +222,7 @@ static void put_view(FILE *out, struct merged_trace *t, size_t n)
 struct merge_load {
 	const char *const *paths;
 	size_t min_steps;
+	const struct lw_code_dirs *user_code;
 	struct merged_trace *t;
 };
 
@@ -226,7 +230,7 @@ struct merge_load {
 static int load_one(void *ctx, size_t i)
 {
 	struct merge_load *l = ctx;
-	int rc = load(l->paths[i], l->min_steps, &l->t[i]);
+	int rc = load(l->paths[i], l->min_steps, l->user_code, &l->t[i]);
 
 	if (rc < 0)
 		l->t[i].path = NULL;
@@ -234,13 +238,14 @@ static int load_one(void *ctx, size_t i)
 }
 
 int lw_merged_view(FILE *out, const char *const *paths, size_t count,
-		   size_t min_steps)
+		   size_t min_steps, const struct lw_code_dirs *user_code)
 {
 	static const struct lw_trace_pool_ops ops = { .load = load_one };
 	struct merged_trace *t = calloc(count ? count : 1, sizeof(*t));
 	struct merge_load l = {
 		.paths = paths,
 		.min_steps = min_steps ? min_steps : LW_DEFAULT_MIN_STEPS,
+		.user_code = user_code,
 		.t = t,
 	};
 	size_t n = 0;

@@ -35,6 +35,12 @@ static inline void *lw_grow_array(void *array, size_t *capacity,
 
 /* The STRING with this id, or NULL. */
 struct lw_string *lw_model_find_string(const struct lw_model *m, uint64_t id);
+/* The slot of an INFO key in meta.known_infos, or -1 for a key no part
+ * of the report asks for. */
+int lw_model_known_info(const uint8_t *key, size_t len);
+/* The last PYCODE record with id, or NULL. */
+const struct lw_pycode *lw_model_find_pycode(const struct lw_model *m,
+					     uint64_t id);
 
 /* Adds to the share of site in sh (*slot, when not NULL, caches where it
  * is); takes bytes and one allocation back; frees the shares. */

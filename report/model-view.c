@@ -4,6 +4,7 @@
  * order, stacks with their Python frames merged in, names.
  */
 #include "model.h"
+#include "model-parts.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -110,7 +111,16 @@ const struct lw_bytes *lw_model_info_bytes(const struct lw_model *m,
 const struct lw_bytes *lw_model_info(const struct lw_model *m, const char *key)
 {
 	struct lw_bytes k = { (const uint8_t *)key, strlen(key) };
+	int known = lw_model_known_info(k.data, k.len);
 
+	/* The keys the report asks for, in constant time: some are asked
+	 * for once per site, and a trace may hold any number of INFO
+	 * records. */
+	if (known >= 0) {
+		size_t i = m->meta.known_infos[known];
+
+		return i ? &m->meta.infos[i - 1].value : NULL;
+	}
 	return lw_model_info_bytes(m, k);
 }
 
@@ -155,23 +165,11 @@ bool lw_model_site_native_thread(const struct lw_model *m, uint32_t site)
 	       lw_model_info(m, "python") != NULL;
 }
 
-static const struct lw_pycode *find_pycode(const struct lw_model *m,
-					    uint64_t id)
-{
-	if (id - 1 < m->stacks.pycode_count && m->stacks.pycodes[id - 1].id == id)
-		return &m->stacks.pycodes[id - 1];
-	for (size_t i = m->stacks.pycode_count; i-- > 0;) {
-		if (m->stacks.pycodes[i].id == id)
-			return &m->stacks.pycodes[i];
-	}
-	return NULL;
-}
-
 void lw_model_pyframe_names(const struct lw_model *m,
 			    const struct lw_trace_pyframe *frame,
 			    struct lw_bytes *function, struct lw_bytes *file)
 {
-	const struct lw_pycode *code = find_pycode(m, frame->code_id);
+	const struct lw_pycode *code = lw_model_find_pycode(m, frame->code_id);
 	const struct lw_string *s;
 
 	function->data = file->data = NULL;

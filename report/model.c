@@ -353,16 +353,59 @@ int lw_model_finish(struct lw_model *m)
 	return 0;
 }
 
+/*
+ * Strings and code objects by id. Ids are normally dense from 1, so the
+ * record with id is first looked for at index id - 1; the table holds the
+ * index of the last record with each id, so that any ids a trace holds
+ * (sparse, repeated) are found in constant time, not by a scan.
+ */
+static const struct lw_addr_table_kind id_kind = {
+	.slot_size = sizeof(struct lw_id_slot),
+	.used_offset = offsetof(struct lw_id_slot, used),
+	.alloc = malloc,
+	.release = free,
+	.max_load = 128,
+};
+
+static int index_id(struct lw_addr_table *t, uint64_t id, size_t index)
+{
+	struct lw_id_slot *slot;
+	bool found;
+
+	if (index > UINT32_MAX)
+		return -ENOMEM;
+	slot = lw_addr_table_put(t, &id_kind, id, &found);
+	if (!slot)
+		return -ENOMEM;
+	slot->index = (uint32_t)index;
+	return 0;
+}
+
+static const struct lw_id_slot *find_id(const struct lw_addr_table *t,
+					uint64_t id)
+{
+	return lw_addr_table_find(t, &id_kind, id);
+}
+
 struct lw_string *lw_model_find_string(const struct lw_model *m, uint64_t id)
 {
-	/* Ids are normally dense from 1: try the direct index first. */
+	const struct lw_id_slot *slot;
+
 	if (id - 1 < m->meta.string_count && m->meta.strings[id - 1].id == id)
 		return &m->meta.strings[id - 1];
-	for (size_t i = m->meta.string_count; i-- > 0;) {
-		if (m->meta.strings[i].id == id)
-			return &m->meta.strings[i];
-	}
-	return NULL;
+	slot = find_id(&m->meta.string_ids, id);
+	return slot ? &m->meta.strings[slot->index] : NULL;
+}
+
+const struct lw_pycode *lw_model_find_pycode(const struct lw_model *m,
+					     uint64_t id)
+{
+	const struct lw_id_slot *slot;
+
+	if (id - 1 < m->stacks.pycode_count && m->stacks.pycodes[id - 1].id == id)
+		return &m->stacks.pycodes[id - 1];
+	slot = find_id(&m->stacks.pycode_ids, id);
+	return slot ? &m->stacks.pycodes[slot->index] : NULL;
 }
 
 static int model_stack(void *ctx, uint64_t id, const uint64_t *frames,
@@ -426,6 +469,8 @@ static int model_string(void *ctx, uint64_t id, struct lw_bytes text)
 	if (!all)
 		return -ENOMEM;
 	m->meta.strings = all;
+	if (index_id(&m->meta.string_ids, id, m->meta.string_count) < 0)
+		return -ENOMEM;
 	all[m->meta.string_count].id = id;
 	all[m->meta.string_count].text = text;
 	all[m->meta.string_count].phase_begins = 0;
@@ -433,9 +478,26 @@ static int model_string(void *ctx, uint64_t id, struct lw_bytes text)
 	return 0;
 }
 
+int lw_model_known_info(const uint8_t *key, size_t len)
+{
+	/* Every key the report's parts pass to lw_model_info(). */
+	static const char *const known[LW_KNOWN_INFO_KEYS] = {
+		"exe", "cmdline", "cwd", "leakwatch", "cudart", "python",
+		"python_eval", "step_source", "torch_alloc_conf",
+		"torch_alloc_conf_source", "rank", "cudart_runtimes",
+	};
+
+	for (int i = 0; i < LW_KNOWN_INFO_KEYS && known[i]; i++) {
+		if (strlen(known[i]) == len && memcmp(known[i], key, len) == 0)
+			return i;
+	}
+	return -1;
+}
+
 static int model_info(void *ctx, struct lw_bytes key, struct lw_bytes value)
 {
 	struct lw_model *m = ctx;
+	int known = lw_model_known_info(key.data, key.len);
 	struct lw_info *all;
 
 	all = lw_grow_array(m->meta.infos, &m->meta.info_capacity, m->meta.info_count + 1,
@@ -446,6 +508,8 @@ static int model_info(void *ctx, struct lw_bytes key, struct lw_bytes value)
 	all[m->meta.info_count].key = key;
 	all[m->meta.info_count].value = value;
 	m->meta.info_count++;
+	if (known >= 0)
+		m->meta.known_infos[known] = m->meta.info_count;
 	return 0;
 }
 
@@ -527,6 +591,32 @@ static int model_holder(void *ctx, uint64_t address, uint64_t path,
 	return 0;
 }
 
+static int model_pypath(void *ctx, uint64_t kind, uint64_t path,
+			uint64_t name)
+{
+	struct lw_model *m = ctx;
+	struct lw_trace_meta *meta = &m->meta;
+	struct lw_pypath *grown;
+
+	if (kind == 0 || kind > LW_PYPATH_KIND_MAX || path == 0 ||
+	    meta->pypath_count == LW_PYPATHS_MAX)
+		return 0;	/* a newer writer's kind, or too many */
+	for (size_t i = 0; i < meta->pypath_count; i++) {
+		const struct lw_pypath *p = &meta->pypaths[i];
+
+		if (p->kind == kind && p->path == path && p->name == name)
+			return 0;
+	}
+	grown = lw_grow_array(meta->pypaths, &meta->pypath_capacity,
+			      meta->pypath_count + 1, sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	meta->pypaths = grown;
+	meta->pypaths[meta->pypath_count++] =
+		(struct lw_pypath){ kind, path, name };
+	return 0;
+}
+
 const char *lw_alloc_error_name(uint64_t api, uint64_t error)
 {
 	/* The codes an allocation returns in practice; the runtime's and
@@ -576,6 +666,8 @@ static int model_pycode(void *ctx, uint64_t id, uint64_t file_string,
 	if (!all)
 		return -ENOMEM;
 	m->stacks.pycodes = all;
+	if (index_id(&m->stacks.pycode_ids, id, m->stacks.pycode_count) < 0)
+		return -ENOMEM;
 	all[m->stacks.pycode_count].id = id;
 	all[m->stacks.pycode_count].file_string = file_string;
 	all[m->stacks.pycode_count].name_string = name_string;
@@ -664,6 +756,8 @@ static int model_mark(void *ctx, uint64_t kind)
 	m->program_end_sites = sites;
 	m->program_end_site_count = m->sites.count;
 	m->program_end_steps = m->counts.steps;
+	m->torch.program_end_allocated = m->torch.allocated_bytes;
+	m->torch.program_end_reserved = m->torch.reserved_bytes;
 	m->have_program_end = true;
 	return 0;
 }
@@ -693,6 +787,7 @@ const struct lw_trace_ops lw_model_ops = {
 	.holder = model_holder,
 	.short_lived_change = lw_model_on_short_lived_change,
 	.short_lived = lw_model_on_short_lived,
+	.pypath = model_pypath,
 };
 
 int lw_model_init(struct lw_model *m)
@@ -719,12 +814,15 @@ void lw_model_fini(struct lw_model *m)
 	free(m->stacks.items);
 	free(m->stacks.frames);
 	free(m->meta.strings);
+	lw_addr_table_clear(&m->meta.string_ids, &id_kind);
+	lw_addr_table_clear(&m->stacks.pycode_ids, &id_kind);
 	free(m->meta.infos);
 	free(m->meta.warnings);
 	free(m->meta.modules);
 	free(m->stacks.pycodes);
 	free(m->holders.items);
 	free(m->short_lived.items);
+	free(m->meta.pypaths);
 	free(m->stacks.pyframes);
 	free(m->stacks.evals);
 	free(m->program_end_sites);

@@ -139,10 +139,13 @@ struct lw_torch_memory {
 	uint64_t peak_allocated_bytes;
 	uint64_t peak_reserved_bytes;
 	uint64_t step_peak_reserved;	/* the most since the last point */
-	/* Live segments: keys and sizes (few: one per cache miss). */
-	uint64_t *segment_keys;
-	uint64_t *segment_sizes;
-	size_t segment_count, segment_capacity;
+	/* At the PROGRAM_END mark (what the program's own code last saw;
+	 * finalization frees much afterwards). */
+	uint64_t program_end_allocated;
+	uint64_t program_end_reserved;
+	/* Live segments by key (torch.c): few in a real run, one per cache
+	 * miss, but found without a scan whatever a trace holds. */
+	struct lw_addr_table live_segments;
 	uint64_t api;			/* of the CONTEXT in force */
 };
 
@@ -172,16 +175,40 @@ struct lw_live_count {
 	uint64_t live_count;
 };
 
+/* What a run of frames folded into one stands for (pystack.h). */
+enum lw_fold_kind {
+	LW_FOLD_NONE,		/* not folded: a frame of its own */
+	LW_FOLD_INTERPRETER,	/* the interpreter's, libffi's, pybind11's */
+	LW_FOLD_START,		/* the start of the process or thread */
+	LW_FOLD_FRAMEWORK,	/* the framework's libraries: one operator */
+};
+
+/*
+ * What a run of the framework's frames did, in the report symbolizer's
+ * strings (NULL where unknown): the operator, NAME of the outermost
+ * at::_ops::NAME::call or ::redispatch frame ("empty_strided"); the
+ * autograd node whose apply() ran it ("MmBackward0"); the file name of the
+ * module of its outermost frame ("libtorch_cpu.so").
+ */
+struct lw_fold_name {
+	const char *op;
+	const char *node;
+	const char *module;
+	uint32_t op_len;
+	uint32_t node_len;
+};
+
 /* One frame of a stack as reported: native or Python. */
 struct lw_frame {
 	bool python;
 	uint64_t address;			/* native: return address */
 	const struct lw_trace_pyframe *py;	/* Python */
-	/* A run of this many frames folded into one (lw_fold_stack):
-	 * the start of the process or thread when folded_start, else
-	 * the interpreter's; python and address then mean nothing. */
+	/* A run of this many frames folded into one (lw_fold_stack), of
+	 * kind fold (enum lw_fold_kind); python and address then mean
+	 * nothing. */
 	uint32_t folded;
-	bool folded_start;
+	uint8_t fold;
+	struct lw_fold_name name;	/* LW_FOLD_FRAMEWORK */
 };
 
 /* A live allocation, keyed by addr in the model's live table. */
@@ -309,6 +336,14 @@ struct lw_holder {
 	uint32_t search;	/* which search found it, from 1 */
 };
 
+/* A fact of the interpreter about where Python code comes from (PYPATH);
+ * a trace's first LW_PYPATHS_MAX distinct ones are kept. */
+#define LW_PYPATHS_MAX 4096
+struct lw_pypath {
+	uint64_t kind;		/* enum lw_pypath_kind */
+	uint64_t path, name;	/* string ids; name 0: none */
+};
+
 /* Allocation calls of one API that failed with one error. */
 struct lw_failed_allocation {
 	uint64_t api;		/* enum lw_api */
@@ -346,6 +381,7 @@ struct lw_stack_table {
 	size_t frame_count, frame_capacity;
 	struct lw_pycode *pycodes;
 	size_t pycode_count, pycode_capacity;
+	struct lw_addr_table pycode_ids;	/* of struct lw_id_slot */
 	struct lw_trace_pyframe *pyframes;
 	size_t pyframe_count, pyframe_capacity;
 	uint32_t *evals;
@@ -438,12 +474,27 @@ struct lw_peak {
 };
 
 /* What the trace says of itself and its process. */
+/* INFO keys a report asks for, found without a scan (model.c). */
+#define LW_KNOWN_INFO_KEYS 16
+
+/* The position of the last record with an id, in an array: strings and
+ * code objects, whose ids a trace need not keep dense (model.c). */
+struct lw_id_slot {
+	uint64_t id;
+	uint32_t index;
+	uint8_t used;
+};
+
 struct lw_trace_meta {
 	struct lw_trace_header header;
 	struct lw_string *strings;
 	size_t string_count, string_capacity;
+	struct lw_addr_table string_ids;	/* of struct lw_id_slot */
 	struct lw_info *infos;
 	size_t info_count, info_capacity;
+	/* For each key the report asks for (model.c), 1 + the index of its
+	 * last INFO record; 0: none. */
+	size_t known_infos[LW_KNOWN_INFO_KEYS];
 	struct lw_bytes *warnings;
 	size_t warning_count, warning_capacity;
 	struct lw_trace_module *modules;
@@ -459,6 +510,9 @@ struct lw_trace_meta {
 	uint64_t end_events;
 	uint64_t end_dropped;
 	uint64_t dropped;	/* sum of DROPPED records */
+	/* PYPATH records, in trace order, each distinct one once. */
+	struct lw_pypath *pypaths;
+	size_t pypath_count, pypath_capacity;
 };
 
 /* Holders, in trace order; whether a search ran out of time. A search is

@@ -17,6 +17,8 @@
 #include "trace-reader.h"
 
 struct lw_locations;
+struct lw_user_code;
+struct lw_code_dirs;
 
 /* Everything known about one trace that was read. */
 struct lw_report {
@@ -37,6 +39,8 @@ struct lw_report {
 	/* Every native frame of a Python stack, the interpreter's too
 	 * (--native); otherwise those are folded (pystack.h). */
 	bool native;
+	/* Whose code a Python frame is (usercode.h); NULL: by its path. */
+	struct lw_user_code *code;
 	/* The sites' locations (locations.h), found once for every view. */
 	struct lw_locations *locations;
 	/* Growth and diagnosis (analysis.h), made once for every view;
@@ -53,6 +57,8 @@ struct lw_report_options {
 	const struct lw_rules *rules;	/* diagnosis; NULL: none */
 	bool native;	/* --native: no frame folded */
 	bool sites;	/* --sites: each site of a location too */
+	/* --user-code and LEAKWATCH_USER_CODE; NULL: none named. */
+	const struct lw_code_dirs *user_code;
 };
 
 #define LW_DEFAULT_TOP 10
@@ -82,7 +88,7 @@ void lw_json_end_list(FILE *out);
 /*
  * The frame a site's report leads with, chosen from its stack (frames,
  * from lw_model_stack()): the innermost Python frame of the user's own code
- * (origin.h), else the innermost Python frame, else the innermost native
+ * (usercode.h), else the innermost Python frame, else the innermost native
  * frame in a module that is not CUDA's (origin.h), else the innermost
  * frame. A native frame that holds inlined calls stands for the innermost
  * of them, symbol->frames[0].

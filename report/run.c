@@ -24,6 +24,7 @@
 #include "formats.h"
 #include "lw-size.h"
 #include "lw-report-config.h"
+#include "output.h"
 
 #define LIBRARY_NAME "libleakwatch.so"
 
@@ -52,7 +53,8 @@ void lw_run_usage(FILE *out)
 	      "  --max-growth SIZE   also judge growth as `leakwatch check` does; when\n"
 	      "                      CMD succeeded but grew faster, exit with 23\n"
 	      "  --min-steps N       steps needed before growth is judged (default 10)\n"
-	      "  --rules FILE, --suppressions FILE  as for `leakwatch report`\n"
+	      "  --rules FILE, --suppressions FILE, --user-code DIR\n"
+	      "                      as for `leakwatch report`\n"
 	      "  --torch-allocator async|keep\n"
 	      "                      keep (default): leave PyTorch's allocator as it is\n"
 	      "                      configured (its tensors are seen through its hooks);\n"
@@ -71,8 +73,9 @@ void lw_run_usage(FILE *out)
 	      "installation. The exit status is CMD's (128+N if a signal N killed it; 127\n"
 	      "if CMD was not found, 126 if it could not be run; 2 for bad usage; 23 when\n"
 	      "CMD exited 0 but grew faster than --max-growth; 24 when CMD exited 0,\n"
-	      "--max-growth was given and growth could not be judged: a trace could not\n"
-	      "be written, or every CUDA allocation failed).\n",
+	      "--max-growth was given and growth could not be judged: no trace was\n"
+	      "written, a trace could not be written or is damaged, or every CUDA\n"
+	      "allocation failed).\n",
 	      out);
 }
 
@@ -397,13 +400,15 @@ static int exit_status(int status)
  * Reports the traces the run wrote; with gate, also judges their growth
  * against max_growth (on stderr). Returns 0, or the exit status the gate
  * asks for: LW_EXIT_GROWTH when one grew too fast, LW_EXIT_UNJUDGED when
- * one could not be judged (its trace could not be written, or every
- * allocation failed).
+ * one could not be judged (no trace was written, its trace could not be
+ * written or is damaged, or every allocation failed).
  */
-static int report_traces(FILE *out, const char *manifest, bool no_report,
+static int report_traces(struct lw_output *file, const char *manifest,
+			 bool no_report,
 			 const struct lw_output_options *options, bool gate,
 			 uint64_t max_growth)
 {
+	FILE *out = file->file ? file->file : stderr;
 	char *text = NULL, **paths = NULL;
 	size_t count = 0, failed = 0;
 	bool over = false, unjudged = false;
@@ -413,6 +418,7 @@ static int report_traces(FILE *out, const char *manifest, bool no_report,
 	if (rc < 0) {
 		lw_error("cannot read the list of traces %s: %s", manifest,
 			 strerror(-rc));
+		lw_output_close(file, false, NULL, 0);
 		return gate ? LW_EXIT_UNJUDGED : 0;
 	}
 	for (size_t i = 0; i < failed; i++) {
@@ -422,8 +428,14 @@ static int report_traces(FILE *out, const char *manifest, bool no_report,
 		fputs(" could not be written (see the warning above): nothing of that process was recorded\n",
 		      stderr);
 	}
-	if (count == 0 && failed == 0)
+	/* A gate that saw nothing does not pass: a program can allocate
+	 * where the shim never ran. */
+	if (count == 0 && failed == 0 && gate) {
+		lw_error("growth cannot be judged: no trace was written: no CUDA allocation reached the shim (the program made none, or the shim was not loaded where it did: LD_PRELOAD dropped by a launcher or a set-user-ID program, a statically linked program, CUDA reached by other means)");
+		unjudged = true;
+	} else if (count == 0 && failed == 0) {
 		lw_error("no trace was written (the program made no CUDA allocation)");
+	}
 	if (no_report) {
 		for (size_t i = 0; i < count; i++) {
 			fputs("leakwatch: trace written to ", stderr);
@@ -438,10 +450,13 @@ static int report_traces(FILE *out, const char *manifest, bool no_report,
 		if (rc < 0)
 			lw_error("cannot write the report: %s", strerror(-rc));
 	}
+	/* Never over a trace of the run, were -o one of them. */
+	lw_output_close(file, rc >= 0, (const char *const *)paths, count);
 	for (size_t i = 0; gate && i < count; i++) {
 		rc = lw_check_file(stderr, paths[i], max_growth,
 				   options->report.min_steps,
-				   options->report.rules);
+				   options->report.rules,
+				   options->report.user_code);
 		over |= rc == 1;
 		unjudged |= rc == LW_CHECK_UNJUDGED;
 	}
@@ -455,7 +470,9 @@ static int report_traces(FILE *out, const char *manifest, bool no_report,
 	return over ? LW_EXIT_GROWTH : unjudged ? LW_EXIT_UNJUDGED : 0;
 }
 
-int lw_cmd_run(int argc, char **argv)
+/* The command; options (its user code) released by the caller. */
+static int run_command(int argc, char **argv,
+		       struct lw_output_options *options)
 {
 	static const struct option long_options[] = {
 		{ "trace", required_argument, NULL, 't' },
@@ -467,20 +484,19 @@ int lw_cmd_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct lw_output_options options = LW_OUTPUT_OPTIONS_DEFAULT;
 	const char *trace_pattern = NULL, *output = NULL, *torch_allocator = NULL;
 	const char *trace_detail = NULL;
 	char library[PATH_MAX], manifest[PATH_MAX];
 	bool no_report = false, gate = false;
 	uint64_t max_growth = 0;
+	struct lw_output file = { 0 };
 	struct lw_rules rules;
-	FILE *out = stderr;
 	int c, rc, status = 0, exit_code;
 
 	opterr = 0;
 	/* "+": stop at the first argument that is not an option (CMD). */
 	while ((c = getopt_long(argc, argv, "+:o:h", long_options, NULL)) != -1) {
-		rc = lw_output_option(c, optarg, &options, &output);
+		rc = lw_output_option(c, optarg, options, &output);
 		if (rc < 0)
 			return LW_EXIT_USAGE;
 		if (rc > 0)
@@ -539,13 +555,13 @@ int lw_cmd_run(int argc, char **argv)
 	if (find_library(library) < 0)
 		return LW_EXIT_USAGE;
 	/* Read before the run, so that a bad file fails before it. */
-	if (lw_load_rules(&options, &rules) < 0) {
+	if (lw_load_rules(options, &rules) < 0 ||
+	    lw_load_user_code(options) < 0) {
 		lw_rules_fini(&rules);
 		return LW_EXIT_USAGE;
 	}
 	/* Opened before the run, so that a bad path fails before it. */
-	if (output && !(out = fopen(output, "w"))) {
-		lw_error("%s: %s", output, strerror(errno));
+	if (output && lw_output_open(&file, output, NULL, 0) < 0) {
 		lw_rules_fini(&rules);
 		return LW_EXIT_USAGE;
 	}
@@ -590,8 +606,8 @@ int lw_cmd_run(int argc, char **argv)
 		lw_error("%s: %s", argv[optind], strerror(-rc));
 		exit_code = 126;
 	} else {
-		int verdict = report_traces(out, manifest, no_report,
-					    &options, gate, max_growth);
+		int verdict = report_traces(&file, manifest, no_report,
+					    options, gate, max_growth);
 		exit_code = exit_status(status);
 		/* The program's own failure is never masked. */
 		if (verdict && exit_code == 0)
@@ -600,8 +616,17 @@ int lw_cmd_run(int argc, char **argv)
 remove_manifest:
 	unlink(manifest);
 out:
-	if (out != stderr && fclose(out) != 0)
-		lw_error("%s: %s", output, strerror(errno));
+	/* Where the report was not written: nothing left behind. */
+	lw_output_close(&file, false, NULL, 0);
 	lw_rules_fini(&rules);
 	return exit_code;
+}
+
+int lw_cmd_run(int argc, char **argv)
+{
+	struct lw_output_options options = LW_OUTPUT_OPTIONS_DEFAULT;
+	int rc = run_command(argc, argv, &options);
+
+	lw_code_dirs_fini(&options.user_code);
+	return rc;
 }

@@ -236,10 +236,19 @@ static void put_summary(FILE *out, const struct lw_report *r,
 		fputs(" (each call went to its caller's own)\n", out);
 	}
 	lw_put_torch_text(out, m);
-	if (res->truncated)
-		fprintf(out, "  trace: TRUNCATED: the trace ends early (process killed or still running); showing %" PRIu64 " events up to the last flush\n",
-			counts->events);
-	else
+	if (res->truncated) {
+		char why[384];
+
+		lw_trace_describe_end(res, why, sizeof(why));
+		fputs("  trace: ", out);
+		lw_put_text_str(out, why);
+		if (res->damaged)
+			fprintf(out, "; showing the %" PRIu64 " events before it\n",
+				counts->events);
+		else
+			fprintf(out, "; showing %" PRIu64 " events up to the last flush\n",
+				counts->events);
+	} else
 		fprintf(out, "  trace: complete, %" PRIu64 " events\n", counts->events);
 	if (res->zero_tail)
 		fprintf(out, "  (the last %zu bytes of the file are zeros that were never written)\n",
@@ -469,14 +478,61 @@ static void put_site_header(FILE *out, const struct lw_report *r, size_t rank,
 	putc('\n', out);
 }
 
-/* A site's location line and its stack. */
+/* "(not a leak: REASON)" under a live site whose memory is none, where no
+ * finding says so. */
+static void put_not_a_leak(FILE *out, const struct lw_report *r,
+			   uint32_t site)
+{
+	const struct lw_diagnosis *d = &r->analysis->diagnosis;
+	const struct lw_site_diagnosis *sd;
+
+	if (!d->sites || site >= d->site_count)
+		return;
+	sd = &d->sites[site];
+	if (sd->category == LW_CATEGORY_NOT_A_LEAK && sd->reason &&
+	    sd->finding >= d->finding_count)
+		fprintf(out, "    (not a leak: %s)\n", sd->reason);
+}
+
+/* "... N more frames" for frames left out by --frames, if any. */
+static void put_skipped(FILE *out, size_t *skipped)
+{
+	if (*skipped)
+		fprintf(out, FRAME_LEAD "... %zu more frame%s\n", *skipped,
+			*skipped == 1 ? "" : "s");
+	*skipped = 0;
+}
+
+/* A folded run: its operator for the framework's, how many it holds. */
+static void put_folded(FILE *out, const struct lw_frame *f)
+{
+	const char *s = f->folded == 1 ? "" : "s";
+
+	if (f->fold == LW_FOLD_FRAMEWORK) {
+		fputs(FRAME_LEAD, out);
+		lw_put_fold_label(out, f, lw_put_text);
+		fprintf(out, "  (%" PRIu32 " framework frame%s)\n", f->folded,
+			s);
+	} else {
+		fprintf(out, FRAME_LEAD "... %" PRIu32 " %s frame%s\n",
+			f->folded,
+			f->fold == LW_FOLD_START ? "start-up" : "interpreter",
+			s);
+	}
+}
+
+/*
+ * A site's location line and its stack: every Python frame, every folded
+ * run, and at most max_frames (0: all) native frames, those past it
+ * counted where they were left out.
+ */
 static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 			  size_t max_frames)
 {
 	const struct lw_model *m = r->model;
 	struct lw_site_stack st;
 	struct lw_frame *frames;
-	size_t count, shown;
+	size_t count, native = 0, skipped = 0;
 	int rc = lw_site_stack(r, site, &st);
 
 	frames = st.frames;
@@ -494,22 +550,25 @@ static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 	/* After the location, which points into the frames. */
 	if ((rc = lw_fold_stack(r, frames, &count)) < 0)
 		goto out;
-	shown = max_frames && max_frames < count ? max_frames : count;
-	for (size_t i = 0; i < shown; i++) {
+	for (size_t i = 0; i < count; i++) {
 		const struct lw_symbol *sym;
 
-		if (frames[i].folded) {
-			fprintf(out, FRAME_LEAD "... %" PRIu32 " %s frame%s\n",
-				frames[i].folded,
-				frames[i].folded_start ? "start-up" : "interpreter",
-				frames[i].folded == 1 ? "" : "s");
+		if (frames[i].fold != LW_FOLD_NONE) {
+			put_skipped(out, &skipped);
+			put_folded(out, &frames[i]);
 			continue;
 		}
 		if (frames[i].python) {
+			put_skipped(out, &skipped);
 			put_pyframe(out, m, FRAME_LEAD, frames[i].py);
 			putc('\n', out);
 			continue;
 		}
+		if (max_frames && native == max_frames) {
+			skipped++;
+			continue;
+		}
+		native++;
 		if ((rc = lw_symbolize(r->symbolizer, frames[i].address,
 				       &sym)) < 0)
 			goto out;
@@ -519,9 +578,7 @@ static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 			putc('\n', out);
 		}
 	}
-	if (shown < count)
-		fprintf(out, FRAME_LEAD "... %zu more frame%s\n", count - shown,
-			count - shown == 1 ? "" : "s");
+	put_skipped(out, &skipped);
 out:
 	lw_site_stack_fini(&st);
 	return rc;
@@ -545,6 +602,7 @@ static int put_location_entry(FILE *out, const struct lw_report *r,
 
 	if (sum->sites == 1) {
 		put_site_header(out, r, rank, sum->lead);
+		put_not_a_leak(out, r, sum->lead);
 		return put_site_stack(out, r, sum->lead, options->frames);
 	}
 	for (size_t i = 0; i < site_count; i++)
@@ -554,6 +612,7 @@ static int put_location_entry(FILE *out, const struct lw_report *r,
 		rank, lw_format_size(size, sum->bytes), sum->bytes, sum->count,
 		sum->count == 1 ? "" : "s", kind_labels[lw_model_site(m, sum->lead)->kind],
 		made, sum->sites);
+	put_not_a_leak(out, r, sum->lead);
 	if ((rc = put_site_stack(out, r, sum->lead, options->frames)) < 0)
 		return rc;
 	if (!options->sites) {
@@ -651,9 +710,12 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 			lw_format_rate(rate, g.run.per_step),
 			lw_format_rate(per10k, g.run.per_step * 10000),
 			lw_model_step_stride(m) > 1 ? " (series downsampled)" : "");
-	else if (g.run.verdict == LW_VERDICT_PLATEAU)
+	else if (g.run.verdict == LW_VERDICT_PLATEAU && g.run.per_step > 0)
 		fprintf(out, "Growth: plateau; device memory rose by %s per step, then stopped growing%s\n",
 			lw_format_rate(rate, g.run.per_step),
+			lw_model_step_stride(m) > 1 ? " (series downsampled)" : "");
+	else if (g.run.verdict == LW_VERDICT_PLATEAU)
+		fprintf(out, "Growth: plateau; device memory rose, then stopped growing%s\n",
 			lw_model_step_stride(m) > 1 ? " (series downsampled)" : "");
 	else
 		fprintf(out, "Growth: %s; device memory does not grow from step to step (%s per step)%s\n",
@@ -1056,7 +1118,7 @@ static int text_end(struct lw_render_run *run)
 	if (run->count < 2)
 		return 0;
 	return lw_merged_view(run->out, run->paths, run->count,
-			      run->options->min_steps);
+			      run->options->min_steps, run->options->user_code);
 }
 
 const struct lw_renderer lw_text_renderer = {

@@ -2,6 +2,8 @@
 #include "torch.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,53 +74,46 @@ void lw_torch_block_born(struct lw_torch_memory *t, uint64_t size)
 		t->peak_allocated_bytes = t->allocated_bytes;
 }
 
-/* The index of the live segment at key, or segment_count. */
-static size_t segment_at(const struct lw_torch_memory *t, uint64_t key)
-{
-	size_t i;
+/* A live segment: its key (address or handle) and size. */
+struct live_segment {
+	uint64_t key;
+	uint64_t size;
+	uint8_t used;
+};
 
-	for (i = t->segment_count; i > 0; i--)
-		if (t->segment_keys[i - 1] == key)
-			return i - 1;
-	return t->segment_count;
-}
+static const struct lw_addr_table_kind segment_kind = {
+	.slot_size = sizeof(struct live_segment),
+	.used_offset = offsetof(struct live_segment, used),
+	.alloc = malloc,
+	.release = free,
+	.max_load = 128,
+};
 
 int lw_torch_segment_free(void *ctx, uint64_t key)
 {
 	struct lw_torch_memory *t = &((struct lw_model *)ctx)->torch;
-	size_t i = segment_at(t, key);
+	struct live_segment *s =
+		lw_addr_table_find(&t->live_segments, &segment_kind, key);
 
-	if (i == t->segment_count)
+	if (!s)
 		return 0;
-	t->reserved_bytes -= t->segment_sizes[i];
-	t->segment_count--;
-	t->segment_keys[i] = t->segment_keys[t->segment_count];
-	t->segment_sizes[i] = t->segment_sizes[t->segment_count];
+	t->reserved_bytes -= s->size;
+	lw_addr_table_remove(&t->live_segments, &segment_kind, s);
 	return 0;
 }
 
 int lw_torch_segment(void *ctx, uint64_t key, uint64_t size, int64_t device)
 {
 	struct lw_torch_memory *t = &((struct lw_model *)ctx)->torch;
+	struct live_segment *s;
+	bool found;
 
 	(void)device;
 	lw_torch_segment_free(ctx, key); /* a segment missed freed */
-	if (t->segment_count == t->segment_capacity) {
-		size_t n = t->segment_capacity ? 2 * t->segment_capacity : 64;
-		uint64_t *keys = realloc(t->segment_keys, n * sizeof(*keys));
-
-		if (!keys)
-			return -ENOMEM;
-		t->segment_keys = keys;
-		uint64_t *sizes = realloc(t->segment_sizes, n * sizeof(*sizes));
-		if (!sizes)
-			return -ENOMEM;
-		t->segment_sizes = sizes;
-		t->segment_capacity = n;
-	}
-	t->segment_keys[t->segment_count] = key;
-	t->segment_sizes[t->segment_count] = size;
-	t->segment_count++;
+	s = lw_addr_table_put(&t->live_segments, &segment_kind, key, &found);
+	if (!s)
+		return -ENOMEM;
+	s->size = size;
 	t->segments++;
 	t->reserved_bytes += size;
 	if (t->reserved_bytes > t->peak_reserved_bytes)
@@ -216,8 +211,7 @@ int lw_torch_reserved_growth(const struct lw_model *m, uint64_t min_steps,
 
 void lw_torch_fini(struct lw_model *m)
 {
-	free(m->torch.segment_keys);
-	free(m->torch.segment_sizes);
+	lw_addr_table_clear(&m->torch.live_segments, &segment_kind);
 	free(m->oom.live.items);
 	free(m->oom.grew.items);
 }

@@ -141,10 +141,28 @@ struct lw_trace_ops {
 	int (*short_lived_change)(void *ctx,
 				  const struct lw_trace_short_lived_change *c);
 	int (*short_lived)(void *ctx, const struct lw_trace_short_lived *rec);
+	/* Where Python code comes from: enum lw_pypath_kind (as written,
+	 * unchecked), path and name string ids (name 0: none). */
+	int (*pypath)(void *ctx, uint64_t kind, uint64_t path, uint64_t name);
 };
 
 /* Records between two progress callbacks (a power of two). */
 #define LW_TRACE_PROGRESS_RECORDS (1u << 18)
+
+/* Where a trace that stops early stops (struct lw_trace_result). */
+enum lw_trace_cut {
+	LW_TRACE_CUT_NONE,
+	/* Between two records, or two blocks: the process was killed,
+	 * replaced by an exec, or is still running. */
+	LW_TRACE_CUT_BETWEEN,
+	/* Inside a record (a trace without checksums): a write that stopped
+	 * part-way, or a copy cut short. */
+	LW_TRACE_CUT_RECORD,
+	/* Inside a block its CHECKSUM record announced: a write that stopped
+	 * part-way (a full disk, a file size limit) or is still under way.
+	 * That block's records were read, but could not be checked. */
+	LW_TRACE_CUT_BLOCK,
+};
 
 struct lw_trace_result {
 	struct lw_trace_header header;
@@ -153,20 +171,51 @@ struct lw_trace_result {
 	/* The trace stops early (no END record, or a record cut off by the
 	 * end of the buffer): everything up to end_offset was read. */
 	bool truncated;
+	enum lw_trace_cut cut;	/* where, when truncated */
+	/* LW_TRACE_CUT_RECORD, _BLOCK: the bytes the record or block
+	 * declared, and those of it the file holds. */
+	uint64_t cut_declared;
+	size_t cut_present;
 	uint64_t records;	/* complete records read */
 	size_t end_offset;	/* just past the last complete record */
 	/* Zero bytes at the end taken as space that was never written (a
 	 * preallocated file, or a crash before the data reached the disk). */
 	size_t zero_tail;
+	/* The trace's blocks carry checksums (lw-format.h), and how many of
+	 * them were checked and found sound. */
+	bool checksummed;
+	uint64_t blocks_verified;
+	/*
+	 * A block failed its checksum: the read stopped before it, at
+	 * end_offset (truncated is set too); what came before is sound.
+	 * damaged_block counts from
+	 * 1; events_not_read is what the trace's END record says it holds
+	 * beyond what was read, or UINT64_MAX when that cannot be known.
+	 * message says it in words.
+	 */
+	bool damaged;
+	uint64_t damaged_block;
+	uint64_t events_not_read;
 	/* When the read fails: where and why, as one line of text. */
 	size_t error_offset;
 	char message[192];
 };
 
 /*
+ * Why a usable trace is not complete, in words that follow "trace: " (e.g.
+ * "TRUNCATED: ..."), into out; "" for a complete trace.
+ */
+void lw_trace_describe_end(const struct lw_trace_result *result, char *out,
+			   size_t size);
+/* A damaged trace's damage, in words: which block, what is not read. */
+void lw_trace_describe_damage(const struct lw_trace_result *result,
+			      char *out, size_t size);
+
+/*
  * Reads the trace in [buf, buf + len), calling ops with ctx for each record.
  *
- * Returns 0 for a usable trace, complete or truncated (see result). Returns
+ * Returns 0 for a usable trace, complete, truncated or damaged after a
+ * sound part (see result). Returns
  * -ENODATA for an empty buffer, -EINVAL when it is not a leakwatch trace or
  * its header is incomplete, -EPROTONOSUPPORT for a newer format version,
  * -EBADMSG for corruption, or the negative errno a callback returned; in

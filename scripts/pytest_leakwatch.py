@@ -24,6 +24,12 @@ again with LD_PRELOAD set to the library of --leakwatch-lib (default:
 $LEAKWATCH_LIB, else the installed shim, else the source tree's build).
 Without --leakwatch the marker does nothing and tests run once.
 
+--leakwatch-user-code DIR (repeatable) names the directories of the code
+under test as the program's own, so that a growing site is located at its
+line rather than in the libraries it calls (`leakwatch report --user-code`;
+it sets LEAKWATCH_USER_CODE for the shim and the command). Without it, the
+tests' tree is, less the libraries the interpreter imported.
+
 pip installs the plugin with an entry point, so pytest loads it by itself;
 from a source checkout, put scripts/ on PYTHONPATH and pass -p
 pytest_leakwatch.
@@ -135,6 +141,11 @@ def pytest_addoption(parser):
                          "(default: $LEAKWATCH_LIB, else the installed one)")
     group.addoption("--leakwatch-steps", type=int, default=20, metavar="N",
                     help="runs of a marked test without steps= (default 20)")
+    group.addoption("--leakwatch-user-code", action="append", default=[],
+                    metavar="DIR",
+                    help="Python code under DIR is the program's own: "
+                         "growing sites are located at its lines "
+                         "(repeatable; as leakwatch report --user-code)")
 
 
 def _reexec(config):
@@ -169,10 +180,25 @@ def pytest_configure(config):
         "memory grows by more than max_growth per run")
     if not config.getoption("leakwatch"):
         return
+    _name_user_code(config.getoption("leakwatch_user_code"))
     shim = _Shim()
     if not shim.loaded:
         _reexec(config)
     config._leakwatch = shim
+
+
+def _name_user_code(dirs):
+    """Adds dirs (absolute) to LEAKWATCH_USER_CODE, which the shim and the
+    leakwatch command read, in this pytest and the one started again."""
+    if not dirs:
+        return
+    known = [d for d in os.environ.get("LEAKWATCH_USER_CODE", "").split(
+        os.pathsep) if d]
+    for d in dirs:
+        d = os.path.abspath(d)
+        if d not in known:
+            known.append(d)
+    os.environ["LEAKWATCH_USER_CODE"] = os.pathsep.join(known)
 
 
 def _active(config):

@@ -153,8 +153,29 @@ _ATOM, _SKIP, _SEQ, _DICT, _TENSOR, _ARRAY, _NODE, _CLASS, _OBJECT, \
 # An exception's links, and a traceback's, by their C getters.
 _EXCEPTION_LINKS = [(n, BaseException.__dict__[n].__get__)
                     for n in ("__traceback__", "__context__", "__cause__")]
-_TB_FRAME = types.TracebackType.__dict__["tb_frame"].__get__
-_TB_NEXT = types.TracebackType.__dict__["tb_next"].__get__
+_TRACEBACK_LINKS = [(n, types.TracebackType.__dict__[n].__get__)
+                    for n in ("tb_frame", "tb_next")]
+
+
+def _links(obj, links):
+    """(object, ".name") of each link of obj that is set."""
+    for name, get in links:
+        try:
+            v = get(obj)
+        except Exception:
+            continue
+        if v is not None:
+            yield v, "." + name
+
+
+def _unwrapped(v):
+    """A local's value: a cell's contents (or None if it is empty)."""
+    if type(v) is not types.CellType:
+        return v
+    try:
+        return _cell_contents(v)
+    except Exception:
+        return None
 _ATOM_TYPES = frozenset(_ATOMS)
 
 
@@ -355,12 +376,9 @@ class _Search(object):
         if type(got) is not list:
             return
         for name, v in got:
-            if type(v) is types.CellType:
-                try:
-                    v = _cell_contents(v)
-                except Exception:
-                    continue
-            yield v, ".f_locals[%s]" % _key(name, 0)
+            v = _unwrapped(v)
+            if v is not None:
+                yield v, ".f_locals[%s]" % _key(name, 0)
 
     def _edges(self, n):
         """The named referents of node n: (object, label, whether it is a
@@ -374,22 +392,12 @@ class _Search(object):
         if kind == _SKIP or kind == _ATOM:
             return
         if kind == _TRACEBACK:
-            for name, get in (("tb_frame", _TB_FRAME), ("tb_next", _TB_NEXT)):
-                try:
-                    v = get(obj)
-                except Exception:
-                    continue
-                if v is not None:
-                    yield v, "." + name, False
+            for v, label in _links(obj, _TRACEBACK_LINKS):
+                yield v, label, False
             return
         if _is(obj, BaseException):
-            for name, get in _EXCEPTION_LINKS:
-                try:
-                    v = get(obj)
-                except Exception:
-                    continue
-                if v is not None:
-                    yield v, "." + name, False
+            for v, label in _links(obj, _EXCEPTION_LINKS):
+                yield v, label, False
         if kind == _DICT:
             attr = self._attributes(n)
             for i, (k, v) in enumerate(list(obj.items())):
@@ -520,12 +528,9 @@ class _Search(object):
             where = "%s (%s:%d)" % (code.co_name, code.co_filename,
                                     f.f_lineno)
             for name, v in self._locals(f):
-                if type(v) is types.CellType:
-                    try:
-                        v = _cell_contents(v)
-                    except Exception:
-                        continue
-                self._add_root(v, name, "local of " + where)
+                v = _unwrapped(v)
+                if v is not None:
+                    self._add_root(v, name, "local of " + where)
 
     def _locals(self, f):
         """A function's bound locals, read by the shim; a module's code

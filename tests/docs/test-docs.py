@@ -31,13 +31,15 @@ COMMANDS = ("report", "check", "diff", "run")
 # Options of other programs that the docs show in their command lines.
 OTHER_TOOLS = {
     "meson": {"--benchmark", "--suite", "--verbose", "--prefix", "--setup"},
-    "pip": {"--user"},
+    "pip": {"--user", "--target"},
     "torchrun": {"--nproc-per-node"},
     "the demo's programs": {"--epochs", "--steps"},
     "scripts/bench.sh": {"--quick"},
+    "valgrind": {"--tool"},
     "tests/bench/bench-all.py and bench-torch.py": {"--parts", "--runs",
                                                     "--steps"},
     "tests/bench/bench-week.py": {"--every", "--full-steps"},
+    "tests/torch/test_libraries.py": {"--bare"},
 }
 OPTION = re.compile(r"(?<![\w./-])(--?[a-zA-Z][\w-]*)")
 

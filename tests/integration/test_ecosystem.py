@@ -372,6 +372,33 @@ def holders_run_no_program_code():
           f"the list still holds the losses: {leaks}")
 
 
+DEAD_CODE = """\
+import os, sys
+sys.path.insert(0, os.getcwd())
+with open("lwdead.py", "w") as f:
+    f.write("import tinytensor as tt\\nKEPT = tt.ones(4)\\n")
+import lwdead  # noqa: E402
+# The module's body ran once and its code object is gone: new code objects
+# take the memory it had.
+junk = [compile("x%d = %d\\n" % (i, i), "<junk %d>" % i, "exec")
+        for i in range(2000)]
+print("ok")
+"""
+
+
+def summary_names_dead_code():
+    """The exit summary names a line by what its code was when the
+    allocation was made, not by whatever code object took the address of
+    one that died since (a module's body, once imported)."""
+    env = {"PYTHONPATH": os.pathsep.join(
+        [os.environ["LW_SCRIPTS"],
+         os.path.dirname(os.environ["LW_TINYTENSOR_PY"])])}
+    run = Run([sys.executable, "-c", DEAD_CODE], env=env).expect_ok()
+    check("16 B in 1 allocation at <module> (lwdead.py:2)" in run.stderr,
+          f"the summary names the module's line: {run.stderr}")
+    check("<junk" not in run.stderr, f"a dead code object read: {run.stderr}")
+
+
 def gate_names_growth():
     """The bare gate's exit summary names what grew from step to step,
     also when the program let go of it after its loop (keep_then_free
@@ -399,14 +426,7 @@ def pytest_per_test():
                          "test_two_leaks.py")
     lines = {m: next(i for i, line in enumerate(open(tests), 1)
                      if "# @" + m in line) for m in ("four", "eight")}
-    env = {
-        "PYTHONPATH": os.pathsep.join([os.environ["LW_SCRIPTS"],
-                                       os.path.dirname(
-                                           os.environ["LW_TINYTENSOR_PY"])]),
-        "LEAKWATCH_LIB": LIB,
-        "LEAKWATCH_CLI": CLI,
-        "LD_PRELOAD": "",
-    }
+    env = plugin_env()
     run = Run([py, "-m", "pytest", "-p", "pytest_leakwatch", "-p",
                "no:cacheprovider", "-q", "-rA", tests, "--leakwatch"],
               env=env, preload=False)
@@ -422,6 +442,19 @@ def pytest_per_test():
               f"test_leaks_{test} names its own line and rate: {text}")
         check(f"test_two_leaks.py:{lines[other]}" not in text,
               f"test_leaks_{test} names the other test's line: {text}")
+
+
+def plugin_env():
+    """pytest with the plugin and tinytensor importable; the plugin
+    preloads the shim itself (it starts pytest again)."""
+    return {
+        "PYTHONPATH": os.pathsep.join([os.environ["LW_SCRIPTS"],
+                                       os.path.dirname(
+                                           os.environ["LW_TINYTENSOR_PY"])]),
+        "LEAKWATCH_LIB": LIB,
+        "LEAKWATCH_CLI": CLI,
+        "LD_PRELOAD": "",
+    }
 
 
 def pytest_python():
@@ -444,14 +477,7 @@ def pytest_plugin():
     tests = os.environ["LW_PYTEST_TESTS"]
     kept_line = next(i for i, line in enumerate(open(tests), 1)
                      if "# @kept" in line)
-    env = {
-        "PYTHONPATH": os.pathsep.join([os.environ["LW_SCRIPTS"],
-                                       os.path.dirname(
-                                           os.environ["LW_TINYTENSOR_PY"])]),
-        "LEAKWATCH_LIB": LIB,
-        "LEAKWATCH_CLI": CLI,
-        "LD_PRELOAD": "",
-    }
+    env = plugin_env()
     base = [py, "-m", "pytest", "-p", "pytest_leakwatch", "-p",
             "no:cacheprovider", "-q", "-rA", tests]
     # The plugin preloads the shim itself (it starts pytest again).
@@ -546,4 +572,5 @@ if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         rank_names, two_ranks, dataloader_workers, live_every, signal_flush,
         signal_respected, pytest_plugin, pytest_bad_marker, holders,
-        holders_run_no_program_code, gate_names_growth, pytest_per_test]}))
+        holders_run_no_program_code, gate_names_growth, pytest_per_test,
+        summary_names_dead_code]}))

@@ -40,8 +40,12 @@ REPORT_KEYS = [
     "oom",
     # Device memory by API, device and stream.
     "device_memory_by_context",
+    # How the trace ends; its checksums.
+    "trace_state",
     # The version of docs/report.schema.json.
     "schema_version",
+    # Where the Python code came from, as the interpreter said.
+    "python_paths",
 ]
 VERDICTS = ("growing", "plateau", "sawtooth-flat", "stable", "not-enough-steps")
 POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes",
@@ -50,7 +54,10 @@ POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes",
 TORCH_KEYS = ["conf", "source", "tensors_visible", "expandable_segments",
               "blocks", "segments", "allocated_bytes_at_end",
               "reserved_bytes_at_end", "peak_allocated_bytes",
-              "peak_reserved_bytes"]
+              "peak_reserved_bytes",
+              # What the program's code last saw (null without the mark).
+              "allocated_bytes_at_program_end",
+              "reserved_bytes_at_program_end"]
 OOM_KEYS = ["count", "size", "allocated", "reserved", "device", "step",
             "live_bytes", "live_count", "tracked_allocated",
             "tracked_reserved", "sites", "more_sites", "grew"]
@@ -69,7 +76,7 @@ EVIDENCE_KEYS = ["bytes_per_step", "count_per_step", "live_bytes", "live_count",
                  "lingering_mean_bytes", "typical_peak_bytes",
                  # What it held at step ends, and when it was let go.
                  "held_bytes", "held_count", "held_at_step", "released",
-                 "released_when"]
+                 "released_when", "allocated_bytes"]
 CATEGORIES = ["retained-loss", "metric-copy", "retained-graph",
               "lingering-previous-step", "unreleased-module",
               "cycle-delayed-frees", "growth", "not-a-leak", "cache-growth",
@@ -90,7 +97,9 @@ SITE_KEYS = ["id", "kind", "live_bytes", "live_count", "allocations",
              "leaked", "released"]
 DEVICE_KINDS = ("device", "managed")
 FRAME_KEYS = ["function", "file", "line", "python", "module", "address",
-              "module_offset"]
+              "module_offset",
+              # What the frame folds into in the default views.
+              "folded"]
 
 
 def is_uint(v):
@@ -109,6 +118,9 @@ def check_frame(f, where):
     check(f["file"] is None or isinstance(f["file"], str), f"{where}: file")
     check(f["line"] is None or is_uint(f["line"]), f"{where}: line")
     check(isinstance(f["python"], bool), f"{where}: python")
+    check(f["folded"] is None or (isinstance(f["folded"], str) and
+                                  f["folded"] and not f["python"]),
+          f"{where}: folded")
     if f["python"]:
         check(f["module"] is None and f["address"] is None and
               f["module_offset"] is None, f"{where}: Python frame")
@@ -242,7 +254,9 @@ def check_report(r, where):
     torch = r["torch_allocator"]
     check(torch is None or (isinstance(torch, dict) and
                             list(torch) == TORCH_KEYS and
-                            all(is_uint(torch[k]) for k in TORCH_KEYS[4:]) and
+                            all(is_uint(torch[k]) for k in TORCH_KEYS[4:10]) and
+                            all(torch[k] is None or is_uint(torch[k])
+                                for k in TORCH_KEYS[10:]) and
                             torch["allocated_bytes_at_end"] <=
                             torch["peak_allocated_bytes"] and
                             torch["reserved_bytes_at_end"] <=
@@ -382,7 +396,8 @@ def main():
               "leak-loop: live at exit")
         check(r["sites"][0]["frames"][0] == {
             "function": None, "file": None, "line": None, "python": False,
-            "module": None, "address": "0x401136", "module_offset": None},
+            "module": None, "address": "0x401136", "module_offset": None,
+            "folded": None},
             "leak-loop: raw frame")
 
         # Python frames in place of the evaluation loop's; the report point

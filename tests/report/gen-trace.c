@@ -139,7 +139,7 @@ static void scenario_phases(struct out *o)
 	put_bytes(&p, junk, sizeof(junk));
 	rec_ext(o, 0x7e, &p);
 	p.len = 0;
-	rec_ext(o, 0x50, &p);
+	rec_ext(o, 0x7d, &p);
 	free(p.data);
 
 	rec_phase_begin(o, 1);
@@ -585,6 +585,134 @@ static void scenario_after_end(struct out *o)
 	rec_simple(o, LW_REC_STEP);
 }
 
+/*
+ * The trace's END record counts more events than it holds: the header's
+ * size skips every record but the END one.
+ */
+static void scenario_header_skips_to_end(struct out *o)
+{
+	size_t end;
+
+	std_header(o);
+	leak_loop_body(o, 20);
+	end = o->len;
+	rec_end(o, 0);
+	o->data[10] = (uint8_t)end;
+	o->data[11] = (uint8_t)(end >> 8);
+}
+
+/* An END record whose count is one off. */
+static void scenario_end_miscount(struct out *o)
+{
+	std_header(o);
+	leak_loop_body(o, 20);
+	o->events++;
+	rec_end(o, 0);
+}
+
+/* A record that declares more bytes than any writer writes. */
+static void scenario_record_too_long(struct out *o)
+{
+	std_header(o);
+	leak_loop_body(o, 20);
+	put_u8(o, 0x7e);
+	put_varint(o, 100000);
+	for (unsigned i = 0; i < 500; i++)
+		put_u8(o, (uint8_t)i);
+}
+
+/* A record that runs past the end of the file: 11 KiB of its 20 KiB are
+ * there. */
+static void scenario_record_past_end(struct out *o)
+{
+	std_header(o);
+	leak_loop_body(o, 20);
+	put_u8(o, 0x7e);
+	put_varint(o, 20 * 1024);
+	reserve(o, 11 * 1024);
+	memset(o->data + o->len, 0x55, 11 * 1024);
+	o->len += 11 * 1024;
+}
+
+/* A run that died before its first step: allocations, no STEP, no END. */
+static void scenario_died_before_step(struct out *o)
+{
+	std_header(o);
+	leak_loop_body(o, 0);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7f0000000000, 1 * MiB, 2);
+}
+
+/*
+ * The leak loop as the shim writes it: blocks, each led by its checksum.
+ * Block 1 holds the process's information and stacks, blocks 2 to 5 ten
+ * steps each, block 6 the last free and the END record. Its ALLOC records
+ * of the leaking buffer lie at *leak_offsets (one per step), for the
+ * damaged variants.
+ */
+static void checksummed_loop(struct out *o, size_t *leak_offsets)
+{
+	static const uint64_t leak[] = { 0x401136, 0x4012a0, 0x7f1234029d90 };
+	static const uint64_t temp[] = { 0x401180, 0x4012b0, 0x7f1234029d90 };
+	static const uint64_t weights[] = { 0x4010f0, 0x401290,
+					    0x7f1234029d90 };
+
+	checksummed_header(o);
+	std_info(o);
+	rec_hot1(o, LW_REC_THREAD, PID);
+	rec_context(o, LW_API_CUDA_MALLOC, 0, 0);
+	rec_stack(o, 1, weights, 3);
+	rec_stack(o, 2, temp, 3);
+	rec_stack(o, 3, leak, 3);
+	rec_alloc(o, LW_MEM_DEVICE, 0x7d0000000000, 64 * MiB, 1);
+	seal_block(o);
+	for (unsigned i = 0; i < 40; i++) {
+		uint64_t t = 0x7f0000000000 + i * 0x200000ull;
+
+		rec_hot1(o, LW_REC_TIME, 1000000);
+		rec_alloc(o, LW_MEM_DEVICE, t, 1 * MiB, 2);
+		if (leak_offsets) /* the block's record comes in front */
+			leak_offsets[i] = o->len + LW_CHECKSUM_RECORD_SIZE;
+		rec_alloc(o, LW_MEM_DEVICE, 0x7e0000000000 + i * 0x1000ull,
+			  4096, 3);
+		rec_free(o, t);
+		rec_simple(o, LW_REC_STEP);
+		if (i % 10 == 9)
+			seal_block(o);
+	}
+	rec_free(o, 0x7d0000000000);
+	rec_end(o, 0);
+	seal_block(o);
+}
+
+static void scenario_checksummed(struct out *o)
+{
+	checksummed_loop(o, NULL);
+}
+
+/* One bit of the size of step 25's leaking buffer flipped: 4096 bytes
+ * become 4097. Without its checksum the trace reads as complete. */
+static void scenario_checksum_damaged(struct out *o)
+{
+	size_t leak[40], p;
+
+	checksummed_loop(o, leak);
+	/* The ALLOC record: tag, address delta (2 bytes at most here),
+	 * then the size's varint 0x80 0x20: its low bit. */
+	p = leak[25] + 1;
+	while (o->data[p] & 0x80)
+		p++;
+	o->data[p + 1] ^= 1;
+}
+
+/* The file ends inside block 5: a write that stopped part-way. */
+static void scenario_checksum_cut(struct out *o)
+{
+	size_t leak[40];
+
+	checksummed_loop(o, leak);
+	o->len = leak[35];
+}
+
 /* The "symbols" scenario: real return addresses in this program. */
 __attribute__((noinline)) static uint64_t return_address(void)
 {
@@ -715,6 +843,14 @@ static const struct {
 	{ "bad-varint", scenario_bad_varint },
 	{ "ext-overrun", scenario_ext_overrun },
 	{ "after-end", scenario_after_end },
+	{ "header-skips-to-end", scenario_header_skips_to_end },
+	{ "end-miscount", scenario_end_miscount },
+	{ "record-too-long", scenario_record_too_long },
+	{ "record-past-end", scenario_record_past_end },
+	{ "died-before-step", scenario_died_before_step },
+	{ "checksummed", scenario_checksummed },
+	{ "checksum-damaged", scenario_checksum_damaged },
+	{ "checksum-cut", scenario_checksum_cut },
 	{ "symbols", scenario_symbols },
 	{ "formats", scenario_formats },
 	{ "formats-fixed", scenario_formats_fixed },

@@ -73,6 +73,26 @@ CASES = {
     "ext-overrun": (["ext-overrun"], ["report", "@ext-overrun"], 2),
     "after-end": (["after-end"], ["report", "--format", "json", "@after-end"], 2),
     "pystack-undefined": (["pystack-undefined"], ["report", "@pystack-undefined"], 2),
+    # The END record's count of events against what was read.
+    "header-skips-to-end": (["header-skips-to-end"], ["report", "@header-skips-to-end"], 2),
+    "check-header-skips-to-end": (["header-skips-to-end"], ["check", "--max-growth", "0", "@header-skips-to-end"], 2),
+    "end-miscount": (["end-miscount"], ["report", "@end-miscount"], 2),
+    # A declared length: damage when no writer writes one so long, a cut
+    # when the file ends inside the record.
+    "record-too-long": (["record-too-long"], ["report", "@record-too-long"], 2),
+    "record-past-end-text": (["record-past-end"], ["report", "@record-past-end"], 0),
+    # Checksummed blocks: sound, damaged (read up to the damage, exit 2,
+    # no gate passes), cut inside a block.
+    "checksummed-text": (["checksummed"], ["report", "@checksummed"], 0),
+    "checksummed-json": (["checksummed"], ["report", "--format", "json", "@checksummed"], 0),
+    "checksum-damaged-text": (["checksum-damaged"], ["report", "@checksum-damaged"], 2),
+    "checksum-damaged-json": (["checksum-damaged"], ["report", "--format", "json", "@checksum-damaged"], 2),
+    "check-checksum-damaged": (["checksum-damaged"], ["check", "--max-growth", "1MiB", "@checksum-damaged"], 3),
+    "diff-checksum-damaged": (["checksummed", "checksum-damaged"], ["diff", "@checksummed", "@checksum-damaged"], 3),
+    "checksum-cut-text": (["checksum-cut"], ["report", "@checksum-cut"], 0),
+    # diff against a run with nothing to judge: never "fixed".
+    "diff-header-only": (["leak-loop", "header-only"], ["diff", "@leak-loop", "@header-only"], 3),
+    "diff-died-before-step": (["leak-loop", "died-before-step"], ["diff", "@leak-loop", "@died-before-step"], 3),
     "missing-file": ([], ["report", "missing.trace"], 2),
     "directory": ([], ["report", "."], 2),
     # Command-line mistakes: one line, exit status 2.
@@ -99,6 +119,10 @@ CASES = {
     "step-linear-json": (["step-linear"], ["report", "--format", "json", "@step-linear"], 0),
     "step-tiny-text": (["step-tiny"], ["report", "--top", "2", "@step-tiny"], 0),
     "step-few-text": (["step-few"], ["report", "@step-few"], 0),
+    # What the growth line says of memory that does not grow.
+    "step-plateau-text": (["step-plateau"], ["report", "@step-plateau"], 0),
+    "step-sawtooth-flat-text": (["step-sawtooth-flat"],
+                                ["report", "@step-sawtooth-flat"], 0),
     "check-step-linear": (["step-linear"], ["check", "--max-growth", "512KiB", "@step-linear"], 1),
     "check-step-tiny-ok": (["step-tiny"], ["check", "--max-growth", "1KiB", "@step-tiny"], 0),
     "check-step-few": (["step-few"], ["check", "--max-growth", "0", "@step-few"], 0),

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of origin.c: whose code a Python file or a native module is,
- * decided from paths alone.
+ * decided from paths alone: the user's, CUDA's, the framework's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +18,15 @@ static void check_python(const char *path, enum lw_code_origin expected)
 	if (got != expected) {
 		fprintf(stderr, "%s: %s, expected %s\n", path, names[got],
 			names[expected]);
+		lw_test_failures++;
+	}
+}
+
+static void check_framework(const char *path, bool expected)
+{
+	if (lw_module_is_framework(path) != expected) {
+		fprintf(stderr, "%s: %sthe framework's, expected the opposite\n",
+			path, expected ? "not " : "");
 		lw_test_failures++;
 	}
 }
@@ -86,6 +95,39 @@ int main(void)
 	check_cuda("/libcudart/lib/libtinytensor.so", false);
 	check_cuda("/usr/bin/python3.11", false);
 	check_cuda("", false);
+
+	/* The framework's libraries, whose runs of frames fold: PyTorch's
+	 * wheel and CUDA's, by file name. */
+	check_framework("/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so",
+			true);
+	check_framework("/opt/torch/lib/libtorch_cuda.so", true);
+	check_framework("/opt/torch/lib/libtorch_python.so", true);
+	check_framework("/opt/torch/lib/libtorch.so", true);
+	check_framework("/opt/torch/lib/libc10_cuda.so", true);
+	check_framework("/opt/torch/lib/libc10.so", true);
+	check_framework("/opt/torch/lib/libshm.so", true);
+	check_framework("/opt/torch/lib/libcaffe2_nvrtc.so", true);
+	check_framework("/venv/lib/python3.11/site-packages/torch/_C.cpython-311-x86_64-linux-gnu.so",
+			true);
+	check_framework("/usr/local/cuda/lib64/libcudart.so.12", true);
+	check_framework("/usr/lib/x86_64-linux-gnu/libcuda.so.1", true);
+	check_framework("/venv/lib/python3.11/site-packages/nvidia/cublas/lib/libcublasLt.so.12",
+			true);
+	check_framework("/usr/lib/libcudnn_ops.so.9", true);
+	check_framework("/usr/lib/libnccl.so.2", true);
+	check_framework("libnvrtc.so.12", true);
+	/* Not the framework: the program's own, other libraries, the
+	 * interpreter, leakwatch. */
+	check_framework("/home/user/proj/build/libmyops.so", false);
+	check_framework("/venv/lib/python3.11/site-packages/torchvision/_C.so",
+			false);
+	check_framework("/venv/lib/python3.11/site-packages/numpy/core/_multiarray_umath.so",
+			false);
+	check_framework("/usr/bin/python3.11", false);
+	check_framework("/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0", false);
+	check_framework("/opt/leakwatch/lib/libleakwatch.so", false);
+	check_framework("/usr/lib/x86_64-linux-gnu/libc.so.6", false);
+	check_framework("", false);
 
 	return lw_test_done("test-origin");
 }

@@ -122,6 +122,17 @@ def main():
         check(r.err == "leakwatch: no trace was written (the program made no CUDA allocation)\n",
               f"no trace: {r.err!r}")
 
+        # A gated run that wrote no trace judged nothing: it does not pass,
+        # and says what may have happened (LD_PRELOAD dropped...).
+        r = t.run("--max-growth", "1MiB", "--", "true",
+                  LW_FAKE_SHIM_MODE="none")
+        check(r.returncode == 24, f"gated, no trace: {r.returncode}")
+        check(r.err.count("\n") == 1 and "growth cannot be judged" in r.err
+              and "LD_PRELOAD" in r.err, f"gated, no trace: {r.err!r}")
+        r = t.run("--max-growth", "1MiB", "--", "sh", "-c", "exit 6",
+                  LW_FAKE_SHIM_MODE="none")
+        check(r.returncode == 6, f"gated, no trace, failed: {r.returncode}")
+
         # A trace that cannot be read: its line, and the program's status.
         r = t.run("--", "sh", "-c", "exit 4", LW_FAKE_SHIM_MODE="corrupt")
         check(r.returncode == 4, "corrupt trace keeps the status")

@@ -62,6 +62,13 @@ def main():
             if r.returncode == 0:
                 documents[name] = json.loads(r.stdout)
                 readable.append(trace)
+            elif ": damaged: " in r.stderr:
+                # What came before the damage, reported; the damage is
+                # the error.
+                documents[name] = json.loads(r.stdout)
+                check(documents[name]["trace_state"]["ending"] == "damaged"
+                      and r.stderr.count("\n") == 1,
+                      f"{name}: damaged, yet {r.stderr!r}")
             else:
                 check(r.stdout == "" and r.stderr.count("\n") == 1,
                       f"{name}: unreadable, yet {r.stdout!r:.80} {r.stderr!r}")

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lw-checksum.h"
 #include "lw-format.h"
 
 #define PID 1234
@@ -22,7 +23,12 @@ struct out {
 	uint8_t *data;
 	size_t len, capacity;
 	uint64_t prev_addr;
-	uint64_t events;
+	uint64_t events;	/* ALLOC, FREE, STEP, PHASE_BEGIN, PHASE_END */
+	uint64_t phase_begins;	/* not among the events END counts */
+	/* A checksummed trace (checksummed_header()): where the block
+	 * being written starts, and the chained hash of the last one. */
+	size_t block_start;
+	uint64_t chain;
 };
 
 static inline void reserve(struct out *o, size_t n)
@@ -92,6 +98,32 @@ static inline void header(struct out *o, const char *magic, uint16_t version,
 static inline void std_header(struct out *o)
 {
 	header(o, LW_TRACE_MAGIC, LW_TRACE_VERSION, LW_TRACE_HEADER_SIZE);
+}
+
+/* The header of a trace whose blocks carry checksums: records follow, each
+ * block ended by seal_block(), as the shim writes them. */
+static inline void checksummed_header(struct out *o)
+{
+	std_header(o);
+	o->data[12] |= LW_TRACE_FLAG_CHECKSUMS;
+	o->chain = lw_checksum(0, o->data, LW_TRACE_HEADER_SIZE);
+	o->block_start = o->len;
+}
+
+/* Puts the CHECKSUM record of the records written since the last block in
+ * front of them (lw-format.h). */
+static inline void seal_block(struct out *o)
+{
+	size_t len = o->len - o->block_start;
+	uint8_t *block;
+
+	reserve(o, LW_CHECKSUM_RECORD_SIZE);
+	block = o->data + o->block_start;
+	o->chain = lw_checksum(o->chain, block, len);
+	memmove(block + LW_CHECKSUM_RECORD_SIZE, block, len);
+	lw_checksum_record(block, (uint32_t)len, o->chain);
+	o->len += LW_CHECKSUM_RECORD_SIZE;
+	o->block_start = o->len;
 }
 
 static inline void rec_alloc(struct out *o, unsigned kind, uint64_t addr,
@@ -189,6 +221,7 @@ static inline void rec_phase_begin(struct out *o, uint64_t string_id)
 	rec_ext(o, LW_REC_PHASE_BEGIN, &p);
 	free(p.data);
 	o->events++;
+	o->phase_begins++;
 }
 
 static inline void rec_info(struct out *o, const char *key, const void *value,
@@ -220,7 +253,7 @@ static inline void rec_end(struct out *o, uint64_t dropped)
 {
 	struct out p = { 0 };
 
-	put_varint(&p, o->events);
+	put_varint(&p, o->events - o->phase_begins);
 	put_varint(&p, dropped);
 	rec_ext(o, LW_REC_END, &p);
 	free(p.data);
@@ -272,6 +305,19 @@ static inline void rec_pystack(struct out *o, uint64_t stack,
 	for (unsigned i = 0; i < nevals; i++)
 		put_varint(&p, evals[i]);
 	rec_ext(o, LW_REC_PYSTACK, &p);
+	free(p.data);
+}
+
+/* PYPATH: a fact of the interpreter (kind, path and name string ids). */
+static inline void rec_pypath(struct out *o, uint64_t kind, uint64_t path,
+			      uint64_t name)
+{
+	struct out p = { 0 };
+
+	put_varint(&p, kind);
+	put_varint(&p, path);
+	put_varint(&p, name);
+	rec_ext(o, LW_REC_PYPATH, &p);
 	free(p.data);
 }
 

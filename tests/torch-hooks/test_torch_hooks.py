@@ -142,7 +142,7 @@ def graphs():
     """A forward captured in a CUDA graph and replayed every step: the
     graph's private pool is no leak; the one finding is the copy kept per
     step, at its line, 2560 bytes a step; under the native allocator the
-    allocated level at the end is PyTorch's. (No caching is left out:
+    allocated level when the script's code finished is PyTorch's. (No caching is left out:
     PyTorch does not capture without its caching allocator.)"""
     script = os.path.join(HERE, "graphs.py")
     line = next(i for i, text in enumerate(open(script), 1)
@@ -159,13 +159,17 @@ def graphs():
         alloc = rep["torch_allocator"]
         print(f"{name}: steps {rep['steps']}, findings "
               f"{[(f['category'], f['location']['line'], f['evidence']['bytes_per_step']) for f in leaks]}, "
-              f"allocated at the end: leakwatch {alloc['allocated_bytes_at_end']}, "
+              f"allocated when the program's code finished: leakwatch "
+              f"{alloc['allocated_bytes_at_program_end']}, "
               f"torch {torch['allocated']}")
+        # PyTorch's counter is read as the script ends: what the shim
+        # counted then (finalization, after, frees the script's globals
+        # in an order the modules loaded decide).
         if rep["steps"] != 30 or len(leaks) != 1 or \
                 leaks[0]["location"]["line"] != line or \
                 leaks[0]["evidence"]["bytes_per_step"] != 64 * 10 * 4 or \
                 (name != "async" and
-                 alloc["allocated_bytes_at_end"] != torch["allocated"]):
+                 alloc["allocated_bytes_at_program_end"] != torch["allocated"]):
             print(f"{name}: wrong")
             bad += 1
     return 1 if bad else 0

@@ -608,6 +608,51 @@ def composer_fixed(steps, rec):
     metrics.me = None
 
 
+def simpletuner_fixed(steps, rec):
+    """SimpleTuner's phase with the fix: the last references dropped (the
+    cache entry, the handler), then gc.collect() and empty_cache()."""
+    leakwatch = helper()
+    _embedding_cache = {}
+    with leakwatch.phase("text_encoder"):
+        encoders = [nn.Linear(1024, 1024).to(DEVICE) for _ in range(3)]
+        prompt = torch.randn(8, 1024, device=DEVICE)
+        with torch.no_grad():
+            embeds = encoders[2](encoders[1](encoders[0](prompt)))
+        _embedding_cache["tok"] = encoders[0].weight
+        handler = PromptHandler(encoders[1])
+        del encoders
+        del _embedding_cache["tok"], handler
+        gc.collect()
+        torch.cuda.empty_cache()
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    for _, x, y in batches(steps):
+        loss = F.cross_entropy(model(x), y) + embeds.mean() * 0
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        rec.step()
+
+
+def cycle_delayed(steps, rec):
+    """A step's scratch state in a reference cycle, the collector left to
+    its own schedule: each step's tensor waits for a pass. Its fix is
+    control_gc (a collection at every step's end)."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    gc.set_threshold(100000, 1000, 1000)
+    for _, x, y in batches(steps):
+        out = model(x)
+        scratch = Node(out.detach() * 2)  # @lead
+        loss = F.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        del scratch
+        rec.step()
+    gc.set_threshold(700, 10, 10)
+
+
 def two_holders(steps, rec):
     """Two leaks in one loop: the losses kept in a list, and each batch's
     outputs kept in a dict by step. Two causes: two findings."""
@@ -653,7 +698,7 @@ CASES = {f.__name__: f for f in (
     kept_exception_fixed, uncollected_cycle, uncollected_cycle_fixed,
     kept_activations, kept_activations_fixed, torchtitan_fixed,
     eval_grad_fixed, espnet_adamw, espnet_fixed, composer_fixed,
-    two_holders, train_eval_grad)}
+    simpletuner_fixed, cycle_delayed, two_holders, train_eval_grad)}
 
 def main():
     record = Record()

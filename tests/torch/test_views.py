@@ -16,7 +16,13 @@ annotations and once in a diff. And that by default
   - the HTML page holds no interpreter frame either (--native: it does),
     opens with the verdict and the findings (each with its evidence and
     fix) before the charts, the phases and the stacks, and its icicle
-    starts at the user's script.
+    starts at the user's script;
+  - each run of the framework's native frames (PyTorch's dispatcher and
+    allocator) is one line naming the operator in the text report, one
+    node in the icicle and one frame in the folded stacks, and in the JSON
+    every frame of it is marked with that name ("folded"); --native brings
+    the frames back; Python frames are never cut by --frames, in the text
+    report nor in the HTML finding's breakdown by site.
 With chromium installed it takes a screenshot of the page (the file named by
 --screenshot). Environment as for test_torch.py."""
 import argparse
@@ -67,6 +73,17 @@ def interpreter_functions(doc):
                if (f.get("function") or "").startswith("_PyEval_EvalFrame")}
     return {f["function"] for f in frames
             if f["module"] in modules and f.get("function")}
+
+
+def framework_functions(doc):
+    """The functions of the frames the JSON marks as a framework run's."""
+    return {f["function"] for s in doc["sites"] for f in s["frames"]
+            if f["folded"] not in (None, "interpreter", "start-up") and
+            f.get("function")}
+
+
+def flame_labels(node):
+    return [node["n"]] + [x for c in node["c"] for x in flame_labels(c)]
 
 
 def has_python(node):
@@ -187,6 +204,44 @@ def main():
             failures.append(f"--native shows {len(back)} interpreter "
                             "functions, not all of them")
 
+        # The framework's frames: one line per operator, marked in JSON.
+        fw = framework_functions(doc)
+        print(f"{len(fw)} framework functions in the stacks")
+        if not any(f.startswith("at::_ops::") for f in fw) or \
+                not any("wrap_kernel_functor_unboxed_" in f for f in fw):
+            failures.append("the JSON marks no dispatcher frame as folded: "
+                            f"{sorted(fw)[:5]}")
+        ops = {f["folded"] for x in doc["sites"] for f in x["frames"]
+               if f["folded"] not in (None, "interpreter", "start-up")}
+        if not any(op.startswith("aten::") for op in ops):
+            failures.append(f"no framework run named by an operator: {ops}")
+        shown = set(text_frames(text)) & fw
+        if shown:
+            failures.append(f"default text shows the framework's frames: "
+                            f"{sorted(shown)[:3]}")
+        if not re.search(r"^ {7}(\w+: )?aten::\w+  \(\d+ framework frames?\)$",
+                         text, re.M):
+            failures.append("default text has no operator line")
+        if not any("wrap_kernel_functor_unboxed_" in f or
+                   f.startswith("at::_ops::") for f in text_frames(native)):
+            failures.append("--native does not show the framework's frames")
+        # Python frames are never cut: with the default --frames and every
+        # native frame, each stack still reaches the script.
+        cut = report(tmp, trace, "--top", "0", "--native")
+        cut = cut.split("by site (largest first):")[-1]
+        for block in cut.split("\n  #")[1:]:
+            if "eval_graph.py" in block and \
+                    f"<module>  {SCRIPT}:" not in block.split("\n", 2)[2]:
+                failures.append("--native with the default --frames cut "
+                                "a stack's Python frames: " +
+                                block.splitlines()[0])
+                break
+        folded_all = report(tmp, trace, "--format", "folded")
+        if ";aten::" not in folded_all or any(
+                f in folded_all for f in fw if len(f) >= 20):
+            failures.append("folded stacks do not name the operators, or "
+                            "show the framework's frames")
+
         # Stacks with Python frames; those of autograd's native thread
         # have none, and start where that thread starts.
         folded = [line for line in
@@ -220,8 +275,15 @@ def main():
         report(tmp, trace, "--format", "html", "--native", "-o",
                page + ".native")
         with open(page + ".native", encoding="utf-8") as f:
-            if not any(name in f.read() for name in named):
-                failures.append("--native HTML lacks the interpreter frames")
+            native_html = f.read()
+        if not any(name in native_html for name in named):
+            failures.append("--native HTML lacks the interpreter frames")
+        stacks = re.findall(r'<ol class="lw-stack">(.*?)</ol>', native_html,
+                            re.S)
+        if not stacks or not all(f"&lt;module&gt; ({SCRIPT}:" in x
+                                 for x in stacks):
+            failures.append("a --native breakdown's stack lost its Python "
+                            "frames")
         order = [html.find(f'class="{c}"') for c in
                  ("lw-verdict", "lw-findings", "lw-evidence", "lw-fix",
                   "lw-memory", "lw-sites", "lw-flame", "lw-summary")]
@@ -238,6 +300,11 @@ def main():
             failures.append(f"the growth chart's lines repeat a location: "
                             f"{labels}")
         flame = data["flame"]
+        names = flame_labels(flame)
+        if not any(n.startswith("aten::") or ": aten::" in n
+                   for n in names) or any(n in fw for n in names):
+            failures.append("the icicle does not fold the framework's "
+                            "frames into operators")
         tops = [c["n"] for c in flame["c"] if has_python(c)]
         if not tops or not all(n.startswith(f"<module> ({SCRIPT}:")
                                 for n in tops):
