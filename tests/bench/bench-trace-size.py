@@ -10,7 +10,10 @@ bench-torch.py (a transformer block, an MLP, a convolution net; AdamW, its
 training step, each in a process of its own), the GPT-style model of
 bench-report-torch.py (4 layers, d=256), and every scenario of the torch
 suite (tests/torch/scenarios.py: the seed stories, the controls, the other
-kinds of leak and their fixes) for N steps (default 60). A step is the span between two
+kinds of leak and their fixes) for N steps (default 60), and the clean
+programs written with the training libraries (tests/torch/libraries:
+transformers' Trainer, Lightning, accelerate, torchmetrics, for their own
+number of steps) when the interpreter has them. A step is the span between two
 STEP records of the trace; the figure is the bytes between the 10th step
 of a model (or scenario) and its last, over the steps between (its start,
 imports and warm-up left out), with the allocations and frees of a step in
@@ -40,6 +43,12 @@ TORCH_CASES = ("torchtitan", "composer", "composer_no_gc", "espnet",
 QUICK_CASES = ("torchtitan", "espnet", "control_adam", "control_gc",
                "eval_grad")
 SKIP_STEPS = 10
+LIBRARIES = os.path.join(SOURCE, "tests", "torch", "libraries")
+# The libraries' programs and the optimizer steps each runs (as
+# tests/torch/test_libraries.py runs them).
+LIBRARY_PROGRAMS = {"hf_trainer": 30, "lightning_fit": 32,
+                    "accelerate_loop": 30, "torchmetrics_loop": 30}
+LIBRARY_MODULES = ("transformers", "accelerate", "lightning", "torchmetrics")
 
 # One of bench-torch.py's models, trained as there.
 MODEL_CHILD = r'''
@@ -129,15 +138,24 @@ def clean_env(build):
     return env
 
 
-def traced(build, detail, argv, tmp, name):
+def has_libraries(python):
+    probe = ("import importlib.util, sys\n"
+             f"sys.exit(any(importlib.util.find_spec(m) is None "
+             f"for m in {LIBRARY_MODULES!r}))\n")
+    return subprocess.run([python, "-c", probe]).returncode == 0
+
+
+def traced(build, detail, argv, tmp, name, extra_env=None):
     """Runs argv under `leakwatch run`; the trace of its main process."""
     cli = os.path.join(build, "report", "leakwatch")
     pattern = os.path.join(tmp, f"{name}-{detail}-%p.trace")
     cmd = [os.path.join(SOURCE, "scripts", "fakegpu.sh"), cli, "run",
            "--trace-detail", detail, "--trace", pattern, "--no-report",
            "--"] + argv
-    r = subprocess.run(cmd, env=clean_env(build), capture_output=True,
-                       text=True, timeout=1800)
+    env = clean_env(build)
+    env.update(extra_env or {})
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                       timeout=1800, cwd=tmp)
     prefix = f"{name}-{detail}-"
     paths = [os.path.join(tmp, f) for f in os.listdir(tmp)
              if f.startswith(prefix)]
@@ -212,6 +230,26 @@ def main():
                 last = sum(1 for _, tag in records if tag == 9)
                 figures[detail] = per_step(records, SKIP_STEPS, last)
             worst = max(worst, row(f"scenario {case}", figures) or 0)
+        libraries = {} if args.quick else LIBRARY_PROGRAMS
+        if libraries and not has_libraries(args.python):
+            print("| the libraries' programs | not installed | | | |")
+            libraries = {}
+        for name, program_steps in libraries.items():
+            figures = {}
+            offline = {"HF_HUB_OFFLINE": "1",
+                       "HF_HOME": os.path.join(tmp, "hf"),
+                       "TOKENIZERS_PARALLELISM": "false"}
+            for detail in ("full", "bounded"):
+                out = os.path.join(tmp, name + ".json")
+                records = walk(traced(build, detail,
+                                      [args.python,
+                                       os.path.join(LIBRARIES, name + ".py"),
+                                       "clean", str(program_steps), out,
+                                       os.path.join(SOURCE, "scripts")],
+                                      tmp, name, offline))
+                last = sum(1 for _, tag in records if tag == 9)
+                figures[detail] = per_step(records, SKIP_STEPS, last)
+            worst = max(worst, row(f"{name} (libraries)", figures) or 0)
     print(f"\nthe most a bounded trace grew by per step: {worst:.0f} bytes "
           f"[target: <= 1024: {'met' if worst <= 1024 else 'MISSED'}]")
     return 0
