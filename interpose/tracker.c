@@ -95,6 +95,8 @@ static struct trace_context {
 	/* What was live when the program's code finished (PROGRAM_END). */
 	struct lw_summary program_end_summary;
 	int have_program_end_summary;
+	/* The PROGRAM_END mark was written: no step is unfinished. */
+	bool code_finished;
 } tc;
 
 /* Allocation calls that failed, and the first (counted whether or not a
@@ -1143,8 +1145,10 @@ void lw_record_mark(enum lw_mark mark)
 			tc.last_gc_step = tc.steps_written;
 		}
 		/* GC passes are frequent; only the program's end flushes. */
-		if (mark == LW_MARK_PROGRAM_END)
+		if (mark == LW_MARK_PROGRAM_END) {
+			tc.code_finished = true;
 			flush_locked();
+		}
 		if (mark == LW_MARK_PROGRAM_END && !config->quiet) {
 			summarize_locked(&tc.program_end_summary,
 					 "when the program's code finished");
@@ -1190,11 +1194,14 @@ size_t lw_holder_targets(uint64_t *pairs, size_t max, int wanted_only)
 
 		/* Device memory that outlived the step that made it (what
 		 * the first step set up, weights and optimizer state, is not
-		 * a suspect, nor what the unfinished step is using now), or
-		 * the phase that made it. */
+		 * a suspect, nor what the unfinished step is using now, until
+		 * the program's code has finished: then what the last step
+		 * made after its mark is what the program kept), or the
+		 * phase that made it. */
 		if (!e || !lw_mem_kind_is_device(e->kind))
 			continue;
-		if ((e->step < 1 || e->step >= tc.steps_written) &&
+		if ((e->step < 1 ||
+		     (e->step >= tc.steps_written && !tc.code_finished)) &&
 		    (!e->phase || e->phase == 1 + tc.phases_closed % 255))
 			continue;
 		if (wanted_only && !wanted_target(e))
