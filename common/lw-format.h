@@ -37,6 +37,24 @@
  * was cut short (killed, crashed or still running) and is readable up to its
  * last complete record.
  *
+ * Bounded traces (INFO "trace_detail" "bounded", the shim's default). From
+ * the first STEP record on, the writer keeps what happens between two
+ * boundaries (the span it calls an interval) and writes it when the
+ * interval ends: at a STEP, PHASE_BEGIN, PHASE_END, OOM or PROGRAM_END
+ * mark, before HOLDER records, and when the trace is flushed on request or
+ * as the process ends. What an interval kept is written in full and in its
+ * order: the ALLOC of each allocation still live at the interval's end,
+ * every FREE of an allocation made before the interval, the GC marks with
+ * a record between them, and the first allocation of each stack and kind
+ * and in each CONTEXT, freed or not. What it made and freed otherwise is
+ * summed per stack in one SHORT_LIVED record, which ends the interval's
+ * records (it is left out when the interval saw no allocation, free or
+ * GC mark). The ALLOC records of an interval are written together at its
+ * end: THREAD and TIME records do not apply to them. A reader that skips
+ * SHORT_LIVED reads the trace as one whose short-lived allocations were
+ * never made: what survives each step, growth, leaks and holders read the
+ * same; counts of allocations, and peaks, come out lower.
+ *
  * No record is longer than LW_TRACE_RECORD_MAX bytes, tag and length
  * included: a writer writes whole records from a buffer of that size, so a
  * longer declared length is damage, not a record cut by the end of the file.
@@ -171,12 +189,15 @@ enum lw_record_tag {
 	 * "torch_alloc_conf_source" ("leakwatch": the shim selected it;
 	 * "user": the user's PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF;
 	 * "no_caching": PYTORCH_NO_CUDA_MEMORY_CACHING is set; "kept": none
-	 * set, and the user asked leakwatch to leave it so). */
+	 * set, and the user asked leakwatch to leave it so),
+	 * "trace_detail" ("full": every allocation and free is written;
+	 * "bounded": see bounded traces above). */
 	LW_REC_INFO = 0x44,
 	/* WARNING: the text of a warning the shim printed (once). */
 	LW_REC_WARNING = 0x45,
 	/* END: varint number of events written (ALLOC, FREE, STEP and
-	 * PHASE_END records: a reader checks it against what it read),
+	 * PHASE_END records; not what SHORT_LIVED records stand for: a
+	 * reader checks it against what it read),
 	 * varint events dropped. */
 	LW_REC_END = 0x46,
 	/* DROPPED: varint number of events that could not be recorded since the
@@ -246,6 +267,36 @@ enum lw_record_tag {
 	 * is seen and again at the program's end (each fact once per
 	 * trace). Older readers skip it. */
 	LW_REC_PYPATH = 0x51,
+	/*
+	 * SHORT_LIVED: the end of an interval of a bounded trace (see
+	 * above). Fields: varint peak, the most device memory (device and
+	 * managed kinds) live in the interval, what was live when it began
+	 * included; varint after_peak, how many of the interval's ALLOC
+	 * and FREE records (those since the previous boundary, right
+	 * before this one) came after that peak was first reached; varint
+	 * torch_peak, the most that ALLOC records under CONTEXT api
+	 * LW_API_TORCH_BLOCK held live in it; varint gc_passes, passes of
+	 * the cycle collector in it whose GC marks were left out (nothing
+	 * was written between them); varint summed (1: the entries kept
+	 * below count for this interval; 0: they do not, because the
+	 * interval freed nothing it made, or because the record only
+	 * carries changes, for a list too long for one record: the last
+	 * record of the interval follows); varint change count, then per
+	 * change: zvarint stack id (delta against the previous change's,
+	 * from 0), varint enum lw_mem_kind, varint enum lw_api, zvarint
+	 * device, varint stream, varint count, varint bytes, varint
+	 * gc_count, varint gc_bytes.
+	 *
+	 * A reader keeps, per stack, the change last written for it (count
+	 * 0 drops it). At each summed SHORT_LIVED, once its changes are
+	 * taken, each stack kept made count allocations of that kind in
+	 * that context (api, device, stream), bytes in all, in the
+	 * interval, and freed them in it, gc_count of them (gc_bytes)
+	 * inside a pass of the collector. A loop whose steps make the same
+	 * writes no change. Its stacks and kinds have had an ALLOC record
+	 * before, and its contexts a CONTEXT record. Older readers skip it.
+	 */
+	LW_REC_SHORT_LIVED = 0x52,
 };
 
 /* What a PYPATH record's path is. */

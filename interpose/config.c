@@ -133,6 +133,23 @@ static double read_seconds(struct problems *p, const char *name, double lo,
 	return v;
 }
 
+/* A setting that is one of two words, any case: 1 for yes, 0 for no. */
+static int read_choice(struct problems *p, const char *name, const char *yes,
+		       const char *no, int fallback)
+{
+	const char *value = getenv(name);
+
+	if (!value)
+		return fallback;
+	if (strcasecmp(value, yes) == 0)
+		return 1;
+	if (strcasecmp(value, no) == 0)
+		return 0;
+	problem(p, name, "%s='%.32s' is neither %s nor %s; using %s", name,
+		value, yes, no, fallback ? yes : no);
+	return fallback;
+}
+
 static void read_path(struct problems *p, const char *name, char *out,
 		      size_t size, const char *fallback)
 {
@@ -217,6 +234,8 @@ void lw_config_load(struct lw_config *config)
 	config->holders_budget = read_seconds(&p, "LEAKWATCH_HOLDERS_BUDGET",
 					      0.001, 3600, 2.0);
 	config->min_steps = read_min_steps();
+	config->bounded = read_choice(&p, "LEAKWATCH_TRACE_DETAIL", "bounded",
+				      "full", 1);
 	if (p.count)
 		lw_warn_once(LW_WARN_BAD_ENV, "%s", p.line);
 }

@@ -27,6 +27,8 @@ struct lw_config {
 	int holders;                /* LEAKWATCH_HOLDERS: the holder search */
 	double holders_budget;      /* LEAKWATCH_HOLDERS_BUDGET, seconds */
 	unsigned min_steps;         /* LEAKWATCH_MIN_STEPS (the gate warns) */
+	int bounded;                /* LEAKWATCH_TRACE_DETAIL: bounded (the
+				     * default) or full */
 };
 
 /*

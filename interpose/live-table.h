@@ -27,8 +27,12 @@ struct lw_live {
 	 * outside any phase. */
 	uint8_t phase;
 	uint8_t used;	/* the table's */
+	uint8_t flags;	/* LW_LIVE_* (bounded.h) */
 	uint32_t step;	/* steps written before it was made */
 };
+
+/* Four to a cache line: the shim's memory per live allocation. */
+_Static_assert(sizeof(struct lw_live) == 32, "struct lw_live grew");
 
 static const struct lw_addr_table_kind lw_live_table_kind = {
 	.slot_size = sizeof(struct lw_live),

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bounded.h"
 #include "kept.h"
 #include "lw-uthash.h"
 
@@ -31,6 +32,8 @@ struct lw_stack_entry {
 	uint32_t trace_gen; /* the trace its records went to */
 	uint64_t device_live_bytes, device_live_count;
 	struct lw_kept kept;	/* what survives the steps (kept.h) */
+	/* What it makes and frees within an interval (bounded.h). */
+	struct lw_short_lived short_lived;
 	UT_hash_handle hh;
 	uintptr_t frames[];
 };

@@ -16,6 +16,7 @@
 
 #include "arena.h"
 #include "backward.h"
+#include "bounded.h"
 #include "config.h"
 #include "gate.h"
 #include "holders.h"
@@ -72,6 +73,10 @@ static struct trace_context {
 	uint64_t live_bytes[LW_MEM_KIND_MAX + 1];
 	uint64_t live_count[LW_MEM_KIND_MAX + 1];
 	uint64_t unknown_frees;
+	/* Of those, PyTorch's blocks (a bounded trace reports their peak). */
+	uint64_t torch_live_bytes;
+	/* Inside a pass of Python's cycle collector (its GC marks). */
+	bool in_gc;
 	/* After a phase ends, a search for what it left live, once its
 	 * steps have gone by: due at step phase_search_at. */
 	uint32_t phase_search_at;
@@ -82,9 +87,16 @@ static struct trace_context {
 	uint32_t last_gc_step;
 	/* Allocations recorded (read without the lock: atomic stores). */
 	uint64_t recorded_allocations;
+	/* The context of the latest allocation (of a failed free's, made
+	 * again). */
+	unsigned recent_api;
+	int64_t recent_device;
+	uint64_t recent_stream;
 	/* What was live when the program's code finished (PROGRAM_END). */
 	struct lw_summary program_end_summary;
 	int have_program_end_summary;
+	/* The PROGRAM_END mark was written: no step is unfinished. */
+	bool code_finished;
 } tc;
 
 /* Allocation calls that failed, and the first (counted whether or not a
@@ -293,8 +305,12 @@ static uint64_t device_live_count(void)
 	return tc.live_count[LW_MEM_DEVICE] + tc.live_count[LW_MEM_MANAGED];
 }
 
+static void bounded_context(unsigned api, int64_t device, uint64_t stream);
+
 static void trace_context_reset(void)
 {
+	lw_bounded_reset(config && config->bounded, &writer, &tc.live,
+			 bounded_context);
 	lw_kept_reset();
 	lw_live_table_clear(&tc.live);
 	memset(&tc, 0, sizeof(tc));
@@ -341,6 +357,10 @@ static int ensure_trace_locked(void)
 	trace_state = TRACE_OPEN;
 	trace_context_reset();
 	write_process_info_locked();
+	if (config->bounded)
+		lw_writer_info(&writer, "trace_detail", "bounded", 7);
+	else
+		lw_writer_info(&writer, "trace_detail", "full", 4);
 	record_warnings_locked();
 	append_to_manifest(trace_path, 0);
 	lw_gate_trace_opened(trace_path);
@@ -406,22 +426,71 @@ static void growing_now(unsigned *sites, double *fastest)
 	lw_kept_growing_now(tc.steps_written, sites, fastest);
 }
 
+static __attribute__((noinline)) void write_pending_steps_locked(void)
+{
+	unsigned n = __atomic_exchange_n(&optimizer_steps_pending, 0,
+					 __ATOMIC_ACQ_REL);
+
+	while (n-- && !__atomic_load_n(&explicit_steps, __ATOMIC_ACQUIRE))
+		write_step_locked(LW_STEP_OPTIMIZER);
+}
+
+/*
+ * Writes the optimizer steps that are pending, before the event that
+ * follows them is taken into the live table: the event belongs to the
+ * next step.
+ */
+static inline void take_pending_steps_locked(void)
+{
+	/* A load first: the exchange, a locked instruction, only when a step
+	 * is actually pending (once per optimizer step, not per event). */
+	if (__atomic_load_n(&optimizer_steps_pending, __ATOMIC_RELAXED))
+		write_pending_steps_locked();
+}
+
+/* Ends the interval of a bounded trace: what it kept is written, in
+ * order, before the record that follows. */
+static void settle_locked(void)
+{
+	if (lw_bounded_on())
+		lw_bounded_settle(device_live_bytes(), tc.torch_live_bytes);
+}
+
+/* The bounded trace could not note an event: it is full from here on. */
+static void bounded_stopped_locked(void)
+{
+	lw_warn_once(LW_WARN_OUT_OF_MEMORY,
+		     "leakwatch's own memory is exhausted; the trace is "
+		     "written in full from here on");
+}
+
+/* SIGUSR2's request: the trace flushed, what is live printed. */
+static __attribute__((noinline)) void answer_request_locked(void)
+{
+	lw_holders_schedule();
+	settle_locked();
+	flush_locked();
+	lw_live_view_print_now(device_live_bytes(), device_live_count(),
+			       trace_path, growing_now);
+}
+
+/* What every event does besides its record: the live view's request,
+ * the warnings to copy into the trace. */
+static inline void note_requests_locked(void)
+{
+	if (lw_live_view_take_request())
+		answer_request_locked();
+	if (warned_mask != tc.warnings_in_trace_mask)
+		record_warnings_locked();
+}
+
 /* Writes THREAD and TIME records when they changed; flushes now and then
  * so that a killed process leaves a trace readable up to the last second. */
 static void note_thread_and_time_locked(void)
 {
 	pid_t tid = current_tid();
 
-	/* A load first: the exchange, a locked instruction, only when a step
-	 * is actually pending (once per optimizer step, not per event). */
-	if (__atomic_load_n(&optimizer_steps_pending, __ATOMIC_RELAXED)) {
-		unsigned n = __atomic_exchange_n(&optimizer_steps_pending, 0,
-						 __ATOMIC_ACQ_REL);
-
-		while (n-- && !__atomic_load_n(&explicit_steps,
-					       __ATOMIC_ACQUIRE))
-			write_step_locked(LW_STEP_OPTIMIZER);
-	}
+	take_pending_steps_locked();
 	if (tid != tc.last_tid) {
 		lw_writer_tag_u64(&writer, LW_REC_THREAD, (uint64_t)tid);
 		tc.last_tid = tid;
@@ -433,19 +502,12 @@ static void note_thread_and_time_locked(void)
 		if (now - tc.last_flush_ns >= FLUSH_INTERVAL_NS)
 			flush_locked();
 	}
-	if (lw_live_view_take_request()) {
-		lw_holders_schedule();
-		flush_locked();
-		lw_live_view_print_now(device_live_bytes(),
-				       device_live_count(), trace_path,
-				       growing_now);
-	}
-	if (warned_mask != tc.warnings_in_trace_mask)
-		record_warnings_locked();
+	note_requests_locked();
 }
 
-static void note_context_locked(enum lw_api api, int64_t device,
-				uint64_t stream)
+/* Inlined: it runs on every allocation of a trace in full. */
+static inline __attribute__((always_inline)) void
+note_context_locked(enum lw_api api, int64_t device, uint64_t stream)
 {
 	if (api == tc.last_api && device == tc.last_device && stream == tc.last_stream)
 		return;
@@ -453,6 +515,12 @@ static void note_context_locked(enum lw_api api, int64_t device,
 	tc.last_api = api;
 	tc.last_device = device;
 	tc.last_stream = stream;
+	lw_bounded_context_written(api, device, stream);
+}
+
+static void bounded_context(unsigned api, int64_t device, uint64_t stream)
+{
+	note_context_locked((enum lw_api)api, device, stream);
 }
 
 /* ---- stacks ---- */
@@ -502,7 +570,7 @@ static struct lw_stack_entry *intern_stack_locked(const uintptr_t *frames,
 
 /* ---- allocations ---- */
 
-static void account_live(const struct lw_live *e, int sign)
+static inline void account_live(const struct lw_live *e, int sign)
 {
 	uint64_t count = 1, bytes = e->size;
 
@@ -513,6 +581,10 @@ static void account_live(const struct lw_live *e, int sign)
 		tc.live_bytes[e->kind] += bytes;
 		tc.live_count[e->kind] += count;
 	}
+	if ((e->flags & LW_LIVE_TORCH) && sign < 0)
+		tc.torch_live_bytes -= bytes;
+	else if (e->flags & LW_LIVE_TORCH)
+		tc.torch_live_bytes += bytes;
 	if (e->stack && lw_mem_kind_is_device(e->kind)) {
 		if (sign < 0) {
 			e->stack->device_live_bytes -= bytes;
@@ -537,24 +609,72 @@ static void remove_live_locked(struct lw_live *e)
 	lw_live_table_remove(&tc.live, e);
 }
 
-/* Adds a live allocation; false if leakwatch's memory is exhausted. */
-static int add_live_locked(uintptr_t addr, uint64_t size,
-			   struct lw_stack_entry *stack, unsigned kind)
+/* Adds a live allocation made through api; NULL if leakwatch's memory is
+ * exhausted. */
+static struct lw_live *add_live_locked(uintptr_t addr, uint64_t size,
+				       struct lw_stack_entry *stack,
+				       unsigned kind, unsigned api)
 {
 	bool found;
 	struct lw_live *e = lw_live_table_put(&tc.live, addr, &found);
 
 	if (!e)
-		return 0;
-	if (found) /* freed through a path leakwatch does not see */
+		return NULL;
+	if (found) {
+		/* Freed through a path leakwatch does not see. Made in the
+		 * running interval of a bounded trace, it is written first,
+		 * as made and never freed. */
+		if (e->flags & LW_LIVE_PENDING)
+			settle_locked();
 		account_live(e, -1);
+	}
 	e->size = size;
 	e->stack = stack;
 	e->kind = (uint8_t)kind;
+	/* An allocation in place of one never freed is written whole: the
+	 * trace says the address was taken again. */
+	e->flags = (uint8_t)((api == LW_API_TORCH_BLOCK ? LW_LIVE_TORCH : 0) |
+			     (found ? LW_LIVE_KEEP : 0));
 	e->step = tc.steps_written;
 	e->phase = tc.phases_open ? (uint8_t)(1 + tc.phases_closed % 255) : 0;
 	account_live(e, +1);
-	return 1;
+	return e;
+}
+
+/* Writes an ALLOC record where it happens (a trace in full). */
+static void write_alloc_locked(unsigned kind, uintptr_t addr, uint64_t size,
+			       struct lw_stack_entry *stack, enum lw_api api,
+			       int64_t device, uint64_t stream)
+{
+	note_thread_and_time_locked();
+	note_context_locked(api, device, stream);
+	lw_writer_alloc(&writer, kind, addr, size, stack ? stack->id : 0);
+	if (stack)
+		stack->short_lived.announced |= (uint8_t)(1u << kind);
+}
+
+/*
+ * Notes an allocation just added to the live table (e, NULL when it could
+ * not be): in a bounded trace in the running interval, else in the trace
+ * at once.
+ */
+static void record_live_locked(struct lw_live *e, unsigned kind,
+			       uintptr_t addr, uint64_t size,
+			       struct lw_stack_entry *stack, enum lw_api api,
+			       int64_t device, uint64_t stream)
+{
+	if (lw_bounded_on()) {
+		if (e && lw_bounded_alloc(e, api, device, stream,
+					  device_live_bytes(),
+					  tc.torch_live_bytes)) {
+			note_requests_locked();
+			return;
+		}
+		if (lw_bounded_on())
+			lw_bounded_stop();
+		bounded_stopped_locked();
+	}
+	write_alloc_locked(kind, addr, size, stack, api, device, stream);
 }
 
 /* Appends the calling thread's Python frames as (code, line << 1 | entry)
@@ -603,19 +723,24 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 	pthread_mutex_lock(&lock);
 	if (!ensure_trace_locked())
 		goto out;
+	take_pending_steps_locked();
 	struct lw_stack_entry *stack = intern_stack_locked(
 		frames, depth, py_depth, native_hash, &new_stack);
 	if (trace_state != TRACE_OPEN)
 		goto out;
-	if (!add_live_locked((uintptr_t)ptr, size, stack, kind)) {
+	struct lw_live *e = add_live_locked((uintptr_t)ptr, size, stack, kind,
+					    api);
+
+	tc.recent_api = api;
+	tc.recent_device = device;
+	tc.recent_stream = stream;
+	if (!e) {
 		lw_warn_once(LW_WARN_OUT_OF_MEMORY,
 			     "leakwatch's own memory is exhausted; the exit "
 			     "summary may miss allocations");
 	}
-	note_thread_and_time_locked();
-	note_context_locked(api, device, stream);
-	lw_writer_alloc(&writer, kind, (uintptr_t)ptr, size,
-			stack ? stack->id : 0);
+	record_live_locked(e, kind, (uintptr_t)ptr, size, stack, api, device,
+			   stream);
 	/* A plain increment under the lock; an atomic store, because
 	 * lw_allocation_counts() reads it without the lock. */
 	__atomic_store_n(&tc.recorded_allocations, tc.recorded_allocations + 1,
@@ -708,6 +833,8 @@ void lw_record_oom(uint64_t size, uint64_t allocated, uint64_t reserved,
 	pthread_mutex_lock(&lock);
 	if (ensure_trace_locked()) {
 		note_thread_and_time_locked();
+		/* What was live at it, whole. */
+		settle_locked();
 		lw_writer_ext(&writer, LW_REC_OOM, payload, n);
 		/* The process may die of it right away. */
 		flush_locked();
@@ -728,6 +855,8 @@ static void free_begin(const void *ptr, struct lw_pending_free *pending,
 	pending->known = 0;
 	pending->segment = 0;
 	pthread_mutex_lock(&lock);
+	if (trace_state == TRACE_OPEN)
+		take_pending_steps_locked();
 	if (trace_state == TRACE_OPEN && segments &&
 	    lw_segments_remove(addr, &pending->size)) {
 		/* A segment of PyTorch's caching allocator given back. */
@@ -738,13 +867,24 @@ static void free_begin(const void *ptr, struct lw_pending_free *pending,
 	} else if (trace_state == TRACE_OPEN) {
 		e = find_live_locked(addr);
 		if (e) {
+			int noted = 0;
+
 			pending->known = 1;
 			pending->size = e->size;
 			pending->stack = e->stack;
 			pending->kind = e->kind;
+			if (lw_bounded_on()) {
+				noted = lw_bounded_free(e, tc.in_gc) >= 0;
+				if (!noted)
+					bounded_stopped_locked();
+			}
 			remove_live_locked(e);
-			note_thread_and_time_locked();
-			lw_writer_free(&writer, addr);
+			if (noted) {
+				note_requests_locked();
+			} else {
+				note_thread_and_time_locked();
+				lw_writer_free(&writer, addr);
+			}
 		}
 	}
 	pthread_mutex_unlock(&lock);
@@ -771,7 +911,10 @@ void lw_free_end(struct lw_pending_free *pending, int succeeded)
 	pthread_mutex_lock(&lock);
 	if (trace_state != TRACE_OPEN)
 		goto out;
-	note_thread_and_time_locked();
+	if (lw_bounded_on() && !pending->segment)
+		take_pending_steps_locked();
+	else
+		note_thread_and_time_locked();
 	if (pending->segment) {
 		/* The real free failed: the segment is still reserved. */
 		lw_segments_add(pending->addr, pending->size);
@@ -781,14 +924,35 @@ void lw_free_end(struct lw_pending_free *pending, int succeeded)
 		/* Memory leakwatch never saw allocated (before tracing, or on
 		 * a path it does not hook): the report counts it as unknown. */
 		tc.unknown_frees++;
+		if (lw_bounded_on()) {
+			if (lw_bounded_unknown_free(pending->addr)) {
+				note_requests_locked();
+				goto out;
+			}
+			bounded_stopped_locked();
+			note_thread_and_time_locked();
+		}
 		lw_writer_free(&writer, pending->addr);
 	} else {
-		/* The real free failed: the allocation is still live. */
+		/* The real free failed: the allocation is still live (made
+		 * again now, as the trace says, in the context in force). */
 		struct lw_stack_entry *stack = pending->stack;
-		add_live_locked(pending->addr, pending->size, stack,
-				pending->kind);
-		lw_writer_alloc(&writer, pending->kind, pending->addr,
-				pending->size, stack ? stack->id : 0);
+		struct lw_live *e = add_live_locked(pending->addr,
+						    pending->size, stack,
+						    pending->kind,
+						    tc.recent_api);
+
+		if (lw_bounded_on()) {
+			record_live_locked(e, pending->kind, pending->addr,
+					   pending->size, stack, tc.recent_api,
+					   tc.recent_device, tc.recent_stream);
+		} else {
+			lw_writer_alloc(&writer, pending->kind, pending->addr,
+					pending->size, stack ? stack->id : 0);
+			if (stack)
+				stack->short_lived.announced |=
+					(uint8_t)(1u << pending->kind);
+		}
 	}
 out:
 	pthread_mutex_unlock(&lock);
@@ -820,6 +984,7 @@ static void write_step_locked(enum lw_step_source source)
 		[LW_STEP_API] = "api", [LW_STEP_OPTIMIZER] = "optimizer",
 	};
 
+	settle_locked();
 	if (tc.step_source_in_trace != source) {
 		lw_writer_info(&writer, "step_source", names[source],
 			       strlen(names[source]));
@@ -837,6 +1002,9 @@ static void write_step_locked(enum lw_step_source source)
 	    tc.phase_search_due)
 		lw_holders_schedule_in_run();
 	tc.steps_written++;
+	/* A bounded trace sums what its steps make and free from the
+	 * first step's end on: the first step (the warm-up) is whole. */
+	lw_bounded_steps_begin(device_live_bytes(), tc.torch_live_bytes);
 	flush_locked();
 	lw_gate_step(device_live_bytes());
 	lw_live_view_step(device_live_bytes(), device_live_count(),
@@ -874,6 +1042,7 @@ void lw_record_phase_begin(const char *name)
 	pthread_mutex_lock(&lock);
 	if (ensure_trace_locked()) {
 		note_thread_and_time_locked();
+		settle_locked();
 		size_t n = lw_varint_put(payload, lw_strings_intern(
 						  &writer, trace_gen, name));
 		lw_writer_ext(&writer, LW_REC_PHASE_BEGIN, payload, n);
@@ -891,6 +1060,7 @@ void lw_record_phase_end(void)
 	pthread_mutex_lock(&lock);
 	if (ensure_trace_locked()) {
 		note_thread_and_time_locked();
+		settle_locked();
 		lw_writer_tag(&writer, LW_REC_PHASE_END);
 		if (tc.phases_open) {
 			tc.phases_open--;
@@ -937,6 +1107,21 @@ static void summarize_locked(struct lw_summary *summary, const char *when)
 	lw_stacks_for_each(summarize_stack, summary);
 }
 
+/* A GC mark in the interval of a bounded trace; false when the caller
+ * writes it. */
+static bool note_gc_mark_locked(enum lw_mark mark)
+{
+	if (!lw_bounded_on())
+		return false;
+	take_pending_steps_locked();
+	if (!lw_bounded_gc_mark(mark)) {
+		bounded_stopped_locked();
+		return false;
+	}
+	note_requests_locked();
+	return true;
+}
+
 void lw_record_mark(enum lw_mark mark)
 {
 	uint8_t payload[LW_VARINT_MAX];
@@ -945,16 +1130,25 @@ void lw_record_mark(enum lw_mark mark)
 		return;
 	pthread_mutex_lock(&lock);
 	if (trace_state == TRACE_OPEN) {
-		note_thread_and_time_locked();
-		size_t n = lw_varint_put(payload, mark);
-		lw_writer_ext(&writer, LW_REC_MARK, payload, n);
+		bool gc = mark == LW_MARK_GC_START || mark == LW_MARK_GC_STOP;
+
+		if (gc)
+			tc.in_gc = mark == LW_MARK_GC_START;
+		if (!gc || !note_gc_mark_locked(mark)) {
+			note_thread_and_time_locked();
+			settle_locked();
+			size_t n = lw_varint_put(payload, mark);
+			lw_writer_ext(&writer, LW_REC_MARK, payload, n);
+		}
 		if (mark == LW_MARK_GC_STOP) {
 			tc.gc_passes++;
 			tc.last_gc_step = tc.steps_written;
 		}
 		/* GC passes are frequent; only the program's end flushes. */
-		if (mark == LW_MARK_PROGRAM_END)
+		if (mark == LW_MARK_PROGRAM_END) {
+			tc.code_finished = true;
 			flush_locked();
+		}
 		if (mark == LW_MARK_PROGRAM_END && !config->quiet) {
 			summarize_locked(&tc.program_end_summary,
 					 "when the program's code finished");
@@ -992,16 +1186,22 @@ size_t lw_holder_targets(uint64_t *pairs, size_t max, int wanted_only)
 	size_t n = 0;
 
 	pthread_mutex_lock(&lock);
+	/* A search begins: its HOLDER records follow what happened before. */
+	if (pairs && trace_state == TRACE_OPEN)
+		settle_locked();
 	for (size_t i = 0; i < lw_addr_table_slots(&tc.live); i++) {
 		const struct lw_live *e = lw_live_table_slot(&tc.live, i);
 
 		/* Device memory that outlived the step that made it (what
 		 * the first step set up, weights and optimizer state, is not
-		 * a suspect, nor what the unfinished step is using now), or
-		 * the phase that made it. */
+		 * a suspect, nor what the unfinished step is using now, until
+		 * the program's code has finished: then what the last step
+		 * made after its mark is what the program kept), or the
+		 * phase that made it. */
 		if (!e || !lw_mem_kind_is_device(e->kind))
 			continue;
-		if ((e->step < 1 || e->step >= tc.steps_written) &&
+		if ((e->step < 1 ||
+		     (e->step >= tc.steps_written && !tc.code_finished)) &&
 		    (!e->phase || e->phase == 1 + tc.phases_closed % 255))
 			continue;
 		if (wanted_only && !wanted_target(e))
@@ -1117,8 +1317,10 @@ void lw_tracker_flush_before_exec(void)
 	if (getpid() != __atomic_load_n(&trace_pid, __ATOMIC_ACQUIRE))
 		return;
 	if (pthread_mutex_trylock(&lock) == 0) {
-		if (trace_state == TRACE_OPEN)
+		if (trace_state == TRACE_OPEN) {
+			settle_locked();
 			flush_locked();
+		}
 		pthread_mutex_unlock(&lock);
 	}
 }
@@ -1139,8 +1341,10 @@ void lw_tracker_flush_at_end(void)
 			return;
 		nanosleep(&pause, NULL);
 	}
-	if (trace_state == TRACE_OPEN)
+	if (trace_state == TRACE_OPEN) {
+		settle_locked();
 		lw_writer_flush(&writer);
+	}
 	pthread_mutex_unlock(&lock);
 }
 
@@ -1186,6 +1390,7 @@ void lw_shutdown(void)
 	pthread_mutex_lock(&lock);
 	if (trace_state == TRACE_OPEN) {
 		note_thread_and_time_locked();
+		settle_locked();
 		note_deepbind_locked();
 		note_runtimes_locked();
 		note_holder_searches_locked();

@@ -196,6 +196,7 @@ int lw_writer_open(struct lw_writer *w, char *path, size_t path_size,
 	w->file_offset = 0;
 	w->prev_addr = 0;
 	w->events = 0;
+	w->summed_events = 0;
 	w->lost = 0;
 	w->events_flushed = 0;
 	/* Writing past RLIMIT_FSIZE raises SIGXFSZ, which kills the program
@@ -295,7 +296,7 @@ void lw_writer_close(struct lw_writer *w, int end_record, uint64_t dropped)
 		return;
 	if (end_record) {
 		uint8_t payload[2 * LW_VARINT_MAX];
-		size_t n = lw_varint_put(payload, w->events);
+		size_t n = lw_varint_put(payload, w->events - w->summed_events);
 		n += lw_varint_put(payload + n, dropped);
 		lw_writer_ext(w, LW_REC_END, payload, n);
 	}
@@ -397,6 +398,25 @@ void lw_writer_ext(struct lw_writer *w, uint8_t tag, const uint8_t *payload,
 	w->used += lw_varint_put(w->buf + w->used, len);
 	memcpy(w->buf + w->used, payload, len);
 	w->used += len;
+}
+
+void lw_writer_short_lived(struct lw_writer *w, const uint8_t *payload,
+			   size_t len, uint64_t events)
+{
+	size_t total = 1 + LW_VARINT_MAX + len;
+
+	if (total > LW_WRITER_BUFFER_SIZE) /* never produced by the shim */
+		return;
+	if (!reserve(w, total)) {
+		w->lost += w->failed ? events : 0;
+		return;
+	}
+	w->buf[w->used++] = LW_REC_SHORT_LIVED;
+	w->used += lw_varint_put(w->buf + w->used, len);
+	memcpy(w->buf + w->used, payload, len);
+	w->used += len;
+	w->events += events;
+	w->summed_events += events;
 }
 
 void lw_writer_stack(struct lw_writer *w, uint64_t id, const uintptr_t *frames,

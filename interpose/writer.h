@@ -44,6 +44,9 @@ struct lw_writer {
 	 * events this trace lacks. */
 	uint64_t lost;
 	uint64_t events_flushed;	/* events before the buffer */
+	/* Of events, the allocations and frees that SHORT_LIVED records
+	 * stand for (END counts the records alone). */
+	uint64_t summed_events;
 	uint64_t chain;		/* the last block's checksum (lw-format.h) */
 	/* Records, and room for the CHECKSUM record put in front of them
 	 * when the buffer is written. */
@@ -84,6 +87,10 @@ void lw_writer_context(struct lw_writer *w, unsigned api, int64_t device,
 /* An extension record with a ready-made payload. */
 void lw_writer_ext(struct lw_writer *w, uint8_t tag, const uint8_t *payload,
 		   size_t len);
+/* A SHORT_LIVED record (its payload), which stands for events allocations
+ * and frees: counted as written, or as lost once writing failed. */
+void lw_writer_short_lived(struct lw_writer *w, const uint8_t *payload,
+			   size_t len, uint64_t events);
 void lw_writer_stack(struct lw_writer *w, uint64_t id, const uintptr_t *frames,
 		     unsigned depth);
 /* STRING, WARNING, PHASE_BEGIN-like records made of varints and strings. */

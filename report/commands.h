@@ -35,7 +35,7 @@
 	"                     [--max-growth SIZE]\n" \
 	"                     [--min-steps N] [--rules FILE] [--suppressions FILE]\n" \
 	"                     [--user-code DIR] [--torch-allocator async|keep]\n" \
-	"                     -- CMD [ARGS...]\n"
+	"                     [--trace-detail bounded|full] -- CMD [ARGS...]\n"
 
 /* Exit status for bad usage and unusable input. */
 #define LW_EXIT_USAGE 2

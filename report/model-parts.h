@@ -88,6 +88,21 @@ int lw_peak_finish(struct lw_model *m);
 int lw_model_on_context(void *ctx, uint64_t api, int64_t device,
 			uint64_t stream);
 
+/* The site of a stack and kind, made at its first use. Returns 0 or
+ * -ENOMEM (-EOVERFLOW past the sites' limit). */
+int lw_model_site_for(struct lw_model *m, uint64_t stack_id, unsigned kind,
+		      uint32_t *site);
+
+/* The index of a context (api, device, stream), added at its first use
+ * (past LW_CONTEXTS_MAX, the last, marked other). */
+uint16_t lw_model_context_index(struct lw_model *m, uint64_t api,
+				int64_t device, uint64_t stream);
+
+/* Bounded traces' SHORT_LIVED records (model-short-lived.c). */
+int lw_model_on_short_lived_change(
+	void *ctx, const struct lw_trace_short_lived_change *c);
+int lw_model_on_short_lived(void *ctx, const struct lw_trace_short_lived *rec);
+
 /* Takes a step point (the step count is the step just ended). */
 int lw_points_add(struct lw_model *m);
 

@@ -193,6 +193,7 @@ int lw_peak_end_step(struct lw_model *m)
 		return rc;
 	m->peak.cur_bytes = m->counts.live_device_bytes;
 	m->peak.cur_event = m->counts.events;
+	m->peak.interval_bytes = m->peak.cur_bytes;
 	return 0;
 }
 

@@ -80,10 +80,9 @@ static void unaccount(struct lw_model *m, const struct lw_live *e)
 	}
 }
 
-int lw_model_on_context(void *ctx, uint64_t api, int64_t device,
-			uint64_t stream)
+uint16_t lw_model_context_index(struct lw_model *m, uint64_t api,
+				int64_t device, uint64_t stream)
 {
-	struct lw_model *m = ctx;
 	struct lw_context_table *t = &m->contexts;
 	uint16_t i;
 
@@ -91,19 +90,25 @@ int lw_model_on_context(void *ctx, uint64_t api, int64_t device,
 		const struct lw_context_totals *c = &t->items[i];
 
 		if (c->api == api && c->device == device && c->stream == stream)
-			break;
+			return i;
 	}
-	if (i == t->count) {
-		if (t->count == LW_CONTEXTS_MAX) {
-			i = LW_CONTEXTS_MAX - 1;
-			t->items[i].other = true;
-		} else {
-			t->items[t->count++] = (struct lw_context_totals){
-				.api = api, .device = device, .stream = stream,
-			};
-		}
+	if (t->count == LW_CONTEXTS_MAX) {
+		i = LW_CONTEXTS_MAX - 1;
+		t->items[i].other = true;
+		return i;
 	}
-	t->current = i;
+	t->items[t->count] = (struct lw_context_totals){
+		.api = api, .device = device, .stream = stream,
+	};
+	return t->count++;
+}
+
+int lw_model_on_context(void *ctx, uint64_t api, int64_t device,
+			uint64_t stream)
+{
+	struct lw_model *m = ctx;
+
+	m->contexts.current = lw_model_context_index(m, api, device, stream);
 	return lw_torch_context(ctx, api, device, stream);
 }
 
@@ -135,6 +140,19 @@ static int new_site(struct lw_model *m, uint64_t stack_id, unsigned kind,
 	s->next_site = st->first_site;
 	st->first_site = m->sites.count;
 	*out = m->sites.count++;
+	return 0;
+}
+
+int lw_model_site_for(struct lw_model *m, uint64_t stack_id, unsigned kind,
+		      uint32_t *out)
+{
+	uint32_t site = m->stacks.items[stack_id].first_site;
+
+	while (site != LW_NO_SITE && m->sites.items[site].kind != kind)
+		site = m->sites.items[site].next_site;
+	if (site == LW_NO_SITE)
+		return new_site(m, stack_id, kind, out);
+	*out = site;
 	return 0;
 }
 
@@ -179,10 +197,7 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 		m->points.anchor_seen = true;
 	}
 
-	site = m->stacks.items[stack_id].first_site;
-	while (site != LW_NO_SITE && m->sites.items[site].kind != kind)
-		site = m->sites.items[site].next_site;
-	if (site == LW_NO_SITE && (rc = new_site(m, stack_id, kind, &site)) < 0)
+	if ((rc = lw_model_site_for(m, stack_id, kind, &site)) < 0)
 		return rc;
 
 	e = lw_addr_table_put(&m->live, &live_kind, addr, &found);
@@ -420,6 +435,7 @@ static int model_stack(void *ctx, uint64_t id, const uint64_t *frames,
 	stacks[id].first_frame = m->stacks.frame_count;
 	stacks[id].frame_count = count;
 	stacks[id].first_site = LW_NO_SITE;
+	stacks[id].short_lived = LW_NO_SITE;
 	stacks[id].first_pyframe = 0;
 	stacks[id].first_eval = 0;
 	stacks[id].pyframe_count = 0;
@@ -769,6 +785,8 @@ const struct lw_trace_ops lw_model_ops = {
 	.segment_free = lw_torch_segment_free,
 	.oom = lw_torch_oom,
 	.holder = model_holder,
+	.short_lived_change = lw_model_on_short_lived_change,
+	.short_lived = lw_model_on_short_lived,
 	.pypath = model_pypath,
 };
 
@@ -780,6 +798,7 @@ int lw_model_init(struct lw_model *m)
 		return -ENOMEM;
 	m->stacks.capacity = 16;
 	m->stacks.items[0].first_site = LW_NO_SITE;
+	m->stacks.items[0].short_lived = LW_NO_SITE;
 	m->stacks.count = 1;
 	m->points.stride = 1;
 	/* Context 0: the allocations before any CONTEXT record. */
@@ -802,6 +821,7 @@ void lw_model_fini(struct lw_model *m)
 	free(m->meta.modules);
 	free(m->stacks.pycodes);
 	free(m->holders.items);
+	free(m->short_lived.items);
 	free(m->meta.pypaths);
 	free(m->stacks.pyframes);
 	free(m->stacks.evals);

@@ -153,6 +153,8 @@ struct lw_stack {
 	size_t first_frame;	/* index into the stack table's frames */
 	uint32_t frame_count;
 	uint32_t first_site;	/* LW_NO_SITE until an ALLOC uses it */
+	/* Its entry in the model's short-lived table, or LW_NO_SITE. */
+	uint32_t short_lived;
 	/* Its Python frames (PYSTACK), in the stack table's pyframes and evals. */
 	size_t first_pyframe;
 	size_t first_eval;
@@ -410,6 +412,27 @@ struct lw_step_points {
 	bool inferred;
 };
 
+/*
+ * Bounded traces: per stack, the allocations made and freed within each
+ * interval, as the SHORT_LIVED records last said (common/lw-format.h);
+ * every SHORT_LIVED record adds them all.
+ */
+struct lw_short_lived_entry {
+	uint64_t stack_id;
+	uint32_t site;
+	uint16_t context;	/* index into the model's contexts */
+	bool torch_block;	/* made by PyTorch's caching allocator */
+	uint64_t count, bytes;
+	uint64_t gc_count, gc_bytes;
+};
+
+struct lw_short_lived_table {
+	struct lw_short_lived_entry *items;
+	size_t count, capacity;
+	uint64_t records;	/* SHORT_LIVED records read */
+	uint64_t allocations;	/* allocations they summed */
+};
+
 /* Named phases, in the order they first began, and the open ones (the
  * innermost LW_PHASE_DEPTH_MAX of them). */
 struct lw_phase_table {
@@ -432,6 +455,9 @@ struct lw_peak {
 	 * the sites touched, their peaks and lingering bytes. */
 	uint64_t cur_bytes;
 	uint64_t cur_event;
+	/* cur_bytes when the interval of a bounded trace began (its
+	 * SHORT_LIVED record says whether its peak passed it). */
+	uint64_t interval_bytes;
 	struct lw_late_free *late_frees;
 	size_t late_free_count, late_free_capacity;
 	uint32_t *touched[LW_LINGER_STEPS];
@@ -533,6 +559,7 @@ struct lw_model {
 	struct lw_peak peak;
 	struct lw_holder_list holders;
 	struct lw_context_table contexts;
+	struct lw_short_lived_table short_lived;
 	bool in_gc;	/* inside a pass of the cycle collector */
 
 	/*

@@ -62,6 +62,11 @@ void lw_run_usage(FILE *out)
 	      "                      PYTORCH_ALLOC_CONF is set, run PyTorch with\n"
 	      "                      backend:cudaMallocAsync\n"
 	      "                      (sets LEAKWATCH_TORCH_ALLOCATOR)\n"
+	      "  --trace-detail bounded|full\n"
+	      "                      bounded (default): from the first step mark on, what a\n"
+	      "                      step makes and frees again is summed per call stack,\n"
+	      "                      the rest written whole; full: every allocation and\n"
+	      "                      free (sets LEAKWATCH_TRACE_DETAIL)\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
 	      "The shim is $LEAKWATCH_LIB, or " LIBRARY_NAME " from the build tree or the\n"
@@ -139,7 +144,8 @@ static int find_library(char *out)
 }
 
 static int set_environment(const char *library, const char *trace_pattern,
-			   const char *manifest, const char *torch_allocator)
+			   const char *manifest, const char *torch_allocator,
+			   const char *trace_detail)
 {
 	const char *preload = getenv("LD_PRELOAD");
 	char *value = NULL;
@@ -173,6 +179,8 @@ static int set_environment(const char *library, const char *trace_pattern,
 		rc = unsetenv("LEAKWATCH_MAX_GROWTH");
 	if (rc == 0 && torch_allocator)
 		rc = setenv("LEAKWATCH_TORCH_ALLOCATOR", torch_allocator, 1);
+	if (rc == 0 && trace_detail)
+		rc = setenv("LEAKWATCH_TRACE_DETAIL", trace_detail, 1);
 	return rc == 0 ? 0 : -errno;
 }
 
@@ -472,10 +480,12 @@ static int run_command(int argc, char **argv,
 		{ "no-report", no_argument, NULL, 'R' },
 		{ "max-growth", required_argument, NULL, 'G' },
 		{ "torch-allocator", required_argument, NULL, 'A' },
+		{ "trace-detail", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *trace_pattern = NULL, *output = NULL, *torch_allocator = NULL;
+	const char *trace_detail = NULL;
 	char library[PATH_MAX], manifest[PATH_MAX];
 	bool no_report = false, gate = false;
 	uint64_t max_growth = 0;
@@ -505,6 +515,14 @@ static int run_command(int argc, char **argv,
 				return LW_EXIT_USAGE;
 			}
 			torch_allocator = optarg;
+			break;
+		case 'D':
+			if (strcmp(optarg, "bounded") != 0 && strcmp(optarg, "full") != 0) {
+				lw_error("--trace-detail: '%s' is neither bounded nor full",
+					 optarg);
+				return LW_EXIT_USAGE;
+			}
+			trace_detail = optarg;
 			break;
 		case 'G':
 			if (lw_parse_max_growth(optarg, &max_growth) < 0)
@@ -557,7 +575,7 @@ static int run_command(int argc, char **argv,
 		goto out;
 	}
 	rc = set_environment(library, trace_pattern, manifest,
-			     torch_allocator);
+			     torch_allocator, trace_detail);
 	if (rc < 0) {
 		if (rc != -EINVAL)
 			lw_error("cannot set the environment: %s",

@@ -359,6 +359,84 @@ static int read_holder(struct reader *r, size_t rec_off, const uint8_t *p,
 }
 
 /*
+ * One change of a SHORT_LIVED record, from *pp; prev_stack is the previous
+ * change's stack id. Checks it against what the trace defined.
+ */
+static int short_lived_change(struct reader *r, size_t rec_off,
+			      const uint8_t **pp, const uint8_t *end,
+			      uint64_t *prev_stack,
+			      struct lw_trace_short_lived_change *c)
+{
+	uint64_t v[9];
+	int rc;
+
+	for (size_t i = 0; i < 9; i++)
+		if ((rc = payload_varint(r, rec_off, pp, end, &v[i])) < 0)
+			return rc;
+	c->stack_id = *prev_stack + (uint64_t)lw_zigzag_decode(v[0]);
+	*prev_stack = c->stack_id;
+	if (c->stack_id > r->stacks_defined)
+		return corrupt(r->result, rec_off,
+			       "SHORT_LIVED uses stack %" PRIu64 ", which is not defined",
+			       c->stack_id);
+	if (v[1] < 1 || v[1] > LW_MEM_KIND_MAX)
+		return corrupt(r->result, rec_off,
+			       "SHORT_LIVED names memory kind %" PRIu64, v[1]);
+	c->kind = (unsigned)v[1];
+	c->api = v[2];
+	c->device = lw_zigzag_decode(v[3]);
+	c->stream = v[4];
+	c->count = v[5];
+	c->bytes = v[6];
+	c->gc_count = v[7];
+	c->gc_bytes = v[8];
+	if (c->gc_count > c->count || c->gc_bytes > c->bytes)
+		return corrupt(r->result, rec_off,
+			       "SHORT_LIVED: more freed in the collector's passes than made");
+	return 0;
+}
+
+/* SHORT_LIVED: checked whole, then passed on change by change. */
+static int read_short_lived(struct reader *r, size_t rec_off,
+			    const uint8_t *p, const uint8_t *end)
+{
+	struct lw_trace_short_lived rec;
+	struct lw_trace_short_lived_change c;
+	const uint8_t *changes;
+	uint64_t prev = 0, summed;
+	int rc;
+
+	if ((rc = payload_varint(r, rec_off, &p, end, &rec.peak)) < 0 ||
+	    (rc = payload_varint(r, rec_off, &p, end, &rec.after_peak)) < 0 ||
+	    (rc = payload_varint(r, rec_off, &p, end, &rec.torch_peak)) < 0 ||
+	    (rc = payload_varint(r, rec_off, &p, end, &rec.gc_passes)) < 0 ||
+	    (rc = payload_varint(r, rec_off, &p, end, &summed)) < 0 ||
+	    (rc = payload_varint(r, rec_off, &p, end, &rec.changes)) < 0)
+		return rc;
+	rec.summed = summed != 0;
+	/* Each change takes nine bytes at least. */
+	if (rec.changes > (uint64_t)(end - p) / 9)
+		return corrupt(r->result, rec_off,
+			       "SHORT_LIVED has %" PRIu64 " changes in %zu bytes",
+			       rec.changes, (size_t)(end - p));
+	changes = p;
+	for (uint64_t i = 0; i < rec.changes; i++)
+		if ((rc = short_lived_change(r, rec_off, &p, end, &prev,
+					     &c)) < 0)
+			return rc;
+	if (r->ops->short_lived_change) {
+		p = changes;
+		prev = 0;
+		for (uint64_t i = 0; i < rec.changes; i++) {
+			short_lived_change(r, rec_off, &p, end, &prev, &c);
+			if ((rc = r->ops->short_lived_change(r->ctx, &c)) < 0)
+				return rc;
+		}
+	}
+	return r->ops->short_lived ? r->ops->short_lived(r->ctx, &rec) : 0;
+}
+
+/*
  * One extension record whose payload [p, end) lies within the buffer. Fields
  * a newer writer appends after the known ones are ignored; unknown tags are
  * skipped whole.
@@ -442,6 +520,8 @@ static int read_extension(struct reader *r, uint8_t tag, size_t rec_off,
 		return read_oom(r, rec_off, p, end);
 	case LW_REC_HOLDER:
 		return read_holder(r, rec_off, p, end);
+	case LW_REC_SHORT_LIVED:
+		return read_short_lived(r, rec_off, p, end);
 	case LW_REC_CHECKSUM:
 		/* Read by next_block(), at the start of each block. */
 		return corrupt(r->result, rec_off,

@@ -45,6 +45,30 @@ struct lw_trace_module {
 	struct lw_bytes build_id; /* len 0 when the record has none */
 };
 
+/* A SHORT_LIVED record's figures (common/lw-format.h). */
+struct lw_trace_short_lived {
+	uint64_t peak;
+	uint64_t after_peak;
+	uint64_t torch_peak;
+	uint64_t gc_passes;
+	bool summed;	/* the stacks' entries count for this interval */
+	uint64_t changes;
+};
+
+/* One of its changes: the stack's allocations made and freed in each
+ * interval from here on (count 0: none). */
+struct lw_trace_short_lived_change {
+	uint64_t stack_id;
+	unsigned kind;		/* enum lw_mem_kind */
+	uint64_t api;
+	int64_t device;
+	uint64_t stream;
+	uint64_t count;
+	uint64_t bytes;
+	uint64_t gc_count;	/* <= count */
+	uint64_t gc_bytes;	/* <= bytes */
+};
+
 /*
  * What the reader meets, in trace order. Any member may be NULL. A callback
  * returns 0 to go on, or a negative errno to stop the read, which then
@@ -109,6 +133,14 @@ struct lw_trace_ops {
 	int (*holder)(void *ctx, uint64_t address, uint64_t path,
 		      uint64_t root, uint64_t objects, uint64_t graph,
 		      uint64_t flags);
+	/*
+	 * A SHORT_LIVED record, checked whole first: each of its changes
+	 * (stacks defined, kinds known, gc figures within the others), then
+	 * the record itself.
+	 */
+	int (*short_lived_change)(void *ctx,
+				  const struct lw_trace_short_lived_change *c);
+	int (*short_lived)(void *ctx, const struct lw_trace_short_lived *rec);
 	/* Where Python code comes from: enum lw_pypath_kind (as written,
 	 * unchecked), path and name string ids (name 0: none). */
 	int (*pypath)(void *ctx, uint64_t kind, uint64_t path, uint64_t name);

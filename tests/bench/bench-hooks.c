@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench-hooks DEPTH PAIRS: cudaMalloc+cudaFree pairs made DEPTH native
- * frames down, on whatever runtime is loaded; prints "ns-per-pair N", the
- * thread's CPU time per pair. Run with and without
- * LD_PRELOAD=libleakwatch.so by bench-hooks.py and bench-all.py.
+ * bench-hooks DEPTH PAIRS [STEP_EVERY]: cudaMalloc+cudaFree pairs made DEPTH
+ * native frames down, on whatever runtime is loaded, a training step marked
+ * every STEP_EVERY pairs (leakwatch_step(), when the shim is loaded; never
+ * by default); prints "ns-per-pair N", the thread's CPU time per pair. Run
+ * with and without LD_PRELOAD=libleakwatch.so by bench-hooks.py and
+ * bench-all.py.
  *
  * Built a second time with LW_BENCH_MALLOC as bench-malloc: the same loop
  * with malloc+free, the heaptrack side of the comparison.
@@ -14,9 +16,11 @@
 
 #ifndef LW_BENCH_MALLOC
 #include <cuda_runtime_api.h>
+
+#include "leakwatch.h"
 #endif
 
-static long pairs;
+static long pairs, step_every;
 #ifdef LW_BENCH_MALLOC
 static void *volatile sink;
 
@@ -50,6 +54,10 @@ __attribute__((noinline)) static int descend(int depth)
 	for (long i = 0; i < pairs; i++) {
 		if (pair(256 + (size_t)(i & 7) * 64))
 			return 1;
+#ifndef LW_BENCH_MALLOC
+		if (step_every && i % step_every == step_every - 1)
+			leakwatch_mark_step();
+#endif
 	}
 	return 0;
 }
@@ -58,13 +66,14 @@ int main(int argc, char **argv)
 {
 	struct timespec a, b;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEPTH PAIRS\n", argv[0]);
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: %s DEPTH PAIRS [STEP_EVERY]\n", argv[0]);
 		return 2;
 	}
 	int depth = atoi(argv[1]);
 	pairs = atol(argv[2]);
-	if (depth < 0 || pairs <= 0)
+	step_every = argc == 4 ? atol(argv[3]) : 0;
+	if (depth < 0 || pairs <= 0 || step_every < 0)
 		return 2;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
 	int failed = descend(depth);

@@ -87,8 +87,11 @@ def make_trace(build, python, child, steps, path):
     cli = os.path.join(build, "report", "leakwatch")
     env = dict(clean_env(), LEAKWATCH_BUILD=build, LEAKWATCH_SYMBOL_CACHE="0",
                PYTHONDONTWRITEBYTECODE="1")
+    # Every event written, as the figures of docs/cost.md were measured:
+    # the reader's rate per event (a bounded trace sums most of them).
     cmd = [os.path.join(SOURCE, "scripts", "fakegpu.sh"), cli, "run",
-           "--trace", path, "--no-report", "--", python, child, str(steps)]
+           "--trace-detail", "full", "--trace", path, "--no-report", "--",
+           python, child, str(steps)]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True,
                        timeout=3600)
     if r.returncode != 0 or not os.path.exists(path):

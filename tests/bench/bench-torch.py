@@ -59,18 +59,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 
-CHILD = r'''
-import gc, os, sys, time
-start = time.perf_counter()
-import torch
-mode, steps, warm, hold = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-torch.backends.cudnn.enabled = False  # cuDNN does not start on the stand-in
-dev = "cuda"
-
-def rss():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
+# The three models, as a program's source (bench-trace-size.py trains them
+# too).
+MODELS_SOURCE = r'''
 def models():
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(128, 4, 512, batch_first=True)
@@ -89,6 +80,21 @@ def models():
         torch.nn.Linear(64, 10))
     yield "convnet", conv.to(dev), lambda: torch.randn(16, 3, 32, 32, device=dev)
 
+'''
+
+CHILD = r'''
+import gc, os, sys, time
+start = time.perf_counter()
+import torch
+mode, steps, warm, hold = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+torch.backends.cudnn.enabled = False  # cuDNN does not start on the stand-in
+dev = "cuda"
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+''' + MODELS_SOURCE + r'''
 if mode == "rmh-all":
     torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python")
 elif mode == "rmh-alloc":

@@ -30,7 +30,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 COMMANDS = ("report", "check", "diff", "run")
 # Options of other programs that the docs show in their command lines.
 OTHER_TOOLS = {
-    "meson": {"--benchmark", "--suite", "--verbose", "--prefix"},
+    "meson": {"--benchmark", "--suite", "--verbose", "--prefix", "--setup"},
     "pip": {"--user", "--target"},
     "torchrun": {"--nproc-per-node"},
     "the demo's programs": {"--epochs", "--steps"},
@@ -38,6 +38,7 @@ OTHER_TOOLS = {
     "valgrind": {"--tool"},
     "tests/bench/bench-all.py and bench-torch.py": {"--parts", "--runs",
                                                     "--steps"},
+    "tests/bench/bench-week.py": {"--every", "--full-steps"},
     "tests/torch/test_libraries.py": {"--bare"},
 }
 OPTION = re.compile(r"(?<![\w./-])(--?[a-zA-Z][\w-]*)")

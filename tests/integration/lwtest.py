@@ -4,11 +4,14 @@ shim, find the traces it wrote, and read them back with `leakwatch report`.
 
 Paths come from the environment set by tests/integration/meson.build:
 LW_LIB (libleakwatch.so), LW_CLI (the leakwatch command), LW_FAKECUDA_DIR,
-and LW_PROG_<name> for each test program."""
+and LW_PROG_<name> for each test program. The runs' directories are removed
+when the test ends; LW_KEEP=1 keeps them (their paths are in the output)."""
+import atexit
 import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,12 +41,22 @@ def prog(name):
     return path
 
 
+def scratch_dir(prefix="lw-it-"):
+    """A new directory, removed when the test ends (kept with LW_KEEP=1)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    if os.environ.get("LW_KEEP"):
+        print(f"kept: {path}")
+    else:
+        atexit.register(shutil.rmtree, path, True)
+    return path
+
+
 class Run:
     """One program run under the shim in a fresh directory."""
 
     def __init__(self, argv, env=None, preload=True, timeout=120,
                  pattern="trace-%p.trace"):
-        self.dir = tempfile.mkdtemp(prefix="lw-it-")
+        self.dir = scratch_dir()
         full_env = dict(os.environ)
         for key in list(full_env):
             if key.startswith("LEAKWATCH_"):
@@ -51,6 +64,8 @@ class Run:
         if preload:
             full_env["LD_PRELOAD"] = LIB
         full_env["LEAKWATCH_OUT"] = os.path.join(self.dir, pattern)
+        if os.environ.get("LW_TRACE_DETAIL"):  # meson test --setup full
+            full_env["LEAKWATCH_TRACE_DETAIL"] = os.environ["LW_TRACE_DETAIL"]
         full_env.update(env or {})
         for key in [k for k, v in full_env.items() if v is None]:
             del full_env[key]  # None: unset

@@ -9,10 +9,10 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
-from lwtest import CLI, LIB, Run, check, check_eq, main, prog, report
+from lwtest import (CLI, LIB, Run, check, check_eq, main, prog, report,
+                    scratch_dir)
 
 
 def rank_names():
@@ -542,7 +542,7 @@ def pytest_bad_marker():
     if not py:
         print("no python with pytest: skipped")
         sys.exit(77)
-    tmp = tempfile.mkdtemp(prefix="lw-pytest-")
+    tmp = scratch_dir("lw-pytest-")
     env = {"PYTHONPATH": os.environ["LW_SCRIPTS"], "LD_PRELOAD": LIB}
     for marker, said in (('max_growth="lots"', "not a size: 'lots'"),
                          ('steps="many"', "steps='many' is not a whole number"),

@@ -13,7 +13,7 @@ import tempfile
 import time
 
 from lwtest import (CLI, LIB, SKIP, Run, check, check_eq, functions, main,
-                    prog, report, site_with)
+                    prog, report, scratch_dir, site_with)
 
 KIND_OF_API = {
     "cudaMallocManaged": "managed",
@@ -930,7 +930,7 @@ def demo():
     root = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
     build = os.path.dirname(os.path.dirname(os.path.realpath(CLI)))
-    tmp = tempfile.mkdtemp(prefix="lw-demo-")
+    tmp = scratch_dir("lw-demo-")
     p = subprocess.run(["bash", os.path.join(root, "scripts", "demo.sh"),
                         "20"], env={**clean_env(), "TMPDIR": tmp,
                                     "LEAKWATCH_BUILD": build},

@@ -301,6 +301,172 @@ static void test_python_merge(void)
 	free(o.data);
 }
 
+/* A SHORT_LIVED record: its figures, then changes of (stack, count,
+ * bytes, gc_count, gc_bytes), all device memory from cudaMalloc. */
+struct change {
+	uint64_t stack, count, bytes, gc_count, gc_bytes;
+	unsigned kind;
+};
+
+static void rec_short_lived(struct out *o, uint64_t peak, uint64_t after_peak,
+			    uint64_t gc_passes, bool summed,
+			    const struct change *c, size_t n)
+{
+	struct out p = { 0 };
+	uint64_t prev = 0;
+
+	put_varint(&p, peak);
+	put_varint(&p, after_peak);
+	put_varint(&p, 0); /* torch_peak */
+	put_varint(&p, gc_passes);
+	put_varint(&p, summed);
+	put_varint(&p, n);
+	for (size_t i = 0; i < n; i++) {
+		put_zvarint(&p, (int64_t)(c[i].stack - prev));
+		prev = c[i].stack;
+		put_varint(&p, c[i].kind ? c[i].kind : LW_MEM_DEVICE);
+		put_varint(&p, LW_API_CUDA_MALLOC);
+		put_zvarint(&p, -1);
+		put_varint(&p, 0);
+		put_varint(&p, c[i].count);
+		put_varint(&p, c[i].bytes);
+		put_varint(&p, c[i].gc_count);
+		put_varint(&p, c[i].gc_bytes);
+	}
+	rec_ext(o, LW_REC_SHORT_LIVED, &p);
+	free(p.data);
+}
+
+/* Up to the first step's end: two stacks, in full. */
+static void short_lived_start(struct out *o)
+{
+	static const uint64_t s1[] = { 0x1000 }, s2[] = { 0x2000 };
+
+	std_header(o);
+	rec_stack(o, 1, s1, 1);
+	rec_stack(o, 2, s2, 1);
+	rec_context(o, LW_API_CUDA_MALLOC, -1, 0);
+	rec_alloc(o, LW_MEM_DEVICE, 0xa000, 100, 1);	/* weights */
+	rec_alloc(o, LW_MEM_DEVICE, 0xb000, 50, 1);
+	rec_free(o, 0xb000);
+	rec_alloc(o, LW_MEM_DEVICE, 0xc000, 1000, 2);	/* into step 1 */
+	rec_simple(o, LW_REC_STEP);
+}
+
+/*
+ * SHORT_LIVED read as the specification says (common/lw-format.h): each
+ * summed record adds the changes in force per stack, a count of 0 drops
+ * one, a record that is not summed adds nothing, the interval's peak and
+ * what its later records freed lingered there; bad records are refused.
+ */
+static void test_short_lived(void)
+{
+	struct out o = { 0 };
+	struct lw_trace_result res;
+	struct lw_model m;
+	const struct lw_site *s1, *s2;
+	struct change one = { 1, 3, 300, 1, 100, 0 };
+	struct change drop = { 1, 0, 0, 0, 0, 0 };
+	struct change two = { 2, 2, 20, 0, 0, 0 };
+
+	for (unsigned after_peak = 0; after_peak < 2; after_peak++) {
+		o.len = 0;
+		o.prev_addr = o.events = 0;
+		short_lived_start(&o);
+		/* Step 1: a survivor, the older block freed, three summed. */
+		rec_alloc(&o, LW_MEM_DEVICE, 0xd000, 500, 2);
+		rec_free(&o, 0xc000);
+		rec_short_lived(&o, 5000, after_peak, 2, true, &one, 1);
+		rec_simple(&o, LW_REC_STEP);
+		/* Step 2: the same three again, no change written. */
+		rec_free(&o, 0xd000);
+		rec_short_lived(&o, 700, 0, 0, true, NULL, 0);
+		rec_simple(&o, LW_REC_STEP);
+		/* Step 3: not summed; step 4: stack 1 dropped. */
+		rec_short_lived(&o, 100, 0, 0, false, NULL, 0);
+		rec_simple(&o, LW_REC_STEP);
+		rec_short_lived(&o, 100, 0, 0, true, &drop, 1);
+		rec_simple(&o, LW_REC_STEP);
+		/* Step 5: a change carried by a record of its own. */
+		rec_short_lived(&o, 0, 0, 0, false, &two, 1);
+		rec_short_lived(&o, 120, 0, 0, true, NULL, 0);
+		rec_simple(&o, LW_REC_STEP);
+		for (unsigned t = 0; t < LW_LINGER_STEPS; t++)
+			rec_simple(&o, LW_REC_STEP);
+		rec_end(&o, 0);
+
+		REQUIRE(read_model(o.data, o.len, &m, &res) == 0 &&
+			res.complete);
+		REQUIRE(lw_model_finish(&m) == 0);
+		REQUIRE(m.sites.count == 2);
+		s1 = &m.sites.items[0];
+		s2 = &m.sites.items[1];
+		REQUIRE(s1->stack_id == 1 && s2->stack_id == 2);
+		REQUIRE(s1->totals.allocations == 2 + 3 + 3);
+		REQUIRE(s1->totals.bytes_allocated == 150 + 300 + 300);
+		REQUIRE(s1->frees == 1 + 3 + 3 && s1->lifetime_total == 0);
+		REQUIRE(s1->gc_frees == 2 && s1->gc_freed_bytes == 200);
+		REQUIRE(s1->last_birth_step == 2);
+		REQUIRE(s1->totals.live_count == 1 &&
+			s1->totals.live_bytes == 100);
+		REQUIRE(s2->totals.allocations == 2 + 2);
+		REQUIRE(s2->frees == 2 + 2 && s2->last_birth_step == 5);
+		REQUIRE(s2->totals.live_count == 0);
+		REQUIRE(m.counts.allocations == 12 && m.counts.frees == 11);
+		REQUIRE(m.counts.events == 12 + 11 + 6 + LW_LINGER_STEPS);
+		REQUIRE(m.counts.gc_passes == 2 && m.counts.gc_frees == 2);
+		REQUIRE(m.contexts.items[m.contexts.current].totals.allocations
+			== 12);
+		REQUIRE(m.short_lived.records == 6);
+		REQUIRE(m.short_lived.allocations == 8);
+		/* Step 1's peak, the run's; the block made in step 0 and
+		 * freed in step 1 lingered there when its FREE came after. */
+		REQUIRE(m.peak.bytes == 5000 && m.peak.step == 1);
+		REQUIRE(m.points.items[0].peak_bytes == 1100);
+		REQUIRE(m.points.items[1].peak_bytes == 5000);
+		REQUIRE(m.points.items[2].peak_bytes == 700);
+		REQUIRE(m.points.items[1].lingering_bytes ==
+			(after_peak ? 1000 : 0));
+		REQUIRE(m.peak.worst.step == 1 &&
+			m.peak.worst.peak_bytes == 5000);
+		REQUIRE(m.peak.worst.bytes == (after_peak ? 1000 : 0));
+		lw_model_fini(&m);
+	}
+
+	/* Refused: an undefined stack, an unknown kind, more frees in the
+	 * collector's passes than allocations, more changes than the
+	 * record holds, a change cut by the record's end. */
+	for (unsigned bad = 0; bad < 5; bad++) {
+		struct change c = { 1, 3, 300, 1, 100, 0 };
+		size_t at;
+
+		o.len = 0;
+		o.prev_addr = o.events = 0;
+		short_lived_start(&o);
+		if (bad == 0)
+			c.stack = 3;
+		if (bad == 1)
+			c.kind = LW_MEM_KIND_MAX + 1;
+		if (bad == 2)
+			c.gc_count = 4;
+		at = o.len;
+		rec_short_lived(&o, 5000, 0, 0, true, &c, 1);
+		if (bad == 3)
+			o.data[at + 8] = 3; /* the change count */
+		if (bad == 4)
+			o.data[at + 1] -= 1; /* the payload's length */
+		rec_simple(&o, LW_REC_STEP);
+		rec_end(&o, 0);
+		REQUIRE(read_model(o.data, o.len, &m, &res) == -EBADMSG);
+		REQUIRE(strstr(res.message, "corrupt record at offset"));
+		REQUIRE(res.error_offset == at);
+		/* Nothing of the record was taken. */
+		REQUIRE(m.short_lived.count == 0 && m.counts.allocations == 3);
+		lw_model_fini(&m);
+	}
+	free(o.data);
+}
+
 int main(void)
 {
 	test_live_table();
@@ -308,6 +474,7 @@ int main(void)
 	test_corruption();
 	test_varints();
 	test_python_merge();
+	test_short_lived();
 	printf("ok\n");
 	return 0;
 }

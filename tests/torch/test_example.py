@@ -32,6 +32,8 @@ def run(python, source, tmp, name):
            if not k.startswith(("LEAKWATCH_", "PYTORCH_"))}
     env["LEAKWATCH_LIB"] = os.environ["LW_LIB"]
     env["LEAKWATCH_BUILD"] = os.environ["LEAKWATCH_BUILD"]
+    if os.environ.get("LW_TRACE_DETAIL"):  # meson test --setup full
+        env["LEAKWATCH_TRACE_DETAIL"] = os.environ["LW_TRACE_DETAIL"]
     script = os.path.join(tmp, name + ".py")
     with open(script, "w") as f:
         f.write(source)

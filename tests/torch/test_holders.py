@@ -51,6 +51,8 @@ def run(tmp, case, env_extra=None, name=None):
     env["LEAKWATCH_LIB"] = os.environ["LW_LIB"]
     env["LEAKWATCH_BUILD"] = os.environ["LEAKWATCH_BUILD"]
     env["LEAKWATCH_QUIET"] = "1"
+    if os.environ.get("LW_TRACE_DETAIL"):  # meson test --setup full
+        env["LEAKWATCH_TRACE_DETAIL"] = os.environ["LW_TRACE_DETAIL"]
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["LW_SNAPSHOT_AT"] = str(STEPS - 2)
     env.update(env_extra or {})

@@ -139,6 +139,8 @@ def environment(config):
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     if "LEAKWATCH_BUILD" in os.environ:
         env["LEAKWATCH_BUILD"] = os.environ["LEAKWATCH_BUILD"]
+    if os.environ.get("LW_TRACE_DETAIL"):  # meson test --setup full
+        env["LEAKWATCH_TRACE_DETAIL"] = os.environ["LW_TRACE_DETAIL"]
     env.update(CONFIGS[config])
     return env
 

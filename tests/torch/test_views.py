@@ -120,6 +120,8 @@ def main():
            if not k.startswith(("LEAKWATCH_", "PYTORCH_"))}
     env["LEAKWATCH_LIB"] = os.environ["LW_LIB"]
     env["LEAKWATCH_BUILD"] = os.environ["LEAKWATCH_BUILD"]
+    if os.environ.get("LW_TRACE_DETAIL"):  # meson test --setup full
+        env["LEAKWATCH_TRACE_DETAIL"] = os.environ["LW_TRACE_DETAIL"]
     failures = []
     with tempfile.TemporaryDirectory(prefix="lw-views-") as tmp:
         shutil.copy(os.path.join(HERE, SCRIPT), tmp)
