@@ -191,7 +191,10 @@ enum lw_record_tag {
 	 * "no_caching": PYTORCH_NO_CUDA_MEMORY_CACHING is set; "kept": none
 	 * set, and the user asked leakwatch to leave it so),
 	 * "trace_detail" ("full": every allocation and free is written;
-	 * "bounded": see bounded traces above). */
+	 * "bounded": see bounded traces above), and as the trace closes
+	 * "holder_searches_in_run" (the holder searches the shim ran during
+	 * the run and the seconds they took, "N S") and "shim_memory" (the
+	 * most memory, in bytes, the shim held for itself). */
 	LW_REC_INFO = 0x44,
 	/* WARNING: the text of a warning the shim printed (once). */
 	LW_REC_WARNING = 0x45,

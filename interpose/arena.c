@@ -31,7 +31,7 @@ struct free_block {
 static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct free_block *free_lists[NCLASSES];
 static uint8_t *chunk_cursor, *chunk_end;
-static size_t mapped_bytes, mapped_limit;
+static size_t mapped_bytes, mapped_limit, mapped_peak;
 
 static void *map_pages(size_t size)
 {
@@ -42,6 +42,8 @@ static void *map_pages(size_t size)
 	if (p == MAP_FAILED)
 		return NULL;
 	mapped_bytes += size;
+	if (mapped_bytes > mapped_peak)
+		mapped_peak = mapped_bytes;
 	return p;
 }
 
@@ -124,6 +126,14 @@ size_t lw_arena_mapped_bytes(void)
 {
 	pthread_mutex_lock(&arena_lock);
 	size_t n = mapped_bytes;
+	pthread_mutex_unlock(&arena_lock);
+	return n;
+}
+
+size_t lw_arena_peak_bytes(void)
+{
+	pthread_mutex_lock(&arena_lock);
+	size_t n = mapped_peak;
 	pthread_mutex_unlock(&arena_lock);
 	return n;
 }

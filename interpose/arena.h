@@ -22,6 +22,9 @@ void lw_arena_free(void *ptr);
 /* Bytes currently obtained from the system. */
 size_t lw_arena_mapped_bytes(void);
 
+/* The most lw_arena_mapped_bytes() has been. */
+size_t lw_arena_peak_bytes(void);
+
 /* Caps lw_arena_mapped_bytes(); 0 means no cap. */
 void lw_arena_set_limit(size_t bytes);
 

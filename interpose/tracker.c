@@ -976,6 +976,16 @@ static void note_holder_searches_locked(void)
 			       (size_t)n);
 }
 
+/* leakwatch's own memory, at its most: what the trace cost the process. */
+static void note_own_memory_locked(void)
+{
+	char value[32];
+	int n = snprintf(value, sizeof(value), "%zu", lw_arena_peak_bytes());
+
+	if (n > 0)
+		lw_writer_info(&writer, "shim_memory", value, (size_t)n);
+}
+
 /* ---- steps and phases ---- */
 
 static void write_step_locked(enum lw_step_source source)
@@ -1394,6 +1404,7 @@ void lw_shutdown(void)
 		note_deepbind_locked();
 		note_runtimes_locked();
 		note_holder_searches_locked();
+		note_own_memory_locked();
 		lw_writer_close(&writer, 1, 0);
 		if (tc.have_program_end_summary) {
 			/* In a Python program, what its code left allocated;
