@@ -5,7 +5,7 @@
  * common/lw-format.h: its site directories, PYTHONPATH, .pth files and
  * editable installs, the main script and the working directory) and the
  * directories the user names as their own code. The report decides with
- * it (report/usercode.c), and so does the shim's exit summary.
+ * it (report/symbols/usercode.c), and so does the shim's exit summary.
  *
  * The rules, by the longest directory that holds the file (a directory
  * holds itself and what lies under it, whole path components; a named

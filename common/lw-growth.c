@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Growth verdicts from step series, shared by the report (report/growth.c)
- * and the shim's bare-mode gate (interpose/gate.c).
+ * Growth verdicts from step series, shared by the report
+ * (report/analyse/growth.c) and the shim's bare-mode gate
+ * (interpose/summary/gate.c).
  *
  * A memory plot of a healthy training run is noisy: optimizer state appears
  * at the first step, frees deferred to a GC pass or a log interval make a

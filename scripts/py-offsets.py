@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Prints the CPython struct offsets that interpose/pyframes.c reads.
+"""Prints the CPython struct offsets that interpose/python/pyframes.c reads.
 
 Run by hand, never by the build. For every CPython include directory given
 (or, with no arguments, every one found under ~/.pyenv/versions and
 /usr/include), it compiles a small probe against that version's headers,
 internal ones included (Py_BUILD_CORE), runs it, and prints one C initialiser
-per minor version for the `layouts` table in interpose/pyframes.c. When
+per minor version for the `layouts` table in interpose/python/pyframes.c. When
 several patch releases of one minor version are given, it checks that they
 agree and fails if they do not (the table has one entry per minor version).
 

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Where the program's Python code comes from: the interpreter's own facts
 about its import path, so that a report can tell the user's code from the
-libraries it calls (common/lw-format.h, PYPATH records; report/usercode.c
-decides).
+libraries it calls (common/lw-format.h, PYPATH records;
+report/symbols/usercode.c decides).
 
 The shim runs facts() inside the program's interpreter, with the GIL held,
 once the first Python stack is seen and again when the program's code has

@@ -32,7 +32,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 DEPTHS = (10, 30, 60)
-SERIES_BOUND = 8192  # report/model.h: LW_STEP_POINTS_MAX
+SERIES_BOUND = 8192  # report/model/model.h: LW_STEP_POINTS_MAX
 
 rows = []  # (benchmark, figure, value, target, verdict)
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libtorch_cpu.so: a stand-in for PyTorch's autograd engine, as much of it
- * as leakwatch's backward attribution relies on (interpose/backward.c).
+ * as leakwatch's backward attribution relies on (interpose/python/backward.c).
  * torch_cpu_run_backward() runs a "graph task" on a worker thread, through
  * a function exported under the mangled name of
  * torch::autograd::Engine::thread_main, which allocates count blocks of

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The classifier (report/diagnose.c) on hand-made traces of one site each,
- * through the command's own reading and analysis: what each shape of
+ * The classifier (report/analyse/diagnose.c) on hand-made traces of one site
+ * each, through the command's own reading and analysis: what each shape of
  * memory over the steps is called.
  *
  *     test-classify DIR

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The symbol table read directly (report/elf-symbols.c) against libdwfl,
- * whose answers it must give: for each ELF file named, at two load biases,
- * every address of a small module (some 32768 of a larger one) and the
- * edges of every symbol are looked up both ways. Where the direct lookup
- * answers, the name must be libdwfl's; it must answer wherever libdwfl
- * found a symbol whose size covers the address, or a global label exactly
- * at it (only the fallback to a nearest label below the address is left to
+ * The symbol table read directly (report/symbols/elf-symbols.c) against
+ * libdwfl, whose answers it must give: for each ELF file named, at two load
+ * biases, every address of a small module (some 32768 of a larger one) and
+ * the edges of every symbol are looked up both ways. Where the direct lookup
+ * answers, the name must be libdwfl's; it must answer wherever libdwfl found
+ * a symbol whose size covers the address, or a global label exactly at it
+ * (only the fallback to a nearest label below the address is left to
  * libdwfl).
  *
  *     test-elf-symbols ELF...

@@ -1,15 +1,25 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The report's layers, as the sources say them:
+"""The layers of the command and of the shim, as the sources say them:
 
 - every format the command lists (report_formats in report/meson.build,
-  which makes formats.h's table) is one file of its own, report/NAME.c,
-  with one struct lw_renderer named lw_NAME_renderer, and the table is
-  made from that list alone;
-- renderers (those files, and the helpers they share: text-torch.c,
-  locations.c) read the model through model.h's accessors: no member of
-  struct lw_model is named after `->` or `.` on a model, and none includes
-  model-parts.h, the model's own interface while a trace is read.
+  which makes formats.h's table) is one file of its own,
+  report/render/NAME.c, with one struct lw_renderer named lw_NAME_renderer,
+  and the table is made from that list alone;
+- renderers (the files of report/render/, and analyse/locations.c) read the
+  model through model.h's accessors: no member of struct lw_model is named
+  after `->` or `.` on a model, and none includes model-parts.h, the
+  model's own interface while a trace is read, which only model/ includes;
+- each product is rooms in the order its meson.build lists them
+  (report_rooms, the commands in report/ itself above them all; shim_rooms),
+  and a room includes headers of its own and of lower rooms only: the
+  reader never reaches the model or the analysis, the analysis never a
+  renderer. An include is judged by the room of the file it names. The few
+  calls back up are listed below (UPWARD), each with its reason, and each
+  must still be there;
+- in the shim, every file that exports an entry point (LW_EXPORT) reaches
+  the recorder (interpose/record/) through tracker.h alone;
+- every room has a README.md and at most ROOM_MAX source files.
 
     test-layering.py --root SOURCE_ROOT
 """
@@ -22,7 +32,28 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
 from lwcheck import check, finish  # noqa: E402
 
-HELPERS = ("text-torch", "locations")
+HELPERS = ("analyse/locations",)
+ROOM_MAX = 15
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+# (product, file, included file): includes of a higher room that stay.
+UPWARD = {
+    # The named frames' labels are written with the renderers' writers.
+    ("report", "analyse/findings.c", "render.h"),
+    # Formats that draw time give back the trace's pages as they read it.
+    ("report", "render/timeline.c", "trace-file.h"),
+    # The text report of several traces ends with their merged view
+    # (merge.c), which reads them again.
+    ("report", "render/text.c", "commands.h"),
+    # The work run in the interpreter records what it finds.
+    ("interpose", "python/holders.c", "tracker.h"),
+    ("interpose", "python/origins.c", "tracker.h"),
+    ("interpose", "python/pyhooks.c", "tracker.h"),
+    # The growth gate judges the allocations counted so far.
+    ("interpose", "summary/gate.c", "tracker.h"),
+    # The trace says how PyTorch's allocator was set up.
+    ("interpose", "record/tracker.c", "torchconf.h"),
+}
 
 
 def model_members(header):
@@ -38,37 +69,148 @@ def model_members(header):
     return names
 
 
+def rooms_of(root, product, variable):
+    """The rooms of product, lowest first, as its meson.build lists them
+    in variable."""
+    with open(os.path.join(root, product, "meson.build")) as f:
+        m = re.search(r"^%s = \[(.*?)\]" % variable, f.read(), re.M | re.S)
+    if not check(m, f"{product}/meson.build lists no {variable}"):
+        return []
+    return re.findall(r"'([\w-]+)'", m.group(1))
+
+
+def sources(folder):
+    return sorted(n for n in os.listdir(folder)
+                  if n.endswith((".c", ".h", ".def")))
+
+
+def check_rooms(root, product, rooms):
+    """Checks that no file of product includes a header of a higher room
+    (room "" is the product's folder itself, above its rooms when top)."""
+    base = os.path.join(root, product)
+    where = {}	# file name -> (rank, room)
+    files = []
+    for rank, room in enumerate(rooms):
+        folder = os.path.join(base, room)
+        if not check(os.path.isdir(folder), f"{product}/{room}: no folder"):
+            continue
+        names = sources(folder)
+        if room:
+            check(os.path.exists(os.path.join(folder, "README.md")),
+                  f"{product}/{room} has no README.md")
+        count = sum(1 for n in names if n.endswith((".c", ".h")))
+        check(count <= ROOM_MAX,
+              f"{product}/{room} holds {count} source files (> {ROOM_MAX})")
+        for name in names:
+            check(name not in where,
+                  f"{product}: two files named {name}: an include of it "
+                  f"names no one room")
+            where[name] = (rank, room)
+            files.append((rank, os.path.join(room, name) if room else name))
+    upward = {(f, h) for p, f, h in UPWARD if p == product}
+    seen = set()
+    for rank, path in files:
+        with open(os.path.join(base, path)) as f:
+            text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+        for header in INCLUDE.findall(text):
+            if header not in where:
+                continue	# common/, generated, the system's
+            to_rank, to_room = where[header]
+            if to_rank <= rank:
+                continue
+            if (path, header) in upward:
+                seen.add((path, header))
+                continue
+            check(False, f"{product}/{path} includes {header}, of the "
+                  f"higher room {to_room or product + '/'}")
+    for path, header in sorted(upward - seen):
+        check(False, f"{product}/{path} no longer includes {header}: take "
+              f"it off UPWARD in test-layering.py")
+    return where
+
+
+def check_entry_points(root, where):
+    """The shim's exported entry points reach record/ through tracker.h."""
+    base = os.path.join(root, "interpose")
+    exporters = 0
+    for dirpath, _, names in os.walk(base):
+        for name in names:
+            if not name.endswith(".c"):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path) as f:
+                text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+            if "LW_EXPORT" not in text:
+                continue
+            exporters += 1
+            rel = os.path.relpath(path, base)
+            for header in INCLUDE.findall(text):
+                room = where.get(header, (0, ""))[1]
+                check(room != "record" or header == "tracker.h",
+                      f"interpose/{rel} exports, and reaches the recorder "
+                      f"through {header}, not tracker.h")
+    check(exporters >= 6, f"files of the shim that export: {exporters}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", required=True)
     args = ap.parse_args()
     report = os.path.join(args.root, "report")
 
+    report_rooms = rooms_of(args.root, "report", "report_rooms")
+    check(report_rooms[:1] == ["read"] and "render" in report_rooms,
+          f"report_rooms: {report_rooms}")
+    check_rooms(args.root, "report", report_rooms + [""])
+    shim_rooms = rooms_of(args.root, "interpose", "shim_rooms")
+    check({"hooks", "record"} <= set(shim_rooms)
+          and shim_rooms.index("hooks") > shim_rooms.index("record"),
+          f"shim_rooms: {shim_rooms}")
+    check_entry_points(args.root, check_rooms(args.root, "interpose",
+                                              shim_rooms))
+    # model-parts.h is the model's own, while a trace is read.
+    for dirpath, _, names in os.walk(report):
+        for name in names:
+            if not name.endswith((".c", ".h")):
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, name), report)
+            with open(os.path.join(dirpath, name)) as f:
+                text = f.read()
+            check('#include "model-parts.h"' not in text
+                  or rel.startswith("model/"),
+                  f"report/{rel} includes model-parts.h, the model's own")
+
     with open(os.path.join(report, "meson.build")) as f:
         build = f.read()
     names = re.findall(r"'(\w+)'", re.search(r"^report_formats = \[(.*?)\]",
                                             build, re.M | re.S).group(1))
     check(len(names) >= 6, f"formats in report_formats: {names}")
-    with open(os.path.join(report, "formats.h")) as f:
+    with open(os.path.join(report, "render", "formats.h")) as f:
         check("#define LW_FORMATS(X) LW_FORMAT_LIST(X)" in f.read(),
               "formats.h's table is not made from report_formats")
     for name in names:
         check(f"'{name}.c'" not in build,
               f"{name}.c is also listed by hand in report/meson.build")
-    with open(os.path.join(report, "model.h")) as f:
+    with open(os.path.join(report, "model", "model.h")) as f:
         members = model_members(f.read())
     check({"meta", "counts", "sites", "points", "peak"} <= members,
           f"struct lw_model's members were not read: {sorted(members)}")
     access = re.compile(r"\b(?:m|model)(?:->|\.)(%s)\b"
                         % "|".join(sorted(members)))
 
-    for name in names + list(HELPERS):
+    renderers = ["render/" + n for n in names]
+    helpers = ["render/" + n[:-2] for n in sources(os.path.join(report,
+                                                                "render"))
+               if n.endswith(".c") and "render/" + n[:-2] not in renderers]
+    check("render/text-torch" in helpers, f"render/'s helpers: {helpers}")
+    for name in renderers + helpers + list(HELPERS):
         path = os.path.join(report, name + ".c")
         if not check(os.path.exists(path), f"{name}: no report/{name}.c"):
             continue
         with open(path) as f:
             text = f.read()
-        if name in names:
+        if name in renderers:
+            name = os.path.basename(name)
             check(re.search(r"const struct lw_renderer lw_%s_renderer\b"
                             % name, text),
                   f"{name}.c defines no lw_{name}_renderer")

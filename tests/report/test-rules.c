@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The diagnosis rules parser (report/rules.c): the shipped rules.conf and
- * good lines read; what they say is what the lookups answer; each bad line
- * is refused with a one-line message naming its line and what is wrong,
+ * The diagnosis rules parser (report/analyse/rules.c): the shipped rules.conf
+ * and good lines read; what they say is what the lookups answer; each bad
+ * line is refused with a one-line message naming its line and what is wrong,
  * and leaves what was read before it intact.
  *
  *     test-rules RULES.CONF DIR

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of lw_parse_size() (common/lw-size.c), of the growth judge on
- * hand-made series (report/growth.c) and of the model's step series where
- * the traces of gen-trace do not reach: more changing sites than it keeps
- * series for.
+ * hand-made series (report/analyse/growth.c) and of the model's step series
+ * where the traces of gen-trace do not reach: more changing sites than it
+ * keeps series for.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The symbol cache (report/symbol-cache.h) on the "symbols" trace, whose
-module is gen-trace itself:
+"""The symbol cache (report/symbols/symbol-cache.h) on the "symbols" trace,
+whose module is gen-trace itself:
 
 - a report with the cache, first and again, is the report without it;
 - the second report takes its frames from the cache file named by the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Bounded traces (interpose/bounded.h): the same events recorded by the
+ * Bounded traces (interpose/record/bounded.h): the same events recorded by the
  * tracker in full and bounded (each in a child process of its own, the
  * shim's core linked directly), then read back by the report's model, must
  * give the same model: counts, every site's totals, lifetimes and collector

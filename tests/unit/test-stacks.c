@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The shim's table of distinct stacks (interpose/stacks.c): the same
+ * The shim's table of distinct stacks (interpose/record/stacks.c): the same
  * frames are one stack with one id, other frames another; stacks whose
  * hashes collide stay apart; the table keeps every stack as it grows; a
  * reset starts the ids again at 1.

@@ -9,7 +9,6 @@
 
 #include "config.h"
 #include "real.h"
-#include "tracker.h"
 #include "writer.h"
 
 /* Tells the shim in a child process that the configuration it inherits

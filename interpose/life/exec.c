@@ -22,7 +22,7 @@
 
 #include "export.h"
 #include "real.h"
-#include "tracker.h"
+#include "process.h"
 
 extern char **environ;
 

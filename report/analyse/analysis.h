@@ -14,7 +14,7 @@
 
 #include "diagnose.h"
 #include "growth.h"
-#include "render.h"
+#include "report.h"
 
 struct lw_analysis {
 	struct lw_growth_report growth;

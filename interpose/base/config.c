@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "lw-growth.h"
-#include "tracker.h"
+#include "warn.h"
 
 int lw_parse_bool(const char *value)
 {

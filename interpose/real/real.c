@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "lw-hash.h"
-#include "tracker.h"
+#include "warn.h"
 
 lw_fnptr lw_real_table[LW_FN_COUNT];
 

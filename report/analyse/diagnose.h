@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "growth.h"
-#include "render.h"
+#include "report.h"
 #include "rules.h"
 
 enum lw_confidence {

@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The report renderers (text.c, json.c) and the output helpers they share.
+ * One trace read: its model, its symbols and what the analysis made of it,
+ * as the analysis and every view are given it; and the line each of its
+ * sites leads with (location.c).
  */
-#ifndef LW_RENDER_H
-#define LW_RENDER_H
+#ifndef LW_REPORT_H
+#define LW_REPORT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
-#include "lw-size.h"
-#include "lw-text.h"
 #include "model.h"
 #include "symbolize.h"
 #include "trace-reader.h"
@@ -64,27 +63,6 @@ struct lw_report_options {
 #define LW_DEFAULT_TOP 10
 #define LW_DEFAULT_FRAMES 12
 
-/* Text report. Returns 0 or a negative errno (-ENOMEM). */
-int lw_render_text(FILE *out, const struct lw_report *report,
-		   const struct lw_report_options *options);
-
-/*
- * The JSON report's "schema_version": docs/report.schema.json describes it.
- * Fields are only added within a version; removing or renaming one, or
- * giving it another meaning, makes a new version.
- */
-#define LW_JSON_SCHEMA_VERSION 1
-
-/*
- * JSON report. A single trace is one object (nested false). Several are
- * wrapped: lw_json_begin_list(), lw_render_json(..., nested true, first)
- * for each, lw_json_end_list(). Returns 0 or a negative errno.
- */
-int lw_render_json(FILE *out, const struct lw_report *report, bool nested,
-		   bool first);
-void lw_json_begin_list(FILE *out);
-void lw_json_end_list(FILE *out);
-
 /*
  * The frame a site's report leads with, chosen from its stack (frames,
  * from lw_model_stack()): the innermost Python frame of the user's own code
@@ -122,47 +100,5 @@ struct lw_site_stack {
 int lw_site_stack(const struct lw_report *report, uint32_t site,
 		  struct lw_site_stack *out);
 void lw_site_stack_fini(struct lw_site_stack *stack);
-
-/*
- * The growth section of the text report (also `leakwatch check`): the
- * location line of a site ("    at FUNCTION  FILE:LINE"), with a newline.
- * Returns 0 or -ENOMEM.
- */
-int lw_put_site_location(FILE *out, const struct lw_report *report,
-			 uint32_t site);
-
-/* The summary's PyTorch allocator line(s), when PyTorch was loaded. */
-void lw_put_torch_text(FILE *out, const struct lw_model *model);
-
-/* The "at the out-of-memory error" section, when PyTorch's allocator ran
- * out; up to top sites per list (0: all). Returns 0 or -ENOMEM. */
-int lw_put_oom_text(FILE *out, const struct lw_report *report, size_t top);
-
-/* lw_format_size(), lw_format_rate(): lw-size.h. */
-
-/*
- * Writes bytes from a trace for a terminal: valid UTF-8 as it is, control
- * characters and invalid bytes escaped (\n, \t, \xNN), so that a trace
- * cannot move the cursor or change colours.
- */
-void lw_put_text(FILE *out, const void *data, size_t len);
-void lw_put_text_str(FILE *out, const char *s);
-
-/* Writes a JSON string literal; invalid UTF-8 becomes U+FFFD. */
-void lw_put_json_string(FILE *out, const void *data, size_t len);
-
-/*
- * What a format writes for one character of text from a trace: the code
- * point cp of the n bytes at s, or, when n is 0, the byte s[0], which
- * starts no UTF-8 sequence. Returns false to have the bytes written as
- * they are.
- */
-typedef bool (*lw_escape_fn)(FILE *out, uint32_t cp, const uint8_t *s,
-			     size_t n, const void *ctx);
-
-/* Writes text through escape, one character at a time: the one walker
- * under every format's escaping (text, JSON, HTML, folded, GitHub). */
-void lw_put_escaped(FILE *out, const void *text, size_t len,
-		    lw_escape_fn escape, const void *ctx);
 
 #endif

@@ -18,8 +18,8 @@
 
 #include "export.h"
 #include "real.h"
+#include "process.h"
 #include "signals.h"
-#include "tracker.h"
 
 typedef void (*exit_fn)(int);
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "render.h"
+#include "report.h"
 
 /*
  * Folds, in place, the runs of native frames that say nothing to the

@@ -4,7 +4,7 @@
  * scripts/leakwatch/_origins.py (compiled into the shim as
  * lw_origins_source) inside the program's interpreter, with the GIL held,
  * and writes a PYPATH record for each fact it returns. The report tells
- * the user's code from libraries with them (report/usercode.c).
+ * the user's code from libraries with them (report/symbols/usercode.c).
  *
  * The Python C API is looked up with dlsym(), as in pyhooks.c and
  * holders.c: the shim does not link against Python.

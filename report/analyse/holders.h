@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "render.h"
+#include "report.h"
 
 /* Holders shown for one finding at most. */
 #define LW_HELD_BY_MAX 3

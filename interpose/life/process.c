@@ -5,6 +5,7 @@
  * signal's default action, _exit(), quick_exit()) and exit. The tracker does
  * the work of each (lw_tracker_*); this file decides when.
  */
+#include "process.h"
 #include "tracker.h"
 
 #include <errno.h>

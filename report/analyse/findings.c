@@ -7,6 +7,7 @@
 #include "holders.h"
 #include "locations.h"
 #include "pystack.h"
+#include "render.h"
 
 #include <errno.h>
 #include <math.h>

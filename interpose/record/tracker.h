@@ -18,6 +18,7 @@
 
 #include "lw-format.h"
 #include "pyframes.h"
+#include "warn.h"
 
 enum lw_state {
 	LW_STATE_UNINIT = 0,
@@ -26,19 +27,6 @@ enum lw_state {
 	LW_STATE_CLOSED, /* the trace was closed at exit */
 };
 
-enum lw_warning {
-	LW_WARN_NO_RUNTIME,
-	LW_WARN_TRACE_OPEN,
-	LW_WARN_TRACE_WRITE,
-	LW_WARN_OUT_OF_MEMORY,
-	LW_WARN_BAD_ENV,
-	LW_WARN_PYTHON,
-	LW_WARN_DEEPBIND,
-	LW_WARN_MANIFEST,
-	LW_WARN_HOLDERS,
-	LW_WARN_ORIGINS,
-	LW_WARN_COUNT,
-};
 
 extern __thread int lw_in_hook __attribute__((tls_model("initial-exec")));
 extern int lw_state;
@@ -187,33 +175,6 @@ void lw_record_mark(enum lw_mark mark);
  * not tracking (off, or its trace failed).
  */
 int lw_device_live(uint64_t *bytes, uint64_t *count);
-
-/* Prints "leakwatch: warning: ..." once per kind, and records it in the
- * trace. The format is always a literal of the shim's. */
-void lw_warn_once(enum lw_warning kind, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/*
- * Writes out what the trace buffer holds, before an exec replaces the
- * program without running its exit handlers (exec.c). Never blocks and
- * keeps errno: inside a hook of this thread (an exec from a signal
- * handler), or while another thread holds the tracker's lock, the buffer
- * stays; in a vfork() child, which shares its parent's memory and runs no
- * fork handlers, nothing is touched.
- */
-void lw_flush_before_exec(void);
-
-/*
- * Writes out what the trace buffer holds as the process ends without its
- * exit handlers: the default action of a signal (signals.h), _exit(),
- * _Exit(), quick_exit(). Async-signal-safe, keeps errno. Never blocks for
- * long: it waits at most 200 ms for another thread to release the
- * tracker's lock, and 10 ms where this thread, inside a hook, may hold it
- * itself (then the buffer stays, lost with the process); in a vfork()
- * child nothing is touched. The trace has no END record (the report says
- * it was cut short).
- */
-void lw_flush_at_end(void);
 
 /* Closes the trace and prints the exit summary (the library destructor). */
 void lw_shutdown(void);

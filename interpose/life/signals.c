@@ -5,8 +5,8 @@
 #include <dlfcn.h>
 #include <string.h>
 
+#include "process.h"
 #include "real.h"
-#include "tracker.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef void (*handler_fn)(int);

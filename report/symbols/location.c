@@ -8,7 +8,7 @@
 
 #include "lw-origin.h"
 #include "pystack.h"
-#include "render.h"
+#include "report.h"
 #include "usercode.h"
 
 static bool is_user_code(const struct lw_report *r,

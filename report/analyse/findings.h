@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #include "growth.h"
-#include "render.h"
+#include "report.h"
 
 /*
  * One frame by name. Native frames that hold inlined calls give one named
