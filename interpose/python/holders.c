@@ -33,12 +33,12 @@
 #include <time.h>
 
 #include "lw-format.h"
+#include "pyembed.h"
 #include "pyframes.h"
 #include "tracker.h"
 
 extern const char lw_holders_source[];
 
-#define PY_FILE_INPUT 257
 #define PY_METH_O 0x0008
 /* Targets passed to one search at most: the oldest are as good as any. */
 #define MAX_TARGETS 65536
@@ -58,17 +58,6 @@ struct py_method_def {
 static struct {
 	int (*is_initialized)(void);
 	int (*add_pending_call)(int (*fn)(void *), void *arg);
-	struct py_object *(*compile)(const char *src, const char *file,
-				     int start);
-	struct py_object *(*eval_code)(struct py_object *code,
-				       struct py_object *globals,
-				       struct py_object *locals);
-	struct py_object *(*dict_new)(void);
-	struct py_object *(*dict_get_item_string)(struct py_object *d,
-						  const char *key);
-	int (*dict_set_item_string)(struct py_object *d, const char *key,
-				    struct py_object *v);
-	struct py_object *(*import_module)(const char *name);
 	struct py_object *(*bytes_from)(const char *data, ptrdiff_t len);
 	struct py_object *(*float_from)(double v);
 	struct py_object *(*call_objargs)(struct py_object *fn, ...);
@@ -119,12 +108,6 @@ static int load_api(void)
 #define LOOK(field, name) (*(void **)&py.field = dlsym(RTLD_DEFAULT, name))
 	LOOK(is_initialized, "Py_IsInitialized");
 	LOOK(add_pending_call, "Py_AddPendingCall");
-	LOOK(compile, "Py_CompileString");
-	LOOK(eval_code, "PyEval_EvalCode");
-	LOOK(dict_new, "PyDict_New");
-	LOOK(dict_get_item_string, "PyDict_GetItemString");
-	LOOK(dict_set_item_string, "PyDict_SetItemString");
-	LOOK(import_module, "PyImport_ImportModule");
 	LOOK(bytes_from, "PyBytes_FromStringAndSize");
 	LOOK(float_from, "PyFloat_FromDouble");
 	LOOK(call_objargs, "PyObject_CallFunctionObjArgs");
@@ -222,36 +205,12 @@ static void give_up(const char *why)
 /* The search function, compiled the first time. With the GIL. */
 static struct py_object *search_function(void)
 {
-	struct py_object *code, *globals, *builtins, *res;
-
 	if (search_fn)
 		return search_fn;
-	code = py.compile(lw_holders_source, "<leakwatch holders>",
-			  PY_FILE_INPUT);
-	if (!code)
-		return NULL;
-	globals = py.dict_new();
-	builtins = py.import_module("builtins");
-	if (!globals || !builtins ||
-	    py.dict_set_item_string(globals, "__builtins__", builtins) < 0) {
-		py.dec_ref(code);
-		if (globals)
-			py.dec_ref(globals);
-		if (builtins)
-			py.dec_ref(builtins);
-		return NULL;
-	}
-	py.dec_ref(builtins);
-	res = py.eval_code(code, globals, globals);
-	py.dec_ref(code);
-	if (!res) {
-		py.dec_ref(globals);
-		return NULL;
-	}
-	py.dec_ref(res);
-	/* The globals stay: they are the search function's module. */
-	search_fn = py.dict_get_item_string(globals, "search");
-	locals_fn = py.cfunction_new_ex(&frame_locals_def, NULL, NULL);
+	search_fn = lw_py_embedded(lw_holders_source, "<leakwatch holders>",
+				   "search");
+	if (search_fn && !locals_fn)
+		locals_fn = py.cfunction_new_ex(&frame_locals_def, NULL, NULL);
 	if (!locals_fn)
 		search_fn = NULL;
 	return search_fn;

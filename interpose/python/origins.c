@@ -19,27 +19,15 @@
 #include <unistd.h>
 
 #include "lw-coderoots.h"
+#include "pyembed.h"
 #include "tracker.h"
 
 extern const char lw_origins_source[];
-
-#define PY_FILE_INPUT 257
 
 struct py_object;
 
 static struct {
 	int (*is_initialized)(void);
-	struct py_object *(*compile)(const char *src, const char *file,
-				     int start);
-	struct py_object *(*eval_code)(struct py_object *code,
-				       struct py_object *globals,
-				       struct py_object *locals);
-	struct py_object *(*dict_new)(void);
-	struct py_object *(*dict_get_item_string)(struct py_object *d,
-						  const char *key);
-	int (*dict_set_item_string)(struct py_object *d, const char *key,
-				    struct py_object *v);
-	struct py_object *(*import_module)(const char *name);
 	struct py_object *(*call_objargs)(struct py_object *fn, ...);
 	struct py_object *(*bool_from_long)(long v);
 	ptrdiff_t (*list_size)(struct py_object *l);
@@ -76,12 +64,6 @@ static int load_api(void)
 {
 #define LOOK(field, name) (*(void **)&py.field = dlsym(RTLD_DEFAULT, name))
 	LOOK(is_initialized, "Py_IsInitialized");
-	LOOK(compile, "Py_CompileString");
-	LOOK(eval_code, "PyEval_EvalCode");
-	LOOK(dict_new, "PyDict_New");
-	LOOK(dict_get_item_string, "PyDict_GetItemString");
-	LOOK(dict_set_item_string, "PyDict_SetItemString");
-	LOOK(import_module, "PyImport_ImportModule");
 	LOOK(call_objargs, "PyObject_CallFunctionObjArgs");
 	LOOK(bool_from_long, "PyBool_FromLong");
 	LOOK(list_size, "PyList_Size");
@@ -111,35 +93,9 @@ static void give_up(const char *why)
 /* facts(), compiled the first time. With the GIL. */
 static struct py_object *facts_function(void)
 {
-	struct py_object *code, *globals, *builtins, *res;
-
-	if (facts_fn)
-		return facts_fn;
-	code = py.compile(lw_origins_source, "<leakwatch origins>",
-			  PY_FILE_INPUT);
-	if (!code)
-		return NULL;
-	globals = py.dict_new();
-	builtins = py.import_module("builtins");
-	if (!globals || !builtins ||
-	    py.dict_set_item_string(globals, "__builtins__", builtins) < 0) {
-		py.dec_ref(code);
-		if (globals)
-			py.dec_ref(globals);
-		if (builtins)
-			py.dec_ref(builtins);
-		return NULL;
-	}
-	py.dec_ref(builtins);
-	res = py.eval_code(code, globals, globals);
-	py.dec_ref(code);
-	if (!res) {
-		py.dec_ref(globals);
-		return NULL;
-	}
-	py.dec_ref(res);
-	/* The globals stay: they are the function's module. */
-	facts_fn = py.dict_get_item_string(globals, "facts");
+	if (!facts_fn)
+		facts_fn = lw_py_embedded(lw_origins_source,
+					  "<leakwatch origins>", "facts");
 	return facts_fn;
 }
 
