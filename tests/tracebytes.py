@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Trace bytes written by hand, for the tests that craft traces the shim
-would never write (docs/formats.md describes the format):
+would never write, and read back by the benchmarks that count them
+(docs/formats.md describes the format):
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
     from tracebytes import MAGIC, HEADER_SIZE, varint, ext, header, end
@@ -20,6 +21,18 @@ def varint(v):
         v >>= 7
     out.append(v)
     return bytes(out)
+
+
+def read_varint(data, i):
+    """The LEB128 varint at data[i]: (its value, the index after it)."""
+    value = shift = 0
+    while True:
+        b = data[i]
+        i += 1
+        value |= (b & 0x7f) << shift
+        shift += 7
+        if b < 0x80:
+            return value, i
 
 
 def ext(tag, payload):

@@ -32,6 +32,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+from tracebytes import read_varint  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 SCENARIOS = os.path.join(SOURCE, "tests", "torch", "scenarios.py")
@@ -85,17 +89,6 @@ def load(name):
     return module
 
 
-def varint(data, i):
-    value = shift = 0
-    while True:
-        b = data[i]
-        i += 1
-        value |= (b & 0x7f) << shift
-        shift += 7
-        if b < 0x80:
-            return value, i
-
-
 def walk(path):
     """The trace's records: (offset, tag), and the end offset."""
     data = open(path, "rb").read()
@@ -108,9 +101,9 @@ def walk(path):
         try:
             if tag in fields:
                 for _ in range(fields[tag]):
-                    _, i = varint(data, i)
+                    _, i = read_varint(data, i)
             elif tag >= 0x40:
-                n, i = varint(data, i)
+                n, i = read_varint(data, i)
                 i += n
             else:
                 break

@@ -30,21 +30,14 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+from tracebytes import read_varint  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 STEPS = 20
 STEP = 12
-
-
-def varint(data, i):
-    value = shift = 0
-    while True:
-        b = data[i]
-        i += 1
-        value |= (b & 0x7f) << shift
-        shift += 7
-        if b < 0x80:
-            return value, i
 
 
 def events(path):
@@ -55,13 +48,13 @@ def events(path):
         tag = data[i]
         i += 1
         if tag in (1, 2, 3, 4):
-            d, i = varint(data, i)
-            size, i = varint(data, i)
-            stack, i = varint(data, i)
+            d, i = read_varint(data, i)
+            size, i = read_varint(data, i)
+            stack, i = read_varint(data, i)
             prev += (d >> 1) ^ -(d & 1)
             cur.append(("a", prev, size, stack))
         elif tag == 8:
-            d, i = varint(data, i)
+            d, i = read_varint(data, i)
             prev += (d >> 1) ^ -(d & 1)
             cur.append(("f", prev))
         elif tag == 9:
@@ -70,12 +63,12 @@ def events(path):
         elif tag in (10,):
             pass
         elif tag in (11, 12):
-            _, i = varint(data, i)
+            _, i = read_varint(data, i)
         elif tag == 13:
             for _ in range(3):
-                _, i = varint(data, i)
+                _, i = read_varint(data, i)
         elif tag >= 0x40:
-            n, i = varint(data, i)
+            n, i = read_varint(data, i)
             i += n
         else:
             sys.exit(f"bench-week-record: unknown tag {tag:#x} at {i - 1}")
