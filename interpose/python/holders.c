@@ -15,7 +15,9 @@
  * to train()) is gone once the function returns, so it is found while it
  * runs. Those together may take at most IN_RUN_SHARE of the process's
  * wall time; past it a search waits for a later step end (the first for
- * a growth, and the first for memory kept into the next step, always run). Each stops at the budget (LEAKWATCH_HOLDERS_BUDGET).
+ * a growth, and the first for memory kept into the next step, always run),
+ * and a later one stops where it would pass that share. Each stops at the
+ * budget (LEAKWATCH_HOLDERS_BUDGET).
  *
  * The search reads frames' locals through lw_py_frame_locals(), handed to
  * it as a C function: frame.f_locals would fill each frame's locals dict
@@ -259,7 +261,7 @@ static void search(int in_run)
 	uint64_t *pairs;
 	size_t n, count;
 	unsigned flags;
-	double start;
+	double start, limit_seconds;
 
 	if (!enabled || !lw_enter())
 		return;
@@ -269,12 +271,18 @@ static void search(int in_run)
 		goto out;
 	start = now_seconds();
 	/* The first search during the run for each reason (a growth,
-	 * memory kept into the next step) always runs; later ones wait
-	 * while the searches have taken more than their share. */
-	if (in_run && in_run_searches &&
-	    in_run_seconds > IN_RUN_SHARE * (start - started) &&
-	    !lw_holders_first_of_its_reason())
-		goto out;
+	 * memory kept into the next step) always runs, with the whole
+	 * budget; later ones wait while the searches have taken more than
+	 * their share, and stop where they would take more. */
+	limit_seconds = budget;
+	if (in_run && in_run_searches && !lw_holders_first_of_its_reason()) {
+		double left = IN_RUN_SHARE * (start - started) - in_run_seconds;
+
+		if (left <= 0)
+			goto out;
+		if (left < limit_seconds)
+			limit_seconds = left;
+	}
 	count = lw_holder_targets(NULL, 0, in_run);
 	if (count == 0)
 		goto out; /* nothing outlived its step: nothing to explain */
@@ -292,7 +300,7 @@ static void search(int in_run)
 	targets = py.bytes_from((const char *)pairs,
 				(ptrdiff_t)(2 * n * sizeof(*pairs)));
 	free(pairs);
-	limit = py.float_from(budget);
+	limit = py.float_from(limit_seconds);
 	gc_steps = py.long_from_ll(lw_steps_since_gc());
 	fn = search_function();
 	res = fn && targets && limit && gc_steps

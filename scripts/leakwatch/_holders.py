@@ -550,6 +550,8 @@ class _Search(object):
 
     def _globals(self, mods):
         for mname, m in mods:
+            if self._late():
+                return
             if not _is(m, types.ModuleType):
                 continue
             try:
@@ -597,7 +599,7 @@ class _Search(object):
         class, else a container), which names the holder. Returns {root
         node: objects in its part}."""
         want = self._unmet()
-        if not want:
+        if not want or self._late():
             return {}
         part = {}       # id -> object, everything followed up
         mine = {id(want), id(self.objs), id(self.seen), id(self.root),
@@ -634,6 +636,8 @@ class _Search(object):
             try:
                 refs = gc.get_referrers(*frontier)
             except Exception:
+                return {}
+            if self._late():
                 return {}
             mine.add(id(refs))
             known = {id(o) for o in frontier}
@@ -689,12 +693,16 @@ class _Search(object):
         """The objects of the targets not met yet, among those the
         collector tracks."""
         want = []
+        if self._late():
+            return want
         try:
             tracked = gc.get_objects()
         except Exception:
             return want
         kinds_get = self.kinds.get
-        for obj in tracked:
+        for n, obj in enumerate(tracked):
+            if not n & 4095 and self._late():
+                return []
             tp = type(obj)
             k = kinds_get(tp)
             if k is None:
@@ -753,6 +761,12 @@ class _Search(object):
             self.found[r] = node
         return len(self.found) == len(self.ranges)
 
+    def _late(self):
+        """Whether the budget is spent (the search is then cut)."""
+        if time.perf_counter() > self.deadline:
+            self.cut = True
+        return self.cut
+
     def _walk(self, n):
         """Visits the nodes from n on, adding what they refer to; returns
         where it stopped. A target is recognised when it is met, so that
@@ -786,7 +800,12 @@ class _Search(object):
                         kind == _ATOM:
                     children = ()
                 else:
+                    # Frames, tracebacks, tensors, autograd nodes: read
+                    # through their own accessors, slower by far.
                     children = [v for v, _, _ in self._edges(n)]
+                    if clock() > deadline:
+                        self.cut = True
+                        return n
                 for v in children:
                     tp = type(v)
                     if tp in atoms:
@@ -814,13 +833,13 @@ class _Search(object):
                             self._met(v, k, len(objs) - 1):
                         return len(objs)
                     added += 1
-                    if not added & 4095 and clock() > deadline:
+                    if not added & 1023 and clock() > deadline:
                         self.cut = True
                         return len(objs)
             except Exception:
                 pass
             n += 1
-            if not n & 1023 and clock() > deadline:
+            if not n & 255 and clock() > deadline:
                 self.cut = True
                 break
         return n
@@ -981,7 +1000,8 @@ def search(targets, budget, frame_locals=None, steps_since_gc=-1):
                 g[0][ranges[r][1]] = ranges[r][0]
         found = [(list(groups[k][0].values()),) + tuple(groups[k][1:])
                  for k in order[:MAX_HOLDERS]]
-        return found, s.cut
+        # Cut short after it met every target, it missed nothing.
+        return found, s.cut and len(s.found) < len(s.ranges)
     finally:
         # Nothing of the program stays referenced, even if something of
         # the walk outlives this call (the parents are numbers).

@@ -4,7 +4,8 @@ that expose __cuda_array_interface__, without the shim: the paths it names,
 how it groups one container's objects, that hostile objects cannot stop it
 and no code of theirs runs, that dictionary keys that are not names stay
 out of the paths, that reference cycles no root reaches are named as such,
-that it keeps no reference, runs no collection, and stops at its budget.
+that it keeps no reference, runs no collection, and stops at its budget,
+in the walk and in the search for reference cycles after it.
 
 Without the shim, frames' locals are read through f_locals (the shim reads
 them from the interpreter's structures instead; the integration suite's
@@ -17,6 +18,7 @@ import os
 import re
 import struct
 import sys
+import types
 import weakref
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -333,10 +335,54 @@ def budget_cuts():
     del wide
 
 
+class SlowCollector(object):
+    """gc, with time running out while it lists the objects it tracks;
+    counts the work asked of it after that."""
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.referrers = 0
+
+    def __getattr__(self, name):
+        return getattr(gc, name)
+
+    def get_objects(self, *args):
+        self.clock[0] += 10.0
+        return gc.get_objects(*args)
+
+    def get_referrers(self, *objs):
+        self.referrers += 1
+        return gc.get_referrers(*objs)
+
+
+def budget_holds_past_the_walk():
+    # A target no root reaches (held from outside Python's objects): the
+    # walk ends without it and the garbage pass looks for it among the
+    # collector's objects. Once the budget is spent there, the pass stops:
+    # no referrers are followed, and the search says it was cut.
+    import ctypes
+    held = CudaArray(0x98000)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(held))
+    wanted = targets(held)
+    del held
+    clock = [0.0]
+    slow = SlowCollector(clock)
+    saved = _holders.time, _holders.gc
+    _holders.time = types.SimpleNamespace(perf_counter=lambda: clock[0])
+    _holders.gc = slow
+    try:
+        found, cut = _holders.search(wanted, 1.0, frame_locals)
+    finally:
+        _holders.time, _holders.gc = saved
+    check(cut and found == [], f"cut, nothing found: {cut} {found}")
+    check(slow.referrers == 0,
+          f"{slow.referrers} levels of referrers followed past the budget")
+
+
 for test in (local_list, globals_and_attributes, class_attributes,
              survives_hostile_objects, unreachable_cycles,
              runs_no_program_code, keys_stay_out, keeps_no_reference,
-             runs_no_collection, budget_cuts):
+             runs_no_collection, budget_cuts, budget_holds_past_the_walk):
     test()
 print("FAILED" if failures else "ok")
 sys.exit(1 if failures else 0)
