@@ -36,8 +36,8 @@ OTHER_TOOLS = {
     "the demo's programs": {"--epochs", "--steps"},
     "scripts/bench.sh": {"--quick"},
     "valgrind": {"--tool"},
-    "tests/bench/bench-all.py and bench-torch.py": {"--parts", "--runs",
-                                                    "--steps"},
+    "tests/bench/bench-all.py and bench-torch.py": {"--configs", "--parts",
+                                                    "--runs", "--steps"},
     "tests/bench/bench-week.py": {"--every", "--full-steps"},
     "tests/torch/test_libraries.py": {"--bare"},
 }
