@@ -143,7 +143,7 @@ static uint64_t held(const struct lw_site_key *k)
 {
 	if (!k)
 		return 0;
-	return k->live_bytes > k->held_bytes || !growing(k) ? k->live_bytes
+	return k->live_bytes > k->held_bytes || !leaked(k) ? k->live_bytes
 							    : k->held_bytes;
 }
 

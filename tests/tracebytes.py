@@ -11,6 +11,12 @@ import struct
 MAGIC = b"\x89LWTRACE"
 HEADER_SIZE = 32
 REC_END = 0x46
+REC_CHECKSUM = 0x50
+FLAG_CHECKSUMS = 1
+# Fixed records: their tag and how many varints follow it (tags from
+# 0x40 up carry a length instead).
+FIXED_FIELDS = {1: 3, 2: 3, 3: 3, 4: 3, 8: 1, 9: 0, 10: 0, 11: 1, 12: 1,
+                13: 3}
 
 
 def varint(v):
@@ -35,6 +41,29 @@ def read_varint(data, i):
             return value, i
 
 
+def records(data):
+    """The records after the header: (start, end, tag) each, up to the
+    first that does not parse."""
+    i = HEADER_SIZE
+    while i < len(data):
+        start, tag = i, data[i]
+        i += 1
+        try:
+            if tag in FIXED_FIELDS:
+                for _ in range(FIXED_FIELDS[tag]):
+                    _, i = read_varint(data, i)
+            elif tag >= 0x40:
+                n, i = read_varint(data, i)
+                i += n
+            else:
+                return
+        except IndexError:
+            return
+        if i > len(data):
+            return
+        yield start, i, tag
+
+
 def ext(tag, payload):
     """An extended record: its tag, its payload's length, the payload."""
     return bytes([tag]) + varint(len(payload)) + payload
@@ -45,6 +74,6 @@ def header(pid=4242):
     return MAGIC + struct.pack("<HHIQII", 1, HEADER_SIZE, 0, 0, pid, 0)
 
 
-def end(events):
+def end(events, dropped=0):
     """The END record of a trace of events events."""
-    return ext(REC_END, varint(events) + varint(0))
+    return ext(REC_END, varint(events) + varint(dropped))

@@ -197,5 +197,5 @@ void lw_kept_reset(void)
 	/* The stacks listed are gone or forgotten with the trace. */
 	listed_count = 0;
 	any_wanted = false;
-	wanted_reasons = 0;
+	wanted_reasons = served_reasons = 0;
 }

@@ -1222,7 +1222,9 @@ size_t lw_holder_targets(uint64_t *pairs, size_t max, int wanted_only)
 		}
 		n++;
 	}
-	if (wanted_only && pairs) {
+	/* Asked for and served: by this search, or by none when what was
+	 * asked for is gone (else every step end would ask again). */
+	if (wanted_only && (pairs || n == 0)) {
 		lw_kept_clear_wanted();
 		tc.phase_search_due = 0;
 	}

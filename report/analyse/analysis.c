@@ -46,8 +46,11 @@ bool lw_site_leaked(const struct lw_report *r, uint32_t site)
 	if (!a->diagnosis.sites || site >= a->diagnosis.site_count)
 		return false;
 	sd = &a->diagnosis.sites[site];
+	/* A finding suppressed by its lead site is in no view: none of its
+	 * sites leaked. */
 	return sd->finding < a->diagnosis.finding_count &&
-	       a->diagnosis.findings[sd->finding].leak;
+	       a->diagnosis.findings[sd->finding].leak &&
+	       !a->diagnosis.findings[sd->finding].suppressed;
 }
 
 /* A leaked site no longer live: what it held at step ends decides. */

@@ -598,6 +598,12 @@ class _Search(object):
         walked from the object a person would name (an instance of a
         class, else a container), which names the holder. Returns {root
         node: objects in its part}."""
+        # The reference counts this relies on (_closed) are exact only
+        # where every reference is counted: not with 3.14's borrowed
+        # stack references, nor in a free-threaded build.
+        if sys.version_info >= (3, 14) or \
+                not getattr(sys, "_is_gil_enabled", lambda: True)():
+            return {}
         want = self._unmet()
         if not want or self._late():
             return {}
@@ -654,15 +660,20 @@ class _Search(object):
                         if id(v) in known:
                             bad.add(find(id(v)))
                     continue
+                rooted = i in globals_ or \
+                    _is(r, (types.FrameType, types.ModuleType, type))
                 if i not in part:
                     part[i] = r
                     owner[i] = i
-                    nxt.append(r)
+                    # A frame, module or class: its part is not garbage,
+                    # and what refers to it (a class's instances, a
+                    # module's functions) is not followed.
+                    if not rooted:
+                        nxt.append(r)
                 for v in gc.get_referents(r):
                     if id(v) in known:
                         union(id(v), i)
-                if i in globals_ or \
-                        _is(r, (types.FrameType, types.ModuleType, type)):
+                if rooted:
                     bad.add(find(i))
             frontier = nxt
             refs = None
@@ -892,6 +903,8 @@ class _Search(object):
         seen = {id(fn)}
         stack = [fn]
         while stack and len(seen) < MAX_GRAPH_NODES:
+            if not len(seen) & 1023 and self._late():
+                break
             node = stack.pop()
             nexts = _c_attribute(node, "next_functions")
             for pair in nexts if type(nexts) is tuple else ():

@@ -37,6 +37,12 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+from tracebytes import (FLAG_CHECKSUMS, HEADER_SIZE,  # noqa: E402
+                        REC_CHECKSUM, REC_END, end, ext, read_varint,
+                        records, varint)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 
@@ -107,32 +113,46 @@ def events(build, path):
     return json.loads(r.stdout)["events"]
 
 
-def varint(n):
-    out = bytearray()
-    while True:
-        b, n = n & 0x7f, n >> 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+def unsealed(data, extra_events):
+    """A trace without its blocks' checksums (the flag off, the CHECKSUM
+    records left out), so that records can be put in it, and its END
+    counting extra_events more events."""
+    head = bytearray(data[:HEADER_SIZE])
+    flags = struct.unpack_from("<I", head, 12)[0]
+    struct.pack_into("<I", head, 12, flags & ~FLAG_CHECKSUMS)
+    body = bytearray()
+    for start, stop, tag in records(data):
+        if tag == REC_CHECKSUM:
+            continue
+        if tag == REC_END:
+            i = start + 1
+            _, i = read_varint(data, i)
+            events, i = read_varint(data, i)
+            dropped, i = read_varint(data, i)
+            body += end(events + extra_events, dropped)
+            continue
+        body += data[start:stop]
+    return bytes(head), bytes(body)
 
 
 def make_ranks(src, directory, count):
     """count copies of a trace: pid 100000 + rank, INFO "rank", and one
     block of (rank + 1) MiB at address 0 from the start (address 0 keeps
-    the deltas of the records after it)."""
-    data = open(src, "rb").read()
+    the deltas of the records after it). The copies are written without
+    checksums: the shim's would not hold for the records changed."""
+    head, body = unsealed(open(src, "rb").read(), 1)
     paths = []
     for rank in range(count):
-        head = bytearray(data[:32])
+        head = bytearray(head)
         struct.pack_into("<I", head, 24, 100000 + rank)
         key, value = b"rank", str(rank).encode()
-        info = varint(len(key)) + key + varint(len(value)) + value
-        extra = bytes([0x44]) + varint(len(info)) + info  # INFO
+        extra = ext(0x44, varint(len(key)) + key + varint(len(value)) +
+                    value)  # INFO
         extra += bytes([0x01]) + varint(0) + varint((rank + 1) << 20) + \
             varint(0)  # ALLOC_DEVICE at 0, no stack
         path = os.path.join(directory, f"rank{rank}.trace")
         with open(path, "wb") as f:
-            f.write(bytes(head) + extra + data[32:])
+            f.write(bytes(head) + extra + body)
         paths.append(path)
     return paths
 

@@ -34,7 +34,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-from tracebytes import read_varint  # noqa: E402
+from tracebytes import records  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
@@ -90,29 +90,9 @@ def load(name):
 
 
 def walk(path):
-    """The trace's records: (offset, tag), and the end offset."""
-    data = open(path, "rb").read()
-    i, out = 32, []
-    fields = {1: 3, 2: 3, 3: 3, 4: 3, 8: 1, 9: 0, 10: 0, 11: 1, 12: 1,
-              13: 3}
-    while i < len(data):
-        start, tag = i, data[i]
-        i += 1
-        try:
-            if tag in fields:
-                for _ in range(fields[tag]):
-                    _, i = read_varint(data, i)
-            elif tag >= 0x40:
-                n, i = read_varint(data, i)
-                i += n
-            else:
-                break
-        except IndexError:
-            break
-        if i > len(data):
-            break
-        out.append((start, tag))
-    return out
+    """The trace's records: (offset, tag) each."""
+    return [(start, tag) for start, _, tag in
+            records(open(path, "rb").read())]
 
 
 def per_step(records, first, last):
