@@ -127,6 +127,12 @@ def _stdlib_and_site(f):
     sysconfig = _module("sysconfig")
     get = _global(sysconfig, "get_paths", _function_type) if sysconfig \
         else None
+    # Only once its variables are read: reading them imports a module
+    # (_sysconfigdata), through the program's own finders.
+    if get and (_global(sysconfig, "_CONFIG_VARS", dict) is None or
+                _global(sysconfig, "_CONFIG_VARS_INITIALIZED", bool)
+                is False):
+        get = None
     if get:
         try:
             paths = get()

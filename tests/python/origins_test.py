@@ -7,7 +7,8 @@ __editable__ ones, one whose import line must not run), PYTHONPATH, a
 sys.path entry that holds an installed distribution, editable finders in
 sys.modules (one a module subclass whose attribute hooks must not run, one
 not a module at all), a main script inside a git tree. Checks the facts it
-returns, that it runs none of that code and imports nothing, and that each
+returns, that it runs none of that code and imports nothing (nor asks the
+program's import hooks, with sysconfig's variables not read yet), and that each
 fact comes once until a fresh start.
 
     origins_test.py SCRIPTS_DIR
@@ -60,6 +61,25 @@ class NotModule(object):
 
 sys.modules["__editable___fake_3_0_finder"] = NotModule()
 site.getsitepackages = lambda: [sys.argv[2]]
+
+
+class Finder(object):
+    """The program's own import hook: must not be asked for anything."""
+
+    def find_spec(self, name, path=None, target=None):
+        ran.append("find_spec " + name)
+        return None
+
+
+# sysconfig imported, its variables not read yet (reading them imports
+# _sysconfigdata, through the finders).
+import sysconfig  # noqa: E402
+sysconfig._CONFIG_VARS = None
+if hasattr(sysconfig, "_CONFIG_VARS_INITIALIZED"):
+    sysconfig._CONFIG_VARS_INITIALIZED = False
+for name in [m for m in sys.modules if m.startswith("_sysconfigdata")]:
+    del sys.modules[name]
+sys.meta_path.insert(0, Finder())
 sys.path.append(os.path.join(os.path.dirname(sys.argv[2]), "installed"))
 # Compiled alone, as the shim does, not through the leakwatch package.
 _origins = types.ModuleType("origins")
