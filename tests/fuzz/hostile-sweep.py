@@ -46,12 +46,12 @@ import hashlib
 import json
 import os
 import random
-import resource
 import shutil
 import struct
 import subprocess
 import sys
 import tempfile
+import signal
 import threading
 import time
 
@@ -93,6 +93,9 @@ def end_record(data):
     return None
 
 
+# Measures a command's own peak resident memory (Debian: time).
+TIME = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
+
 class Sweep:
     def __init__(self, args, tmp):
         self.args = args
@@ -109,23 +112,31 @@ class Sweep:
     # -- running the command -------------------------------------------
 
     def limits(self):
-        # A sanitized command reserves terabytes of address space for its
-        # shadow memory: its resident memory is still measured.
-        if not self.sanitized:
-            cap = self.args.address_space_mb << 20
-            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        """The command's limits, set by prlimit(1) (a sanitized command
+        reserves terabytes of address space for its shadow memory: its
+        resident memory is still measured)."""
+        cap = [] if self.sanitized else \
+            [f"--as={self.args.address_space_mb << 20}"]
+        return ["prlimit", "--core=0"] + cap + ["--"]
 
     def run(self, argv, timeout=None, stdin=None, stdout=None, env=None):
         """(exit status or None on a timeout, stdout, stderr, peak RSS in
-        MiB); a signal is a negative status."""
+        MiB); a signal is a negative status. The peak is the command's
+        own, from /usr/bin/time, whose child starts from its small size:
+        a child of this process (fork or vfork) counts this process's
+        peak in its ru_maxrss, as exec keeps it."""
         with tempfile.TemporaryFile() as out, \
-                tempfile.TemporaryFile() as err:
-            p = subprocess.Popen([self.args.leakwatch] + argv, stdin=stdin,
+                tempfile.TemporaryFile() as err, \
+                tempfile.NamedTemporaryFile("r") as peak:
+            timed = [TIME, "-f", "%M %x", "-o", peak.name] \
+                if TIME else []
+            p = subprocess.Popen(timed + self.limits() +
+                                 [self.args.leakwatch] + argv, stdin=stdin,
                                  stdout=stdout or out, stderr=err,
-                                 preexec_fn=self.limits, cwd=self.tmp,
-                                 env=env or self.env)
-            timer = threading.Timer(timeout or self.args.timeout, p.kill)
+                                 cwd=self.tmp, env=env or self.env,
+                                 start_new_session=True)
+            timer = threading.Timer(timeout or self.args.timeout,
+                                    os.killpg, (p.pid, signal.SIGKILL))
             timer.start()
             try:
                 _, status, usage = os.wait4(p.pid, 0)
@@ -136,9 +147,19 @@ class Sweep:
             out.seek(0)
             err.seek(0)
             got_out, got_err = out.read(), err.read()
+            rss = usage.ru_maxrss
+            if TIME:
+                # "KiB status", or "Command terminated by signal N" first.
+                words = peak.read().split()
+                if len(words) >= 2 and words[-2].isdigit():
+                    rss = int(words[-2])
+                if "signal" in words:
+                    p.returncode = -int(words[words.index("signal") + 1])
+                elif len(words) >= 2 and words[-1].lstrip("-").isdigit():
+                    p.returncode = int(words[-1])
         self.counts["runs"] += 1
         code = None if killed else p.returncode
-        return code, got_out, got_err, usage.ru_maxrss / 1024
+        return code, got_out, got_err, rss / 1024
 
     def judge(self, kind, what, code, rss, path=None):
         """Counts a crash, hang or memory blowup of one run; True if any."""
@@ -458,10 +479,10 @@ class Sweep:
             with open(path, "wb") as f:
                 f.write(data)
             self.input("shrinks while read")
-            p = subprocess.Popen([self.args.leakwatch, "report", path],
+            p = subprocess.Popen(self.limits() + [self.args.leakwatch,
+                                                  "report", path],
                                  stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE,
-                                 preexec_fn=self.limits)
+                                 stderr=subprocess.PIPE)
             time.sleep(0.02 + 0.02 * i)
             os.truncate(path, len(data) // 3)
             try:
