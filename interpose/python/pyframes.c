@@ -950,3 +950,10 @@ uintptr_t lw_py_eval_address(void)
 	lw_py_init();
 	return py.eval.count ? py.eval.range[0].start : 0;
 }
+
+int lw_py_str(const void *str, char *out, size_t size)
+{
+	if (lw_py_init() != LW_PY_SUPPORTED)
+		return -1;
+	return copy_str(str, out, size);
+}

@@ -107,4 +107,11 @@ int lw_py_frame_locals(const void *frame,
 				  void *ctx),
 		       void *ctx);
 
+/*
+ * A str object's text as UTF-8 into out (cut to size, NUL-terminated),
+ * read from its representation: no object is made and no code runs.
+ * Returns 0, or -1 when str is not a str or this Python is unsupported.
+ */
+int lw_py_str(const void *str, char *out, size_t size);
+
 #endif
