@@ -54,6 +54,8 @@ int main(void)
 	printf("minor %d\n", PY_MINOR_VERSION);
 #if PY_VERSION_HEX < 0x030B0000
 	printf("frame_kind PY_FRAME_OBJECT\n");
+	printf("gen_frame %d\n", OFF(PyGenObject, gi_frame));
+	printf("gen_frame_state -1\n");
 	printf("tstate_frame %d\n", OFF(PyThreadState, frame));
 	printf("cframe_current_frame -1\n");
 	printf("frame_previous %d\n", OFF(PyFrameObject, f_back));
@@ -79,6 +81,8 @@ int main(void)
 #endif
 #else
 	printf("line_format PY_LINES_LOCATIONS\n");
+	printf("gen_frame %d\n", OFF(PyGenObject, gi_iframe));
+	printf("gen_frame_state %d\n", OFF(PyGenObject, gi_frame_state));
 #if PY_VERSION_HEX < 0x030D0000
 	printf("tstate_frame %d\n", OFF(PyThreadState, cframe));
 	printf("cframe_current_frame %d\n", OFF(_PyCFrame, current_frame));
@@ -152,6 +156,7 @@ GROUPS = [
     ["unicode_length", "unicode_state", "unicode_ascii_size"],
     ["unicode_compact_size", "unicode_data"],
     ["kind_mask", "compact_mask", "ascii_mask", "ready_mask"],
+    ["gen_frame", "gen_frame_state"],
 ]
 FIELDS = [field for group in GROUPS for field in group]
 

@@ -2,10 +2,10 @@
 /*
  * Who holds it: the live Python objects, and the reference paths to them,
  * that keep alive the device memory which outlived the step that made it.
- * Searched in the program's interpreter at the report point (the atexit
- * callback of pyhooks.c), on SIGUSR2, on leakwatch_snapshot(), and during
- * the run for the stacks that grow (kept.h); each holder found is a HOLDER
- * record.
+ * Read from the program's interpreter, running nothing in it, at the
+ * report point (the atexit callback of pyhooks.c), on SIGUSR2, on
+ * leakwatch_snapshot(), and during the run for the stacks that grow
+ * (kept.h); each holder found is a HOLDER record.
  */
 #ifndef LW_HOLDERS_H
 #define LW_HOLDERS_H
@@ -17,14 +17,29 @@ void lw_holders_configure(int enabled, double budget_seconds);
  * anywhere else it does nothing. */
 void lw_holders_search(void);
 
-/* Queues a search for the interpreter's main thread (Py_AddPendingCall);
- * any thread may call it, under the tracker's lock too. */
+/* Asks for a search, run by the next thread that holds the GIL when it
+ * passes through lw_holders_poll(), or by the main thread's next pending
+ * call; any thread may ask, under the tracker's lock too. */
 void lw_holders_schedule(void);
 
-/* Queues a search for the memory of the stacks a search is asked for
- * (kept.h): at most a share of the run's time (see holders.c). Any thread,
- * under the tracker's lock too. */
+/* The same for the memory of the stacks a search is asked for (kept.h):
+ * at most a share of the run's time (see holders.c). */
 void lw_holders_schedule_in_run(void);
+
+/* Set while a search is asked for and not yet run. */
+extern int lw_holders_asked;
+
+/* Runs the searches asked for if this thread holds the GIL. */
+void lw_holders_run_asked(void);
+
+/* Called by the tracker, outside its lock, after it recorded: cheap while
+ * nothing is asked. */
+static inline void lw_holders_poll(void)
+{
+	if (__builtin_expect(__atomic_load_n(&lw_holders_asked,
+					     __ATOMIC_RELAXED), 0))
+		lw_holders_run_asked();
+}
 
 /* The searches during the run so far, and the time they took. */
 void lw_holders_in_run_stats(unsigned *searches, double *seconds);

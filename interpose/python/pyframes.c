@@ -92,6 +92,11 @@ struct py_layout {
 	uint32_t ascii_mask;
 	uint32_t ready_mask;      /* 0 from 3.12 (every string is ready) */
 	int runtime_finalizing;   /* _PyRuntimeState._finalizing */
+	/* Generators (lw_py_generator_frame()): gi_frame, a frame object
+	 * (3.9/3.10), or gi_iframe, the frame inside the generator (3.11+),
+	 * and gi_frame_state (3.11+; -1 before). */
+	int gen_frame;
+	int gen_frame_state;
 };
 
 /*
@@ -115,6 +120,7 @@ static const struct py_layout layouts[] = {
 		.unicode_length = 16, .unicode_state = 32, .unicode_ascii_size = 48,
 		.unicode_compact_size = 72, .unicode_data = 72,
 		.kind_mask = 0x1c, .compact_mask = 0x20, .ascii_mask = 0x40, .ready_mask = 0x80,
+		.gen_frame = 16, .gen_frame_state = -1,
 	},
 	{ /* 3.10: from the headers of 3.10.13 */
 		.minor = 10, .frame_kind = PY_FRAME_OBJECT, .line_format = PY_LINES_310,
@@ -130,6 +136,7 @@ static const struct py_layout layouts[] = {
 		.unicode_length = 16, .unicode_state = 32, .unicode_ascii_size = 48,
 		.unicode_compact_size = 72, .unicode_data = 72,
 		.kind_mask = 0x1c, .compact_mask = 0x20, .ascii_mask = 0x40, .ready_mask = 0x80,
+		.gen_frame = 16, .gen_frame_state = -1,
 	},
 	{ /* 3.11: from the headers of 3.11.7, 3.11.2 */
 		.minor = 11, .frame_kind = PY_FRAME_311, .line_format = PY_LINES_LOCATIONS,
@@ -145,6 +152,7 @@ static const struct py_layout layouts[] = {
 		.unicode_length = 16, .unicode_state = 32, .unicode_ascii_size = 48,
 		.unicode_compact_size = 72, .unicode_data = 72,
 		.kind_mask = 0x1c, .compact_mask = 0x20, .ascii_mask = 0x40, .ready_mask = 0x80,
+		.gen_frame = 80, .gen_frame_state = 75,
 	},
 	{ /* 3.12: from the headers of 3.12.1 */
 		.minor = 12, .frame_kind = PY_FRAME_312, .line_format = PY_LINES_LOCATIONS,
@@ -160,6 +168,7 @@ static const struct py_layout layouts[] = {
 		.unicode_length = 16, .unicode_state = 32, .unicode_ascii_size = 40,
 		.unicode_compact_size = 56, .unicode_data = 56,
 		.kind_mask = 0x1c, .compact_mask = 0x20, .ascii_mask = 0x40, .ready_mask = 0x0,
+		.gen_frame = 72, .gen_frame_state = 67,
 	},
 	{ /* 3.13: from the headers of 3.13.0 */
 		.minor = 13, .frame_kind = PY_FRAME_312, .line_format = PY_LINES_LOCATIONS,
@@ -175,6 +184,7 @@ static const struct py_layout layouts[] = {
 		.unicode_length = 16, .unicode_state = 32, .unicode_ascii_size = 40,
 		.unicode_compact_size = 56, .unicode_data = 56,
 		.kind_mask = 0x1c, .compact_mask = 0x20, .ascii_mask = 0x40, .ready_mask = 0x0,
+		.gen_frame = 72, .gen_frame_state = 67,
 	},
 };
 
@@ -681,31 +691,19 @@ static const char *tuple_item(const char *tuple, long i)
 
 /* CO_FAST_HIDDEN (3.12+): a comprehension's inlined variable. */
 #define CO_FAST_HIDDEN 0x10
+/* CO_FAST_FREE (3.11+): a free variable, its value a closure's cell. */
+#define CO_FAST_FREE 0x80
 
-int lw_py_frame_locals(const void *frame,
-		       void (*fn)(const void *name, const void *value,
-				  void *ctx),
-		       void *ctx)
+/* The fast locals of code whose values start at values: fn(name, value)
+ * for each that is bound (a cell's value is the cell). */
+static int locals_of(const char *code, const char *values,
+		     void (*fn)(const void *name, const void *value, void *ctx),
+		     void *ctx)
 {
-	const struct py_layout *l;
-	const char *code, *values, *names, *kinds = NULL, *cells = NULL,
-		   *frees = NULL;
+	const struct py_layout *l = py.layout;
+	const char *names, *kinds = NULL, *cells = NULL, *frees = NULL;
 	long count, locals, ncells = 0;
 
-	if (lw_py_init() != LW_PY_SUPPORTED || !has_type(frame, py.frame_type))
-		return -1;
-	l = py.layout;
-	if (l->frameobj_frame >= 0) {
-		const char *iframe = load_ptr(frame, l->frameobj_frame);
-
-		if (!iframe)
-			return -1;
-		code = load_ptr(iframe, l->frame_code);
-		values = iframe + l->frame_localsplus;
-	} else {
-		code = load_ptr(frame, l->frame_code);
-		values = (const char *)frame + l->frame_localsplus;
-	}
 	if (!has_type(code, py.code_type))
 		return -1;
 	locals = load_int(code, l->code_nlocalsplus);
@@ -747,6 +745,135 @@ int lw_py_frame_locals(const void *frame,
 			fn(name, value, ctx);
 	}
 	return 0;
+}
+
+int lw_py_frame_locals(const void *frame,
+		       void (*fn)(const void *name, const void *value,
+				  void *ctx),
+		       void *ctx)
+{
+	const struct py_layout *l;
+
+	if (lw_py_init() != LW_PY_SUPPORTED || !has_type(frame, py.frame_type))
+		return -1;
+	l = py.layout;
+	if (l->frameobj_frame >= 0) {
+		const char *iframe = load_ptr(frame, l->frameobj_frame);
+
+		if (!iframe)
+			return -1;
+		return locals_of(load_ptr(iframe, l->frame_code),
+				 iframe + l->frame_localsplus, fn, ctx);
+	}
+	return locals_of(load_ptr(frame, l->frame_code),
+			 (const char *)frame + l->frame_localsplus, fn, ctx);
+}
+
+int lw_py_live_frame_locals(const void *frame,
+			    void (*fn)(const void *name, const void *value,
+				       void *ctx),
+			    void *ctx)
+{
+	const struct py_layout *l;
+
+	if (lw_py_init() != LW_PY_SUPPORTED || !frame)
+		return -1;
+	l = py.layout;
+	if (l->frame_kind == PY_FRAME_OBJECT)
+		return lw_py_frame_locals(frame, fn, ctx);
+	return locals_of(load_ptr(frame, l->frame_code),
+			 (const char *)frame + l->frame_localsplus, fn, ctx);
+}
+
+int lw_py_thread_frames(const void *tstate,
+			int (*fn)(const void *frame, const void *code,
+				  int line, void *ctx),
+			void *ctx)
+{
+	const struct py_layout *l;
+	const char *frame;
+	unsigned steps = 1u << 16; /* a bound, were the chain corrupt */
+
+	if (lw_py_init() != LW_PY_SUPPORTED || !tstate)
+		return -1;
+	l = py.layout;
+	for (frame = top_frame(tstate); frame && steps;
+	     frame = load_ptr(frame, l->frame_previous), steps--) {
+		const char *code = load_ptr(frame, l->frame_code);
+		long offset;
+
+		if (!has_type(code, py.code_type))
+			continue; /* 3.12+: a C-stack shim */
+		if (l->frame_kind == PY_FRAME_OBJECT) {
+			offset = load_int(frame, l->frame_instr);
+		} else {
+			int owner = *(const signed char *)(frame + l->frame_owner);
+			intptr_t instr = (intptr_t)load_ptr(frame, l->frame_instr);
+
+			if (owner == l->owner_cstack)
+				continue;
+			offset = (long)(instr - (intptr_t)(code + l->code_start)) / 2;
+			/* Incomplete frames have no locals to read yet. */
+			if (owner != l->owner_generator &&
+			    offset < load_int(code, l->code_first_traceable))
+				continue;
+		}
+		if (fn(frame, code, code_line(code, offset), ctx))
+			break;
+	}
+	return 0;
+}
+
+const void *lw_py_live_frame_code(const void *frame)
+{
+	const void *code;
+
+	if (lw_py_init() != LW_PY_SUPPORTED || !frame)
+		return NULL;
+	code = load_ptr(frame, py.layout->frame_code);
+	return has_type(code, py.code_type) ? code : NULL;
+}
+
+const void *lw_py_generator_frame(const void *gen)
+{
+	const struct py_layout *l = py.layout;
+
+	if (!__atomic_load_n(&py_ready, __ATOMIC_ACQUIRE) ||
+	    py.status != LW_PY_SUPPORTED || l->gen_frame < 0)
+		return NULL;
+	if (l->gen_frame_state < 0)
+		return load_ptr(gen, l->gen_frame); /* 3.9/3.10: gi_frame */
+	/* 3.11+: the frame lives in the generator; from FRAME_COMPLETED (1)
+	 * on its locals are gone. */
+	if (*(const signed char *)((const char *)gen + l->gen_frame_state) > 0)
+		return NULL;
+	return (const char *)gen + l->gen_frame;
+}
+
+const void *lw_py_code_freevar(const void *code, long i)
+{
+	const struct py_layout *l = py.layout;
+
+	if (!__atomic_load_n(&py_ready, __ATOMIC_ACQUIRE) ||
+	    py.status != LW_PY_SUPPORTED || !has_type(code, py.code_type) || i < 0)
+		return NULL;
+	if (l->code_localspluskinds < 0)
+		return tuple_item(load_ptr(code, l->code_freevars), i);
+	const char *names = load_ptr(code, l->code_localsplusnames);
+	const char *kinds = load_ptr(code, l->code_localspluskinds);
+	long count = load_int(code, l->code_nlocalsplus);
+
+	if (!has_type(kinds, py.bytes_type) ||
+	    load_long(kinds, l->bytes_size) < count)
+		return NULL;
+	/* The free variables are the last of localsplus, in closure order. */
+	for (long j = 0, k = 0; j < count; j++) {
+		if (!(((const uint8_t *)kinds + l->bytes_data)[j] & CO_FAST_FREE))
+			continue;
+		if (k++ == i)
+			return tuple_item(names, j);
+	}
+	return NULL;
 }
 
 /* ---- the evaluation function's address ranges ---- */

@@ -108,6 +108,41 @@ int lw_py_frame_locals(const void *frame,
 		       void *ctx);
 
 /*
+ * The same for a frame of a thread's chain as lw_py_thread_frames() hands
+ * it out (an interpreter frame from 3.11 on, a frame object before) or as
+ * lw_py_generator_frame() gives it.
+ */
+int lw_py_live_frame_locals(const void *frame,
+			    void (*fn)(const void *name, const void *value,
+				       void *ctx),
+			    void *ctx);
+
+/*
+ * The frames of a thread (a PyThreadState *), innermost first: fn(frame,
+ * code, line, ctx) for each that has begun running, until fn returns
+ * non-zero. Reads only; with the GIL held, so that the thread's frames stay
+ * where they are. 0, or -1 when this Python is unsupported.
+ */
+int lw_py_thread_frames(const void *tstate,
+			int (*fn)(const void *frame, const void *code,
+				  int line, void *ctx),
+			void *ctx);
+
+/*
+ * The frame of a generator, coroutine or async generator object whose
+ * frame still holds its locals (suspended or running), for
+ * lw_py_live_frame_locals(); NULL once it has finished. With the GIL.
+ */
+const void *lw_py_generator_frame(const void *gen);
+
+/* The code object of such a frame, NULL if it has none. */
+const void *lw_py_live_frame_code(const void *frame);
+
+/* The name (a str) of a code object's i-th free variable, the one its
+ * functions' __closure__[i] holds; NULL if none. */
+const void *lw_py_code_freevar(const void *code, long i);
+
+/*
  * A str object's text as UTF-8 into out (cut to size, NUL-terminated),
  * read from its representation: no object is made and no code runs.
  * Returns 0, or -1 when str is not a str or this Python is unsupported.

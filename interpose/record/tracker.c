@@ -755,6 +755,7 @@ out:
 	 * try to register PyTorch's optimizer hook. */
 	if (new_stack && python_process)
 		lw_py_schedule_hooks();
+	lw_holders_poll();
 }
 
 void lw_record_alloc_failed(enum lw_api api, enum lw_mem_kind kind,
@@ -956,6 +957,7 @@ void lw_free_end(struct lw_pending_free *pending, int succeeded)
 	}
 out:
 	pthread_mutex_unlock(&lock);
+	lw_holders_poll();
 }
 
 /* The holder searches made during the run, and their time (INFO
@@ -1038,6 +1040,7 @@ void lw_record_step(enum lw_step_source source)
 		write_step_locked(source);
 	}
 	pthread_mutex_unlock(&lock);
+	lw_holders_poll();
 	lw_leave();
 }
 

@@ -1,0 +1,2321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Who holds it, read from the interpreter's structures (walk.h).
+ *
+ * Everything here reads. Objects are walked with their types' tp_traverse,
+ * the C function the collector itself calls; dictionaries with PyDict_Next;
+ * frames, generators and strings through pyframes.h; PyTorch's tensors and
+ * autograd nodes through torchread.h. None of these runs bytecode, makes an
+ * object, or changes a reference count, so with the GIL held for the whole
+ * walk no other thread runs, no signal handler runs (a signal that arrives
+ * is handled once the interpreter next evaluates), no finaliser runs and
+ * the collector's counts do not move.
+ *
+ * The walk is breadth first, so that each target is named by its shortest
+ * path, from, in this order:
+ *  1. the locals of every thread's running functions and __main__'s
+ *     globals;
+ *  2. the locals of suspended generators and coroutines that nothing
+ *     walked so far reaches (a `for` loop's iterator lives on its frame's
+ *     value stack, which is not read);
+ *  3. reference cycles nothing else refers to: the objects the collector
+ *     tracks that the walk has not met, judged as the collector judges
+ *     them (a reference count that references from among them explain
+ *     is garbage), each cycle walked from the object a person would name;
+ *  4. every other module's globals.
+ * Only paths are kept (a parent index per node); containers whose items
+ * are all atoms are checked when met and never queued, and the set of
+ * objects met is a bitmap per MiB of address space, so that a walk over
+ * millions of objects stays within a few MiB of the shim's own memory.
+ */
+#include "walk.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "arena.h"
+#include "lw-format.h"
+#include "pyframes.h"
+#include "torchread.h"
+
+/* Holders reported at most, after grouping one container's objects. */
+#define MAX_HOLDERS 8
+/* Autograd nodes counted behind one root at most. */
+#define MAX_GRAPH_NODES 100000
+/* The walk's own memory, at most: past it the walk is cut. */
+#define MAX_BYTES (24u << 20)
+/* Objects the cycle search judges at most. */
+#define MAX_UNMET (1u << 20)
+/* A path or root as written, at most. */
+#define TEXT_MAX 480
+
+/* ---- the interpreter's layout ---- */
+
+/*
+ * Offsets the walk reads that pyframes.h does not, per minor version, from
+ * the headers of 3.9.18, 3.10.13, 3.11.7, 3.12.1 and 3.13.0
+ * (`scripts/py-offsets.py --walk`).
+ */
+struct walk_layout {
+	int minor;
+	int interp_gc_generations; /* PyInterpreterState.gc.generations */
+	int interp_gc_collecting;  /* PyInterpreterState.gc.collecting */
+	int gc_generation_size;    /* sizeof(struct gc_generation) */
+	int heap_cached_keys;      /* PyHeapTypeObject.ht_cached_keys */
+	int func_code, func_closure, func_defaults, func_kwdefaults, func_dict;
+	int exc_traceback, exc_context, exc_cause;
+	int values_items;          /* PyDictValues.values */
+	unsigned long managed_dict; /* Py_TPFLAGS_MANAGED_DICT, 0 before 3.11 */
+	unsigned long inline_values; /* Py_TPFLAGS_INLINE_VALUES (3.13) */
+};
+
+static const struct walk_layout walk_layouts[] = {
+	{ .minor = 9, .interp_gc_generations = 616 + 24, .interp_gc_collecting = 616 + 200,
+	  .gc_generation_size = 24, .heap_cached_keys = 864,
+	  .func_code = 16, .func_closure = 48, .func_defaults = 32, .func_kwdefaults = 40, .func_dict = 72,
+	  .exc_traceback = 32, .exc_context = 40, .exc_cause = 48,
+	  .values_items = 0, .managed_dict = 0, .inline_values = 0 },
+	{ .minor = 10, .interp_gc_generations = 616 + 24, .interp_gc_collecting = 616 + 200,
+	  .gc_generation_size = 24, .heap_cached_keys = 872,
+	  .func_code = 48, .func_closure = 72, .func_defaults = 56, .func_kwdefaults = 64, .func_dict = 88,
+	  .exc_traceback = 32, .exc_context = 40, .exc_cause = 48,
+	  .values_items = 0, .managed_dict = 0, .inline_values = 0 },
+	{ .minor = 11, .interp_gc_generations = 648 + 24, .interp_gc_collecting = 648 + 200,
+	  .gc_generation_size = 24, .heap_cached_keys = 872,
+	  .func_code = 48, .func_closure = 72, .func_defaults = 56, .func_kwdefaults = 64, .func_dict = 88,
+	  .exc_traceback = 40, .exc_context = 48, .exc_cause = 56,
+	  .values_items = 0, .managed_dict = 1ul << 4, .inline_values = 0 },
+	{ .minor = 12, .interp_gc_generations = 112 + 24, .interp_gc_collecting = 112 + 200,
+	  .gc_generation_size = 24, .heap_cached_keys = 880,
+	  .func_code = 48, .func_closure = 72, .func_defaults = 56, .func_kwdefaults = 64, .func_dict = 88,
+	  .exc_traceback = 40, .exc_context = 48, .exc_cause = 56,
+	  .values_items = 0, .managed_dict = 1ul << 4, .inline_values = 0 },
+	{ .minor = 13, .interp_gc_generations = 7400 + 24, .interp_gc_collecting = 7400 + 200,
+	  .gc_generation_size = 24, .heap_cached_keys = 880,
+	  .func_code = 48, .func_closure = 72, .func_defaults = 56, .func_kwdefaults = 64, .func_dict = 88,
+	  .exc_traceback = 40, .exc_context = 48, .exc_cause = 56,
+	  .values_items = 8, .managed_dict = 1ul << 4, .inline_values = 1ul << 2 },
+};
+
+/* The same in every supported version: PyObject, PyTypeObject's fields up
+ * to tp_mro, the containers' items, dict keys. */
+#define OB_REFCNT 0
+#define OB_TYPE 8
+#define OB_SIZE 16
+#define TP_NAME 24
+#define TP_BASICSIZE 32
+#define TP_FLAGS 168
+#define TP_TRAVERSE 184
+#define TP_MEMBERS 240
+#define TP_BASE 256
+#define TP_DICTOFFSET 288
+#define TP_IS_GC 328
+#define TP_MRO 344
+#define ITEMS_LIST 24 /* PyListObject.ob_item, a pointer */
+#define ITEMS_TUPLE 24 /* PyTupleObject.ob_item, inline */
+#define CELL_REF 16
+#define MODULE_DICT 16
+#define WEAKREF_OBJECT 16
+#define METHOD_FUNC 16
+#define METHOD_SELF 24
+#define TB_NEXT 16
+#define TB_FRAME 24
+#define KEYS_LOG2_INDEX_BYTES 9
+#define KEYS_KIND 10
+#define KEYS_NENTRIES 24
+#define KEYS_INDICES 32
+#define LONG_DIGITS 24
+
+#define TPFLAGS_HEAPTYPE (1ul << 9)
+#define TPFLAGS_HAVE_GC (1ul << 14)
+#define TPFLAGS_LONG_SUBCLASS (1ul << 24)
+#define TPFLAGS_LIST_SUBCLASS (1ul << 25)
+#define TPFLAGS_TUPLE_SUBCLASS (1ul << 26)
+#define TPFLAGS_BYTES_SUBCLASS (1ul << 27)
+#define TPFLAGS_UNICODE_SUBCLASS (1ul << 28)
+#define TPFLAGS_DICT_SUBCLASS (1ul << 29)
+#define TPFLAGS_BASE_EXC_SUBCLASS (1ul << 30)
+#define TPFLAGS_TYPE_SUBCLASS (1ul << 31)
+
+/* PyMemberDef, and its object types. */
+struct member_def {
+	const char *name;
+	int type;
+	ptrdiff_t offset;
+	int flags;
+	const char *doc;
+};
+#define T_OBJECT 6
+#define T_OBJECT_EX 16
+
+typedef int (*visit_fn)(void *object, void *arg);
+typedef int (*traverse_fn)(void *object, visit_fn visit, void *arg);
+
+static struct {
+	int state; /* 0 unknown, 1 usable, -1 not */
+	int minor;
+	const struct walk_layout *l;
+	int (*dict_next)(const void *d, ptrdiff_t *pos, void **key,
+			 void **value);
+	void *(*interp_main)(void);
+	void *(*thread_head)(void *interp);
+	void *(*thread_next)(void *tstate);
+	void *(*modules)(void);
+	void *(*this_thread_state)(void);
+	void *(*current_tstate)(void);
+	int (*is_initialized)(void);
+	int (*is_finalizing)(void);
+	const void *list, *tuple, *dict, *str, *long_, *bool_, *float_, *none,
+		*module, *type, *function, *cell, *frame, *code, *traceback,
+		*gen, *coro, *asyncgen, *method, *cfunction, *weakref, *property,
+		*member_descr, *getset_descr, *method_descr, *wrapper_descr,
+		*classmethod_descr, *staticmethod, *classmethod, *set, *frozenset,
+		*bytes, *object;
+} py;
+
+static void *sym(const char *name)
+{
+	return dlsym(RTLD_DEFAULT, name);
+}
+
+static int load(void)
+{
+	const char *v = lw_py_init() == LW_PY_SUPPORTED ? lw_py_version() : NULL;
+	int minor;
+
+	if (!v || sscanf(v, "3.%d", &minor) != 1)
+		return -1;
+	for (size_t i = 0; i < sizeof(walk_layouts) / sizeof(walk_layouts[0]); i++)
+		if (walk_layouts[i].minor == minor)
+			py.l = &walk_layouts[i];
+	if (!py.l)
+		return -1;
+	py.minor = minor;
+	*(void **)&py.dict_next = sym("PyDict_Next");
+	*(void **)&py.interp_main = sym("PyInterpreterState_Main");
+	*(void **)&py.thread_head = sym("PyInterpreterState_ThreadHead");
+	*(void **)&py.thread_next = sym("PyThreadState_Next");
+	*(void **)&py.modules = sym("PyImport_GetModuleDict");
+	*(void **)&py.this_thread_state = sym("PyGILState_GetThisThreadState");
+	/* The thread state holding the GIL: no check of its own, unlike
+	 * PyThreadState_Get(), which aborts when there is none. */
+	*(void **)&py.current_tstate = sym(minor >= 13 ? "PyThreadState_GetUnchecked"
+						       : "_PyThreadState_UncheckedGet");
+	*(void **)&py.is_initialized = sym("Py_IsInitialized");
+	*(void **)&py.is_finalizing = sym(minor >= 13 ? "Py_IsFinalizing"
+						      : "_Py_IsFinalizing");
+	py.list = sym("PyList_Type");
+	py.tuple = sym("PyTuple_Type");
+	py.dict = sym("PyDict_Type");
+	py.str = sym("PyUnicode_Type");
+	py.long_ = sym("PyLong_Type");
+	py.bool_ = sym("PyBool_Type");
+	py.float_ = sym("PyFloat_Type");
+	py.none = sym("_Py_NoneStruct");
+	py.module = sym("PyModule_Type");
+	py.type = sym("PyType_Type");
+	py.function = sym("PyFunction_Type");
+	py.cell = sym("PyCell_Type");
+	py.frame = sym("PyFrame_Type");
+	py.code = sym("PyCode_Type");
+	py.traceback = sym("PyTraceBack_Type");
+	py.gen = sym("PyGen_Type");
+	py.coro = sym("PyCoro_Type");
+	py.asyncgen = sym("PyAsyncGen_Type");
+	py.method = sym("PyMethod_Type");
+	py.cfunction = sym("PyCFunction_Type");
+	py.weakref = sym("_PyWeakref_RefType");
+	py.property = sym("PyProperty_Type");
+	py.member_descr = sym("PyMemberDescr_Type");
+	py.getset_descr = sym("PyGetSetDescr_Type");
+	py.method_descr = sym("PyMethodDescr_Type");
+	py.wrapper_descr = sym("PyWrapperDescr_Type");
+	py.classmethod_descr = sym("PyClassMethodDescr_Type");
+	py.staticmethod = sym("PyStaticMethod_Type");
+	py.classmethod = sym("PyClassMethod_Type");
+	py.set = sym("PySet_Type");
+	py.frozenset = sym("PyFrozenSet_Type");
+	py.bytes = sym("PyBytes_Type");
+	py.object = sym("PyBaseObject_Type");
+	if (!py.dict_next || !py.interp_main || !py.thread_head ||
+	    !py.thread_next || !py.modules || !py.this_thread_state ||
+	    !py.current_tstate || !py.is_initialized || !py.is_finalizing ||
+	    !py.list || !py.tuple || !py.dict || !py.str || !py.long_ ||
+	    !py.module || !py.type || !py.function || !py.cell || !py.frame ||
+	    !py.code || !py.traceback || !py.gen || !py.coro || !py.method ||
+	    !py.cfunction)
+		return -1;
+	/* A free-threaded build has no GIL to hold the world still. */
+	if (sym("_Py_DecRefShared"))
+		return -1;
+	return 0;
+}
+
+/* ---- reading objects ---- */
+
+static inline const void *ptr_at(const void *base, long offset)
+{
+	const void *p;
+
+	memcpy(&p, (const char *)base + offset, sizeof(p));
+	return p;
+}
+
+static inline long long_at(const void *base, long offset)
+{
+	long v;
+
+	memcpy(&v, (const char *)base + offset, sizeof(v));
+	return v;
+}
+
+static inline const void *type_of(const void *o)
+{
+	return ptr_at(o, OB_TYPE);
+}
+
+static inline unsigned long type_flags(const void *tp)
+{
+	return (unsigned long)long_at(tp, TP_FLAGS);
+}
+
+/* A type's name as Python shows it: the part after the module's dots. */
+static const char *type_name(const void *tp)
+{
+	const char *name = ptr_at(tp, TP_NAME);
+	const char *dot;
+
+	if (!name)
+		return "?";
+	dot = strrchr(name, '.');
+	return dot ? dot + 1 : name;
+}
+
+static inline bool is_type(const void *o, const void *tp)
+{
+	return type_of(o) == tp;
+}
+
+/* Whether tp has base in its MRO (read from its tp_mro tuple). */
+static bool has_base(const void *tp, const void *base)
+{
+	const void *mro = ptr_at(tp, TP_MRO);
+	long n;
+
+	if (tp == base)
+		return true;
+	if (!mro || type_of(mro) != py.tuple)
+		return false;
+	n = long_at(mro, OB_SIZE);
+	for (long i = 0; i < n; i++)
+		if (ptr_at(mro, ITEMS_TUPLE + 8 * i) == base)
+			return true;
+	return false;
+}
+
+/* Items of a list or tuple (a subclass too). */
+static const void *const *seq_items(const void *o, long *n)
+{
+	unsigned long f = type_flags(type_of(o));
+
+	*n = long_at(o, OB_SIZE);
+	if (f & TPFLAGS_LIST_SUBCLASS)
+		return ptr_at(o, ITEMS_LIST);
+	if (f & TPFLAGS_TUPLE_SUBCLASS)
+		return (const void *const *)((const char *)o + ITEMS_TUPLE);
+	*n = 0;
+	return NULL;
+}
+
+/* A non-negative int's value, if it fits 64 bits. */
+static bool long_value(const void *o, uint64_t *out)
+{
+	long ndigits;
+	uint64_t v = 0;
+
+	if (!(type_flags(type_of(o)) & TPFLAGS_LONG_SUBCLASS))
+		return false;
+	if (py.minor >= 12) {
+		unsigned long tag = (unsigned long)long_at(o, OB_SIZE);
+
+		if ((tag & 3) == 2)
+			return false; /* negative */
+		ndigits = (long)(tag >> 3);
+	} else {
+		ndigits = long_at(o, OB_SIZE);
+		if (ndigits < 0)
+			return false;
+	}
+	if (ndigits > 3)
+		return false;
+	for (long i = ndigits; i-- > 0;) {
+		uint32_t d;
+
+		memcpy(&d, (const char *)o + LONG_DIGITS + 4 * i, sizeof(d));
+		if (v >> 34)
+			return false;
+		v = (v << 30) | d;
+	}
+	*out = v;
+	return true;
+}
+
+/* Whether a str equals an ASCII C string. */
+static bool str_is(const void *s, const char *text)
+{
+	char buf[64];
+
+	return s && type_of(s) == py.str &&
+	       lw_py_str(s, buf, sizeof(buf)) == 0 && strcmp(buf, text) == 0;
+}
+
+/* ---- an instance's attributes, without making its __dict__ ---- */
+
+struct attr_iter {
+	const void *dict;     /* a real dict, or NULL */
+	const char *keys;     /* shared keys of inline values */
+	const void *const *values;
+	long nentries;
+	ptrdiff_t pos;
+};
+
+/*
+ * 3.11+ keep a plain instance's attributes in values beside the object,
+ * keyed by its class's shared keys, until something asks for __dict__:
+ * read them there. Before, and once made, the __dict__.
+ */
+static void attrs_begin(const void *o, struct attr_iter *it)
+{
+	const void *tp = type_of(o);
+	unsigned long f = type_flags(tp);
+	long offset;
+
+	memset(it, 0, sizeof(*it));
+	if (py.l->managed_dict && (f & py.l->managed_dict)) {
+		const void *values = NULL;
+
+		if (py.minor == 11) {
+			it->dict = ptr_at(o, -3 * 8);
+			values = ptr_at(o, -4 * 8);
+		} else if (py.minor == 12) {
+			uintptr_t dv = (uintptr_t)ptr_at(o, -3 * 8);
+
+			if (dv & 1)
+				values = (const void *)(dv - 1);
+			else
+				it->dict = (const void *)dv;
+		} else {
+			it->dict = ptr_at(o, -3 * 8);
+			if (!it->dict && (f & py.l->inline_values)) {
+				const char *v = (const char *)o + long_at(tp, TP_BASICSIZE);
+
+				if (v[3]) /* valid */
+					values = v;
+			}
+		}
+		if (!it->dict && values && (f & TPFLAGS_HEAPTYPE)) {
+			const char *keys = ptr_at(tp, py.l->heap_cached_keys);
+
+			if (keys && keys[KEYS_KIND] != 0) {
+				it->keys = keys;
+				it->values = (const void *const *)((const char *)values +
+								   py.l->values_items);
+				it->nentries = long_at(keys, KEYS_NENTRIES);
+			}
+		}
+		return;
+	}
+	offset = long_at(tp, TP_DICTOFFSET);
+	if (offset > 0)
+		it->dict = ptr_at(o, offset);
+}
+
+/* The next attribute: its name (a str) and value. */
+static bool attrs_next(struct attr_iter *it, const void **name,
+		       const void **value)
+{
+	if (it->dict) {
+		void *k, *v;
+
+		if (type_of(it->dict) != py.dict &&
+		    !(type_flags(type_of(it->dict)) & TPFLAGS_DICT_SUBCLASS))
+			return false;
+		if (!py.dict_next(it->dict, &it->pos, &k, &v))
+			return false;
+		*name = k;
+		*value = v;
+		return true;
+	}
+	while (it->keys && it->pos < it->nentries) {
+		long i = it->pos++;
+		const char *entries = it->keys + KEYS_INDICES +
+				      (1l << (uint8_t)it->keys[KEYS_LOG2_INDEX_BYTES]);
+		const void *v = it->values[i];
+
+		if (v) {
+			*name = ptr_at(entries, 16 * i);
+			*value = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The object member (a slot, or a C type's member) named name of tp or
+ * its bases; NULL if none. */
+static const struct member_def *member_named_type(const void *tp,
+						  const char *name)
+{
+	const void *mro = ptr_at(tp, TP_MRO);
+	long n = mro && type_of(mro) == py.tuple ? long_at(mro, OB_SIZE) : 0;
+
+	for (long i = 0; i < n; i++) {
+		const struct member_def *m = ptr_at(ptr_at(mro, ITEMS_TUPLE + 8 * i),
+						    TP_MEMBERS);
+
+		for (; m && m->name; m++)
+			if ((m->type == T_OBJECT || m->type == T_OBJECT_EX) &&
+			    strcmp(m->name, name) == 0)
+				return m;
+	}
+	return NULL;
+}
+
+/* An attribute held in a slot or a C member of o's type. */
+static const void *member_named(const void *o, const char *name)
+{
+	const struct member_def *m = member_named_type(type_of(o), name);
+
+	return m ? ptr_at(o, m->offset) : NULL;
+}
+
+/* The dict key named text, in a dict; NULL if absent. */
+static const void *dict_get(const void *d, const char *text)
+{
+	ptrdiff_t pos = 0;
+	void *k, *v;
+
+	if (!d || !(type_flags(type_of(d)) & TPFLAGS_DICT_SUBCLASS))
+		return NULL;
+	while (py.dict_next(d, &pos, &k, &v))
+		if (str_is(k, text))
+			return v;
+	return NULL;
+}
+
+/* An attribute of o as its instance holds it: slot, then attributes. */
+static const void *attribute(const void *o, const char *name)
+{
+	struct attr_iter it;
+	const void *k, *v;
+	const void *m = member_named(o, name);
+
+	if (m)
+		return m;
+	attrs_begin(o, &it);
+	while (attrs_next(&it, &k, &v))
+		if (str_is(k, name))
+			return v;
+	return NULL;
+}
+
+/* ---- what a type's objects are to the walk ---- */
+
+enum kind {
+	K_ATOM,      /* refers to nothing the walk follows */
+	K_SKIP,      /* modules, code, descriptors: never entered */
+	K_SEQ,       /* list, tuple */
+	K_DICT,
+	K_OBJECT,    /* anything else, through tp_traverse */
+	K_CLASS,     /* a type object */
+	K_TENSOR,    /* a PyTorch tensor */
+	K_ARRAY,     /* __cuda_array_interface__ as a dict it holds */
+	K_FUNCTION,
+	K_CELL,
+	K_FRAME,
+	K_TRACEBACK,
+	K_GEN,
+	K_METHOD,
+	K_OPTIMIZER, /* torch.optim's: its parameters and state are the model's */
+};
+
+struct type_slot {
+	const void *type;
+	uint8_t kind;
+	uint8_t instance_checked;
+};
+
+static struct type_slot *types;
+static size_t types_cap, types_used;
+
+static enum kind classify(const void *tp)
+{
+	unsigned long f = type_flags(tp);
+
+	if (tp == py.str || tp == py.long_ || tp == py.bool_ || tp == py.float_ ||
+	    tp == py.bytes || tp == type_of(py.none))
+		return K_ATOM;
+	if (f & TPFLAGS_TYPE_SUBCLASS)
+		return K_CLASS;
+	if (tp == py.module || has_base(tp, py.module) || tp == py.code ||
+	    tp == py.cfunction || has_base(tp, py.cfunction) ||
+	    tp == py.property || tp == py.member_descr ||
+	    tp == py.getset_descr || tp == py.method_descr ||
+	    tp == py.wrapper_descr || tp == py.classmethod_descr ||
+	    tp == py.staticmethod || tp == py.classmethod ||
+	    (py.weakref && has_base(tp, py.weakref)))
+		return K_SKIP;
+	if (tp == py.function)
+		return K_FUNCTION;
+	if (tp == py.cell)
+		return K_CELL;
+	if (tp == py.frame)
+		return K_FRAME;
+	if (tp == py.traceback)
+		return K_TRACEBACK;
+	if (tp == py.gen || tp == py.coro || (py.asyncgen && tp == py.asyncgen))
+		return K_GEN;
+	if (tp == py.method)
+		return K_METHOD;
+	if (lw_torch_is_tensor_type(tp))
+		return K_TENSOR;
+	if (!(f & TPFLAGS_HAVE_GC) || !ptr_at(tp, TP_TRAVERSE))
+		return K_ATOM;
+	if (tp == py.list || tp == py.tuple)
+		return K_SEQ;
+	if (tp == py.dict)
+		return K_DICT;
+	if (f & TPFLAGS_HEAPTYPE) {
+		const void *mro = ptr_at(tp, TP_MRO);
+		long n = mro && type_of(mro) == py.tuple ? long_at(mro, OB_SIZE) : 0;
+
+		for (long i = 0; i < n; i++) {
+			const void *base = ptr_at(mro, ITEMS_TUPLE + 8 * i);
+			const void *d = ptr_at(base, 264); /* tp_dict */
+
+			if (strcmp(type_name(base), "Optimizer") == 0 &&
+			    dict_get(d, "zero_grad"))
+				return K_OPTIMIZER;
+			const void *iface = d ? dict_get(d, "__cuda_array_interface__") : NULL;
+
+			/* A dict as a class attribute; a property is the
+			 * program's code, never run. */
+			if (iface && type_of(iface) == py.dict)
+				return K_ARRAY;
+		}
+		if (member_named_type(tp, "__cuda_array_interface__"))
+			return K_ARRAY;
+	}
+	return K_OBJECT;
+}
+
+/* ---- the walk's memory: all the shim's, counted, given back at the end ---- */
+
+static size_t bytes_used;
+
+static void *walk_alloc(size_t size)
+{
+	void *p;
+
+	if (bytes_used + size > MAX_BYTES)
+		return NULL;
+	p = lw_arena_alloc(size);
+	if (p)
+		bytes_used += size;
+	return p;
+}
+
+static void walk_free(void *p, size_t size)
+{
+	if (p) {
+		lw_arena_free(p);
+		bytes_used -= size;
+	}
+}
+
+static size_t hash_ptr(const void *p)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+static struct type_slot *type_slot(const void *tp)
+{
+	size_t i;
+
+	if (types_used * 2 >= types_cap) {
+		size_t cap = types_cap ? types_cap * 2 : 1024;
+		struct type_slot *t = walk_alloc(cap * sizeof(*t));
+
+		if (!t)
+			return NULL;
+		for (size_t j = 0; j < types_cap; j++) {
+			if (!types[j].type)
+				continue;
+			for (i = hash_ptr(types[j].type) & (cap - 1); t[i].type;
+			     i = (i + 1) & (cap - 1))
+				;
+			t[i] = types[j];
+		}
+		walk_free(types, types_cap * sizeof(*types));
+		types = t;
+		types_cap = cap;
+	}
+	for (i = hash_ptr(tp) & (types_cap - 1); types[i].type;
+	     i = (i + 1) & (types_cap - 1))
+		if (types[i].type == tp)
+			return &types[i];
+	types[i].type = tp;
+	types[i].kind = (uint8_t)classify(tp);
+	types_used++;
+	return &types[i];
+}
+
+/* The kind of o's type, decided with the first object of it met: a class
+ * whose instances carry __cuda_array_interface__ in their own attributes
+ * is an array type. */
+static enum kind kind_of(const void *o)
+{
+	struct type_slot *t = type_slot(type_of(o));
+	const void *iface;
+
+	if (!t)
+		return classify(type_of(o));
+	if (t->kind == K_OBJECT && !t->instance_checked) {
+		t->instance_checked = 1;
+		iface = attribute(o, "__cuda_array_interface__");
+		if (iface && type_of(iface) == py.dict)
+			t->kind = K_ARRAY;
+	}
+	return (enum kind)t->kind;
+}
+
+/*
+ * What the walk has met: one bit per 8 bytes of address space, in a
+ * 16 KiB bitmap per MiB that holds any of it.
+ */
+#define REGION_SHIFT 20
+struct region {
+	uintptr_t key; /* address >> REGION_SHIFT, plus one */
+	uint64_t *bits;
+};
+
+static struct region *regions;
+static size_t regions_cap, regions_used;
+
+static uint64_t *region_bits(uintptr_t key, bool make)
+{
+	size_t i;
+
+	if (make && regions_used * 2 >= regions_cap) {
+		size_t cap = regions_cap ? regions_cap * 2 : 256;
+		struct region *t = walk_alloc(cap * sizeof(*t));
+
+		if (!t)
+			return NULL;
+		for (size_t j = 0; j < regions_cap; j++) {
+			if (!regions[j].key)
+				continue;
+			for (i = hash_ptr((void *)regions[j].key) & (cap - 1);
+			     t[i].key; i = (i + 1) & (cap - 1))
+				;
+			t[i] = regions[j];
+		}
+		walk_free(regions, regions_cap * sizeof(*regions));
+		regions = t;
+		regions_cap = cap;
+	}
+	if (!regions_cap)
+		return NULL;
+	for (i = hash_ptr((void *)key) & (regions_cap - 1); regions[i].key;
+	     i = (i + 1) & (regions_cap - 1))
+		if (regions[i].key == key)
+			return regions[i].bits;
+	if (!make)
+		return NULL;
+	regions[i].bits = walk_alloc((1u << (REGION_SHIFT - 3)) / 8);
+	if (!regions[i].bits)
+		return NULL;
+	regions[i].key = key;
+	regions_used++;
+	return regions[i].bits;
+}
+
+static bool seen(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	uint64_t *bits = region_bits((a >> REGION_SHIFT) + 1, false);
+	size_t bit = (a & ((1u << REGION_SHIFT) - 1)) >> 3;
+
+	return bits && (bits[bit >> 6] >> (bit & 63) & 1);
+}
+
+/* Marks p met; false if it was, or if there is no memory to say so (the
+ * walk is then cut). */
+static bool out_of_memory;
+
+static bool mark(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	uint64_t *bits = region_bits((a >> REGION_SHIFT) + 1, true);
+	size_t bit = (a & ((1u << REGION_SHIFT) - 1)) >> 3;
+
+	if (!bits) {
+		out_of_memory = true;
+		return false;
+	}
+	if (bits[bit >> 6] >> (bit & 63) & 1)
+		return false;
+	bits[bit >> 6] |= 1ull << (bit & 63);
+	return true;
+}
+
+/* ---- the walk's nodes: what it queued, and from where ---- */
+
+enum node_type { N_PY, N_GRAPH, N_IMPL };
+
+struct node {
+	const void *obj;
+	uint32_t parent; /* NO_PARENT for a root */
+	uint32_t aux;    /* node_type in the low 2 bits; for a root, its
+			  * index among the roots above them */
+};
+#define NO_PARENT UINT32_MAX
+#define CHUNK_SHIFT 16
+
+static struct node *chunks[1u << 12];
+static uint32_t nodes_used;
+
+static struct node *node(uint32_t i)
+{
+	return &chunks[i >> CHUNK_SHIFT][i & ((1u << CHUNK_SHIFT) - 1)];
+}
+
+static uint32_t add_node(const void *obj, uint32_t parent, unsigned type,
+			 uint32_t root)
+{
+	uint32_t i = nodes_used;
+	struct node *n;
+
+	if ((i >> CHUNK_SHIFT) >= sizeof(chunks) / sizeof(chunks[0]))
+		goto full;
+	if (!chunks[i >> CHUNK_SHIFT] &&
+	    !(chunks[i >> CHUNK_SHIFT] =
+		      walk_alloc(sizeof(struct node) << CHUNK_SHIFT)))
+		goto full;
+	n = node(i);
+	n->obj = obj;
+	n->parent = parent;
+	n->aux = (root << 3) | type;
+	nodes_used++;
+	return i;
+full:
+	out_of_memory = true;
+	return NO_PARENT;
+}
+
+/* Roots: how a node with no parent is named. */
+enum root_kind { R_LOCAL, R_GLOBAL, R_SUSPENDED, R_CYCLE };
+
+struct root {
+	const void *name;  /* a str: the local's or global's name */
+	const void *where; /* the code object (R_LOCAL, R_SUSPENDED) or the
+			    * module's name (R_GLOBAL) */
+	int line;          /* R_LOCAL: the function's first line */
+	uint8_t kind;
+	uint32_t objects;  /* R_CYCLE: its objects */
+};
+
+static struct root *roots;
+static uint32_t roots_cap, roots_used;
+
+static uint32_t add_root(const struct root *r)
+{
+	if (roots_used == roots_cap) {
+		uint32_t cap = roots_cap ? roots_cap * 2 : 1024;
+		struct root *t = walk_alloc(cap * sizeof(*t));
+
+		if (!t) {
+			out_of_memory = true;
+			return NO_PARENT;
+		}
+		if (roots)
+			memcpy(t, roots, roots_used * sizeof(*t));
+		walk_free(roots, roots_cap * sizeof(*roots));
+		roots = t;
+		roots_cap = cap;
+	}
+	roots[roots_used] = *r;
+	return roots_used++;
+}
+
+/* ---- targets ---- */
+
+static const uint64_t *targets; /* (start, size) pairs, sorted */
+static size_t targets_n, targets_found;
+static uint32_t *found_at; /* node of each target, NO_PARENT before */
+
+static long target_of(uint64_t address)
+{
+	size_t lo = 0, hi = targets_n;
+
+	if (!address)
+		return -1;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (targets[2 * mid] <= address)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -1;
+	lo--;
+	return address < targets[2 * lo] + targets[2 * lo + 1] ? (long)lo : -1;
+}
+
+/* The device address an object's memory starts at, 0 if none. */
+static uint64_t buffer_of(const void *obj, unsigned type)
+{
+	if (type == N_IMPL)
+		return lw_torch_impl_data(obj);
+	if (type != N_PY)
+		return 0;
+	switch (kind_of(obj)) {
+	case K_TENSOR:
+		return lw_torch_impl_data(lw_torch_impl(obj));
+	case K_ARRAY: {
+		const void *iface = member_named(obj, "__cuda_array_interface__");
+		const void *data;
+		long n;
+		const void *const *items;
+		uint64_t v;
+
+		if (!iface)
+			iface = attribute(obj, "__cuda_array_interface__");
+		if (!iface) {
+			const void *mro = ptr_at(type_of(obj), TP_MRO);
+			long m = mro ? long_at(mro, OB_SIZE) : 0;
+
+			for (long i = 0; i < m && !iface; i++)
+				iface = dict_get(ptr_at(ptr_at(mro, ITEMS_TUPLE + 8 * i), 264),
+						 "__cuda_array_interface__");
+		}
+		if (!iface || type_of(iface) != py.dict)
+			return 0;
+		data = dict_get(iface, "data");
+		if (!data || type_of(data) != py.tuple)
+			return 0;
+		items = seq_items(data, &n);
+		return n > 0 && long_value(items[0], &v) ? v : 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* Records obj, met as node i, if it is a target; true once all are. */
+static bool check_target(const void *obj, unsigned type, uint32_t i)
+{
+	long t = target_of(buffer_of(obj, type));
+
+	if (t >= 0 && found_at[t] == NO_PARENT) {
+		found_at[t] = i;
+		targets_found++;
+	}
+	return targets_found == targets_n;
+}
+
+/* ---- what an object refers to ---- */
+
+struct kid {
+	const void *obj;
+	unsigned type;
+};
+
+static struct kid *kids;
+static size_t kids_cap, kids_n;
+
+static void add_kid(const void *obj, unsigned type)
+{
+	if (!obj)
+		return;
+	if (kids_n == kids_cap) {
+		size_t cap = kids_cap ? kids_cap * 2 : 256;
+		struct kid *t = walk_alloc(cap * sizeof(*t));
+
+		if (!t) {
+			out_of_memory = true;
+			return;
+		}
+		if (kids)
+			memcpy(t, kids, kids_n * sizeof(*t));
+		walk_free(kids, kids_cap * sizeof(*kids));
+		kids = t;
+		kids_cap = cap;
+	}
+	kids[kids_n].obj = obj;
+	kids[kids_n].type = type;
+	kids_n++;
+}
+
+/* The traversal the collector would call for obj: none for an object it
+ * does not manage (a static type, whose tp_is_gc says so). */
+static traverse_fn traverse_of(const void *obj)
+{
+	const void *tp = type_of(obj);
+	traverse_fn fn;
+	int (*is_gc)(const void *o);
+
+	if (!(type_flags(tp) & TPFLAGS_HAVE_GC))
+		return NULL;
+	memcpy(&is_gc, (const char *)tp + TP_IS_GC, sizeof(is_gc));
+	if (is_gc && !is_gc(obj))
+		return NULL;
+	memcpy(&fn, (const char *)tp + TP_TRAVERSE, sizeof(fn));
+	return fn;
+}
+
+static int visit_kid(void *obj, void *arg)
+{
+	(void)arg;
+	add_kid(obj, N_PY);
+	return 0;
+}
+
+static void traverse(const void *obj)
+{
+	traverse_fn fn = traverse_of(obj);
+
+	if (fn)
+		fn((void *)obj, visit_kid, NULL);
+}
+
+/* A local's value, its cell's contents for a cell. */
+static const void *unwrapped(const void *v)
+{
+	return v && type_of(v) == py.cell ? ptr_at(v, CELL_REF) : v;
+}
+
+static void kid_local(const void *name, const void *value, void *ctx)
+{
+	(void)name;
+	(void)ctx;
+	add_kid(unwrapped(value), N_PY);
+}
+
+/* Optimizer attributes that are the model's (its parameters) or its
+ * state: never a path to offer as what to let go of. */
+static bool optimizer_own(const void *opt, const void *value)
+{
+	return value && (value == attribute(opt, "param_groups") ||
+			 value == attribute(opt, "state"));
+}
+
+/* kids := what node i refers to, as the walk follows it. */
+static void children(const struct node *n)
+{
+	unsigned type = n->aux & 3;
+	const void *o = n->obj;
+
+	kids_n = 0;
+	if (type == N_GRAPH) {
+		const void *next[64], *saved[64];
+		bool hooked = false;
+		size_t k = lw_torch_node_next(o, next, 64);
+
+		for (size_t j = 0; j < k; j++)
+			add_kid(next[j], N_GRAPH);
+		k = lw_torch_node_saved(o, saved, 64, &hooked);
+		for (size_t j = 0; j < k; j++)
+			add_kid(saved[j], N_IMPL);
+		add_kid(lw_torch_node_pyobj(o), N_PY);
+		return;
+	}
+	if (type == N_IMPL) {
+		add_kid(lw_torch_impl_grad(o), N_IMPL);
+		return;
+	}
+	switch (kind_of(o)) {
+	case K_SEQ: {
+		long m;
+		const void *const *items = seq_items(o, &m);
+
+		for (long j = 0; j < m; j++)
+			add_kid(items[j], N_PY);
+		break;
+	}
+	case K_DICT: {
+		ptrdiff_t pos = 0;
+		void *k, *v;
+
+		while (py.dict_next(o, &pos, &k, &v))
+			add_kid(v, N_PY);
+		break;
+	}
+	case K_TENSOR: {
+		const void *impl = lw_torch_impl(o);
+
+		traverse(o);
+		add_kid(lw_torch_impl_grad_fn(impl), N_GRAPH);
+		add_kid(lw_torch_impl_grad(impl), N_IMPL);
+		break;
+	}
+	case K_FUNCTION: {
+		const void *closure = ptr_at(o, py.l->func_closure);
+		const void *defaults = ptr_at(o, py.l->func_defaults);
+		long m;
+		const void *const *items;
+
+		if (closure && type_of(closure) == py.tuple) {
+			items = seq_items(closure, &m);
+			for (long j = 0; j < m; j++)
+				add_kid(items[j], N_PY);
+		}
+		if (defaults && type_of(defaults) == py.tuple) {
+			items = seq_items(defaults, &m);
+			for (long j = 0; j < m; j++)
+				add_kid(items[j], N_PY);
+		}
+		add_kid(ptr_at(o, py.l->func_kwdefaults), N_PY);
+		add_kid(ptr_at(o, py.l->func_dict), N_PY);
+		break;
+	}
+	case K_CELL:
+		add_kid(ptr_at(o, CELL_REF), N_PY);
+		break;
+	case K_FRAME:
+		lw_py_frame_locals(o, kid_local, NULL);
+		break;
+	case K_TRACEBACK:
+		add_kid(ptr_at(o, TB_NEXT), N_PY);
+		add_kid(ptr_at(o, TB_FRAME), N_PY);
+		break;
+	case K_GEN: {
+		const void *frame = lw_py_generator_frame(o);
+
+		if (frame)
+			lw_py_live_frame_locals(frame, kid_local, NULL);
+		break;
+	}
+	case K_METHOD:
+		add_kid(ptr_at(o, METHOD_FUNC), N_PY);
+		add_kid(ptr_at(o, METHOD_SELF), N_PY);
+		break;
+	case K_OPTIMIZER: {
+		size_t w = 0;
+
+		traverse(o);
+		for (size_t j = 0; j < kids_n; j++)
+			if (!optimizer_own(o, kids[j].obj))
+				kids[w++] = kids[j];
+		kids_n = w;
+		break;
+	}
+	case K_OBJECT:
+	case K_CLASS:
+		traverse(o);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Whether the walk enters obj, met from a parent of kind parent_kind. */
+static bool followed(enum kind k, enum kind parent_kind, bool root)
+{
+	switch (k) {
+	case K_ATOM:
+	case K_SKIP:
+		return false;
+	case K_CLASS:
+		/* A class from a container or as a global, never from each
+		 * of its instances. */
+		return root || parent_kind == K_SEQ || parent_kind == K_DICT;
+	case K_FRAME:
+		/* A finished frame a traceback keeps; live frames are roots. */
+		return parent_kind == K_TRACEBACK;
+	default:
+		return true;
+	}
+}
+
+/* Whether a container holds only atoms: met and checked, never queued. */
+static bool all_atoms(const void *o, enum kind k)
+{
+	if (k == K_SEQ) {
+		long m;
+		const void *const *items = seq_items(o, &m);
+
+		for (long j = 0; j < m; j++)
+			if (items[j] && kind_of(items[j]) != K_ATOM)
+				return false;
+		return true;
+	}
+	if (k == K_DICT) {
+		ptrdiff_t pos = 0;
+		void *key, *v;
+
+		while (py.dict_next(o, &pos, &key, &v))
+			if (kind_of(v) != K_ATOM)
+				return false;
+		return true;
+	}
+	return false;
+}
+
+/* ---- the walk ---- */
+
+static double deadline;
+static bool cut;
+static uint32_t expanded;
+
+static bool late(void)
+{
+	if (!cut && (out_of_memory || lw_walk_now() > deadline))
+		cut = true;
+	return cut;
+}
+
+#define F_LEAF 4 /* aux: met and checked, nothing to follow */
+
+/* Adds obj as met from parent (NO_PARENT: a root, named by root); true
+ * once every target is found. */
+static bool meet(const void *obj, unsigned type, uint32_t parent,
+		 enum kind parent_kind, uint32_t root)
+{
+	enum kind k = type == N_PY ? kind_of(obj) : K_OBJECT;
+	bool leaf = false;
+	uint32_t i;
+
+	if (type == N_PY && !followed(k, parent_kind, parent == NO_PARENT))
+		return false;
+	if (!mark(obj))
+		return false;
+	if (type == N_PY) {
+		if (k == K_ARRAY)
+			leaf = true;
+		else if (k == K_TENSOR) {
+			const void *impl = lw_torch_impl(obj);
+
+			leaf = !lw_torch_impl_grad_fn(impl) &&
+			       !lw_torch_impl_grad(impl);
+		} else if (all_atoms(obj, k))
+			return false;
+	} else if (type == N_IMPL) {
+		leaf = !lw_torch_impl_grad(obj);
+	}
+	i = add_node(obj, parent, type, parent == NO_PARENT ? root : 0);
+	if (i == NO_PARENT)
+		return false;
+	if (leaf)
+		node(i)->aux |= F_LEAF;
+	if ((type == N_PY && (k == K_TENSOR || k == K_ARRAY)) || type == N_IMPL)
+		return check_target(obj, type, i);
+	return false;
+}
+
+/* Expands the nodes from first on; true once every target is found. */
+static bool walk_from(uint32_t first)
+{
+	for (uint32_t i = first; i < nodes_used; i++) {
+		struct node n = *node(i);
+		enum kind pk = (n.aux & 3) == N_PY ? kind_of(n.obj) : K_OBJECT;
+
+		if (!(++expanded & 255) && late())
+			return false;
+		if (n.aux & F_LEAF)
+			continue;
+		children(&n);
+		for (size_t j = 0; j < kids_n; j++)
+			if (meet(kids[j].obj, kids[j].type, i, pk, 0))
+				return true;
+	}
+	return targets_found == targets_n;
+}
+
+static bool root_object(const void *obj, const struct root *r)
+{
+	uint32_t idx;
+
+	obj = unwrapped(obj);
+	if (!obj || kind_of(obj) == K_ATOM || kind_of(obj) == K_SKIP || seen(obj))
+		return false;
+	idx = add_root(r);
+	return idx != NO_PARENT && meet(obj, N_PY, NO_PARENT, K_SEQ, idx);
+}
+
+struct frame_ctx {
+	const void *code;
+	int line;
+	uint8_t kind;
+	bool done;
+};
+
+static void root_local(const void *name, const void *value, void *data)
+{
+	struct frame_ctx *f = data;
+	struct root r = { name, f->code, f->line, f->kind, 0 };
+
+	if (!f->done && root_object(value, &r))
+		f->done = true;
+}
+
+static int root_frame(const void *frame, const void *code, int line,
+		      void *data)
+{
+	struct frame_ctx *f = data;
+	int first = 0;
+
+	(void)line;
+	lw_py_code_info(code, NULL, 0, NULL, 0, &first);
+	f->code = code;
+	f->line = first;
+	f->kind = R_LOCAL;
+	lw_py_live_frame_locals(frame, root_local, f);
+	return f->done;
+}
+
+/* The globals of a module as roots; true once every target is found. */
+static bool root_globals(const void *module, const void *name)
+{
+	const void *d = ptr_at(module, MODULE_DICT);
+	ptrdiff_t pos = 0;
+	void *k, *v;
+
+	if (!d || type_of(d) != py.dict)
+		return false;
+	while (py.dict_next(d, &pos, &k, &v)) {
+		struct root r = { k, name, 0, R_GLOBAL, 0 };
+
+		if (root_object(v, &r))
+			return true;
+	}
+	return false;
+}
+
+/* Phase 1: every thread's frames, then __main__'s globals. */
+static bool phase_frames(void)
+{
+	void *me = py.current_tstate();
+	struct frame_ctx f = { 0 };
+	const void *modules = py.modules();
+	ptrdiff_t pos = 0;
+	void *k, *v;
+
+	lw_py_thread_frames(me, root_frame, &f);
+	for (void *t = py.thread_head(py.interp_main()); t && !f.done;
+	     t = py.thread_next(t))
+		if (t != me)
+			lw_py_thread_frames(t, root_frame, &f);
+	if (f.done)
+		return true;
+	while (modules && py.dict_next(modules, &pos, &k, &v))
+		if (str_is(k, "__main__") && type_of(v) == py.module)
+			return root_globals(v, k);
+	return false;
+}
+
+/* Phase 4: every other module's globals. */
+static bool phase_modules(void)
+{
+	const void *modules = py.modules();
+	ptrdiff_t pos = 0;
+	void *k, *v;
+
+	while (modules && py.dict_next(modules, &pos, &k, &v)) {
+		if (late())
+			return false;
+		uint32_t first = nodes_used;
+
+		if (!v || type_of(v) != py.module || str_is(k, "__main__"))
+			continue;
+		if (root_globals(v, k) || walk_from(first))
+			return true;
+	}
+	return false;
+}
+
+/* ---- the collector's objects: suspended generators, garbage ---- */
+
+struct gc_head {
+	struct gc_head *next;
+	uintptr_t prev;
+};
+
+static const char *gc_state(void)
+{
+	return py.interp_main();
+}
+
+static bool collector_running(void)
+{
+	int collecting;
+
+	memcpy(&collecting, gc_state() + py.l->interp_gc_collecting,
+	       sizeof(collecting));
+	return collecting != 0;
+}
+
+static bool collector_enabled(void)
+{
+	int enabled;
+
+	/* gc.enabled sits 12 bytes before the generations in every
+	 * supported version (_gc_runtime_state). */
+	memcpy(&enabled, gc_state() + py.l->interp_gc_generations - 12,
+	       sizeof(enabled));
+	return enabled != 0;
+}
+
+/* Calls fn on every object the collector tracks, youngest generation
+ * first, until it returns true. */
+static bool each_tracked(bool (*fn)(const void *obj, void *ctx), void *ctx)
+{
+	for (int g = 0; g < 3; g++) {
+		struct gc_head *head = (struct gc_head *)(uintptr_t)(
+			gc_state() + py.l->interp_gc_generations +
+			g * py.l->gc_generation_size);
+		size_t steps = 0;
+
+		for (struct gc_head *p = head->next; p && p != head; p = p->next) {
+			if (!(++steps & 4095) && late())
+				return true;
+			if (fn(p + 1, ctx))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Objects not met yet, from the collector's lists. */
+static const void **unmet;
+static size_t unmet_n, unmet_cap;
+
+static bool collect_unmet(const void *obj, void *ctx)
+{
+	(void)ctx;
+	if (seen(obj))
+		return false;
+	if (unmet_n == unmet_cap) {
+		size_t cap = unmet_cap ? unmet_cap * 2 : 4096;
+		const void **t;
+
+		if (cap > MAX_UNMET || !(t = walk_alloc(cap * sizeof(*t)))) {
+			out_of_memory = true;
+			return true;
+		}
+		if (unmet)
+			memcpy(t, unmet, unmet_n * sizeof(*t));
+		walk_free(unmet, unmet_cap * sizeof(*unmet));
+		unmet = t;
+		unmet_cap = cap;
+	}
+	unmet[unmet_n++] = obj;
+	return false;
+}
+
+/* Phase 2: the locals of suspended generators and coroutines. */
+static bool phase_suspended(void)
+{
+	uint32_t first = nodes_used;
+
+	for (size_t i = 0; i < unmet_n; i++) {
+		const void *gen = unmet[i];
+		const void *frame;
+		struct frame_ctx f = { 0 };
+		int line = 0;
+
+		if (kind_of(gen) != K_GEN || seen(gen) ||
+		    !(frame = lw_py_generator_frame(gen)))
+			continue;
+		f.kind = R_SUSPENDED;
+		f.code = lw_py_live_frame_code(frame);
+		lw_py_code_info(f.code, NULL, 0, NULL, 0, &line);
+		f.line = line;
+		lw_py_live_frame_locals(frame, root_local, &f);
+		if (f.done)
+			return true;
+	}
+	return walk_from(first);
+}
+
+/* Index of an object among the unmet, through an open-addressed table. */
+static uint32_t *slots;
+static size_t slots_cap;
+
+static long unmet_index(const void *obj)
+{
+	for (size_t i = hash_ptr(obj) & (slots_cap - 1); slots[i];
+	     i = (i + 1) & (slots_cap - 1))
+		if (unmet[slots[i] - 1] == obj)
+			return (long)slots[i] - 1;
+	return -1;
+}
+
+static long *refs;
+static uint32_t *owner; /* union-find over garbage */
+static uint8_t *reached;
+
+static int visit_subtract(void *obj, void *arg)
+{
+	long i = unmet_index(obj);
+
+	(void)arg;
+	if (i >= 0)
+		refs[i]--;
+	return 0;
+}
+
+static uint32_t find(uint32_t i)
+{
+	while (owner[i] != i) {
+		owner[i] = owner[owner[i]];
+		i = owner[i];
+	}
+	return i;
+}
+
+static long visit_from = -1;
+static uint32_t *stack;
+static size_t stack_n;
+
+static int visit_reach(void *obj, void *arg)
+{
+	long i = unmet_index(obj);
+
+	(void)arg;
+	if (i >= 0 && !reached[i]) {
+		reached[i] = 1;
+		stack[stack_n++] = (uint32_t)i;
+	}
+	return 0;
+}
+
+static int visit_union(void *obj, void *arg)
+{
+	long i = unmet_index(obj);
+
+	(void)arg;
+	if (i >= 0 && !reached[i]) {
+		uint32_t a = find((uint32_t)visit_from), b = find((uint32_t)i);
+
+		if (a != b)
+			owner[b] = a;
+	}
+	return 0;
+}
+
+static void traverse_with(const void *obj, visit_fn fn)
+{
+	traverse_fn t = traverse_of(obj);
+
+	if (t)
+		t((void *)obj, fn, NULL);
+}
+
+/* The object a person would name in a cycle: an instance of a class of
+ * theirs, else a container. */
+static bool better_head(const void *a, const void *b)
+{
+	enum kind ka = kind_of(a), kb = b ? kind_of(b) : K_ATOM;
+	bool ia = ka == K_OBJECT && (type_flags(type_of(a)) & TPFLAGS_HEAPTYPE);
+	bool ib = b && kb == K_OBJECT && (type_flags(type_of(b)) & TPFLAGS_HEAPTYPE);
+
+	if (!b)
+		return true;
+	if (ia != ib)
+		return ia;
+	return false;
+}
+
+/*
+ * Phase 3: reference cycles nothing outside them refers to, found as the
+ * collector finds them: among the objects not met, a reference count that
+ * references from among them do not explain is a reference from outside
+ * (a met object, C code, a frame's value stack), and what that reaches is
+ * not garbage; the rest is.
+ */
+static bool phase_cycles(void)
+{
+	size_t n = 0, kept = 0;
+	uint32_t first;
+	uint32_t *heads, *count;
+	bool done = false;
+
+	/* What phase 2 met is not garbage. */
+	for (size_t i = 0; i < unmet_n; i++)
+		if (!seen(unmet[i]))
+			unmet[n++] = unmet[i];
+	unmet_n = n;
+	if (!n)
+		return false;
+	for (slots_cap = 16; slots_cap < 2 * n; slots_cap *= 2)
+		;
+	slots = walk_alloc(slots_cap * sizeof(*slots));
+	refs = walk_alloc(n * sizeof(*refs));
+	owner = walk_alloc(n * sizeof(*owner));
+	reached = walk_alloc(n);
+	stack = walk_alloc(n * sizeof(*stack));
+	heads = walk_alloc(n * sizeof(*heads));
+	count = walk_alloc(n * sizeof(*count));
+	if (!slots || !refs || !owner || !reached || !stack || !heads || !count) {
+		out_of_memory = true;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t s = hash_ptr(unmet[i]) & (slots_cap - 1);
+
+		while (slots[s])
+			s = (s + 1) & (slots_cap - 1);
+		slots[s] = (uint32_t)i + 1;
+		refs[i] = long_at(unmet[i], OB_REFCNT);
+		owner[i] = (uint32_t)i;
+	}
+	for (size_t i = 0; i < n; i++)
+		traverse_with(unmet[i], visit_subtract);
+	if (late())
+		goto out;
+	stack_n = 0;
+	for (size_t i = 0; i < n; i++)
+		if (refs[i] > 0 && !reached[i]) {
+			reached[i] = 1;
+			stack[stack_n++] = (uint32_t)i;
+		}
+	while (stack_n)
+		traverse_with(unmet[stack[--stack_n]], visit_reach);
+	for (size_t i = 0; i < n; i++) {
+		if (reached[i])
+			continue;
+		visit_from = (long)i;
+		traverse_with(unmet[i], visit_union);
+	}
+	for (size_t i = 0; i < n; i++) {
+		heads[i] = UINT32_MAX;
+		count[i] = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t r;
+
+		if (reached[i])
+			continue;
+		r = find((uint32_t)i);
+		count[r]++;
+		if (heads[r] == UINT32_MAX ||
+		    better_head(unmet[i], unmet[heads[r]]))
+			heads[r] = (uint32_t)i;
+	}
+	if (late())
+		goto out;
+	first = nodes_used;
+	for (size_t i = 0; i < n && !done; i++) {
+		struct root r = { NULL, NULL, 0, R_CYCLE, 0 };
+
+		if (reached[i] || find((uint32_t)i) != i || heads[i] == UINT32_MAX)
+			continue;
+		r.objects = count[i];
+		done = root_object(unmet[heads[i]], &r);
+		kept++;
+	}
+	if (!done)
+		done = walk_from(first);
+out:
+	walk_free(slots, slots_cap * sizeof(*slots));
+	walk_free(refs, n * sizeof(*refs));
+	walk_free(owner, n * sizeof(*owner));
+	walk_free(reached, n);
+	walk_free(stack, n * sizeof(*stack));
+	walk_free(heads, n * sizeof(*heads));
+	walk_free(count, n * sizeof(*count));
+	slots = NULL;
+	refs = NULL;
+	owner = NULL;
+	reached = NULL;
+	stack = NULL;
+	(void)kept;
+	return done;
+}
+
+/* ---- how a person writes the path ---- */
+
+struct text {
+	char *buf;
+	size_t size, len;
+};
+
+static void put(struct text *t, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void put(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->len + 1 >= t->size)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(t->buf + t->len, t->size - t->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		t->len += (size_t)n < t->size - t->len ? (size_t)n
+						     : t->size - t->len - 1;
+}
+
+/* A key as the path shows it: a short identifier-like string or a number
+ * as it is; anything else by its type and position, so that no secret of
+ * the program (a token used as a cache key) reaches the trace. */
+static void put_key(struct text *t, const void *k, long position, bool attr)
+{
+	char s[32];
+	uint64_t v;
+
+	if (k && type_of(k) == py.str && lw_py_str(k, s, sizeof(s)) == 0) {
+		size_t n = strlen(s);
+		bool ident = n > 0 && n < 25 && !(s[0] >= '0' && s[0] <= '9');
+
+		for (size_t i = 0; i < n && ident; i++)
+			ident = (s[i] >= 'a' && s[i] <= 'z') ||
+				(s[i] >= 'A' && s[i] <= 'Z') ||
+				(s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+				(!attr && (s[i] == '.' || s[i] == '-'));
+		if (ident) {
+			if (attr)
+				put(t, ".%s", s);
+			else
+				put(t, "['%s']", s);
+			return;
+		}
+	}
+	if (k && (type_of(k) == py.long_ || type_of(k) == py.bool_) &&
+	    long_value(k, &v)) {
+		if (type_of(k) == py.bool_)
+			put(t, "[%s]", v ? "True" : "False");
+		else
+			put(t, "[%llu]", (unsigned long long)v);
+		return;
+	}
+	if (k == py.none) {
+		put(t, "[None]");
+		return;
+	}
+	put(t, "[<%s #%ld>]", k ? type_name(type_of(k)) : "?", position);
+}
+
+/* The name of a local that holds value in a frame. */
+struct local_find {
+	const void *value;
+	const void *name;
+};
+
+static void find_local(const void *name, const void *value, void *data)
+{
+	struct local_find *f = data;
+
+	if (!f->name && unwrapped(value) == f->value)
+		f->name = name;
+}
+
+/* Whether dict d holds the attributes of o (a class's or an instance's). */
+static bool attributes_of(const void *o, const void *d)
+{
+	struct attr_iter it;
+
+	if (!o)
+		return false;
+	if (kind_of(o) == K_CLASS)
+		return ptr_at(o, 264) == d; /* tp_dict */
+	if (kind_of(o) == K_FUNCTION)
+		return ptr_at(o, py.l->func_dict) == d;
+	attrs_begin(o, &it);
+	return it.dict == d;
+}
+
+/* How the node at index i is reached from its parent. */
+static void label(uint32_t i, struct text *t)
+{
+	const struct node *n = node(i);
+	const struct node *p = node(n->parent);
+	const void *c = n->obj, *o = p->obj;
+	unsigned pt = p->aux & 3, ct = n->aux & 3;
+
+	if (pt == N_GRAPH) {
+		if (ct == N_GRAPH)
+			put(t, " \u2192");
+		else if (ct == N_IMPL) {
+			char name[64];
+
+			if (lw_torch_node_name(o, name, sizeof(name)) == 0 &&
+			    strcmp(name, "AccumulateGrad") == 0)
+				put(t, ".variable");
+			else
+				put(t, " saved tensor");
+		}
+		return;
+	}
+	if (pt == N_IMPL) {
+		put(t, ".grad");
+		return;
+	}
+	switch (kind_of(o)) {
+	case K_SEQ: {
+		long m;
+		const void *const *items = seq_items(o, &m);
+
+		for (long j = 0; j < m; j++)
+			if (items[j] == c) {
+				put(t, "[%ld]", j);
+				return;
+			}
+		break;
+	}
+	case K_DICT: {
+		ptrdiff_t pos = 0;
+		void *k, *v;
+		long j = 0;
+		bool attr = p->parent != NO_PARENT &&
+			    attributes_of(node(p->parent)->obj, o);
+
+		while (py.dict_next(o, &pos, &k, &v)) {
+			if (v == c) {
+				put_key(t, k, j, attr);
+				return;
+			}
+			j++;
+		}
+		break;
+	}
+	case K_CELL:
+		put(t, ".cell_contents");
+		return;
+	case K_TRACEBACK:
+		put(t, c == ptr_at(o, TB_NEXT) ? ".tb_next" : ".tb_frame");
+		return;
+	case K_METHOD:
+		put(t, c == ptr_at(o, METHOD_SELF) ? ".__self__" : ".__func__");
+		return;
+	case K_FRAME:
+	case K_GEN: {
+		struct local_find f = { c, NULL };
+		const void *frame = kind_of(o) == K_GEN ? lw_py_generator_frame(o) : o;
+		const char *via = type_of(o) == py.coro ? ".cr_frame"
+				  : type_of(o) == py.gen ? ".gi_frame"
+				  : kind_of(o) == K_GEN ? ".ag_frame" : "";
+
+		if (frame)
+			lw_py_live_frame_locals(frame, find_local, &f);
+		put(t, "%s.f_locals", via);
+		put_key(t, f.name, 0, false);
+		return;
+	}
+	case K_FUNCTION: {
+		const void *closure = ptr_at(o, py.l->func_closure);
+		const void *defaults = ptr_at(o, py.l->func_defaults);
+		long m;
+		const void *const *items;
+
+		if (closure && type_of(closure) == py.tuple) {
+			items = seq_items(closure, &m);
+			for (long j = 0; j < m; j++)
+				if (items[j] == c) {
+					put(t, ".__closure__[%ld]", j);
+					return;
+				}
+		}
+		if (defaults && type_of(defaults) == py.tuple) {
+			items = seq_items(defaults, &m);
+			for (long j = 0; j < m; j++)
+				if (items[j] == c) {
+					put(t, ".__defaults__[%ld]", j);
+					return;
+				}
+		}
+		if (c == ptr_at(o, py.l->func_kwdefaults))
+			put(t, ".__kwdefaults__");
+		return; /* func_dict: its entries are attributes */
+	}
+	case K_TENSOR:
+		if (ct == N_GRAPH) {
+			put(t, ".grad_fn");
+			return;
+		}
+		if (ct == N_IMPL) {
+			put(t, ".grad");
+			return;
+		}
+		/* Attributes set on the tensor. */
+		__attribute__((fallthrough));
+	default: {
+		struct attr_iter it;
+		const void *k, *v;
+		const void *mro;
+		long m;
+
+		attrs_begin(o, &it);
+		if (it.dict == c)
+			return; /* the __dict__: its entries are attributes */
+		while (attrs_next(&it, &k, &v))
+			if (v == c) {
+				put_key(t, k, 0, true);
+				return;
+			}
+		mro = ptr_at(type_of(o), TP_MRO);
+		m = mro && type_of(mro) == py.tuple ? long_at(mro, OB_SIZE) : 0;
+		for (long j = 0; j < m; j++) {
+			const struct member_def *d =
+				ptr_at(ptr_at(mro, ITEMS_TUPLE + 8 * j), TP_MEMBERS);
+
+			for (; d && d->name; d++)
+				if ((d->type == T_OBJECT || d->type == T_OBJECT_EX) &&
+				    ptr_at(o, d->offset) == c) {
+					put(t, ".%s", d->name);
+					return;
+				}
+		}
+		if (type_flags(type_of(o)) & TPFLAGS_BASE_EXC_SUBCLASS) {
+			if (c == ptr_at(o, py.l->exc_traceback)) {
+				put(t, ".__traceback__");
+				return;
+			}
+			if (c == ptr_at(o, py.l->exc_context)) {
+				put(t, ".__context__");
+				return;
+			}
+			if (c == ptr_at(o, py.l->exc_cause)) {
+				put(t, ".__cause__");
+				return;
+			}
+		}
+		if (type_flags(type_of(o)) &
+		    (TPFLAGS_LIST_SUBCLASS | TPFLAGS_TUPLE_SUBCLASS)) {
+			const void *const *items = seq_items(o, &m);
+
+			for (long j = 0; j < m; j++)
+				if (items[j] == c) {
+					put(t, "[%ld]", j);
+					return;
+				}
+		}
+		if (type_flags(type_of(o)) & TPFLAGS_DICT_SUBCLASS) {
+			ptrdiff_t pos = 0;
+			void *dk, *dv;
+			long j = 0;
+
+			while (py.dict_next(o, &pos, &dk, &dv)) {
+				if (dv == c) {
+					put_key(t, dk, j, false);
+					return;
+				}
+				j++;
+			}
+		}
+		put(t, ".<%s>", type_name(type_of(c)));
+		return;
+	}
+	}
+	put(t, ".<%s>", type_name(type_of(c)));
+}
+
+/* A graph node's name: its Python class's for a custom Function. */
+static void node_name(const void *n, char *out, size_t size)
+{
+	const void *ctx = lw_torch_node_pyobj(n);
+
+	if (ctx)
+		snprintf(out, size, "%s", type_name(type_of(ctx)));
+	else if (lw_torch_node_name(n, out, size) < 0)
+		snprintf(out, size, "?");
+}
+
+static void put_hops(struct text *t, int folded, const char *last)
+{
+	if (folded <= 0)
+		put(t, " \u2192 %s", last);
+	else
+		put(t, " \u2192 \u2026 \u2192 %s", last);
+}
+
+/* nn.Module's own dicts read as the attributes they serve:
+ * "._modules['fc']" is ".fc", "._parameters['0']" is "[0]". */
+static void pretty(char *path)
+{
+	static const char *const dicts[] = { "._modules['", "._parameters['",
+					     "._buffers['" };
+	char *w = path;
+	const char *r = path;
+
+	while (*r) {
+		bool done = false;
+
+		for (size_t d = 0; d < 3 && !done; d++) {
+			size_t n = strlen(dicts[d]);
+			const char *end;
+
+			if (strncmp(r, dicts[d], n) != 0 ||
+			    !(end = strstr(r + n, "']")))
+				continue;
+			bool digits = end > r + n, ident = end > r + n;
+
+			for (const char *q = r + n; q < end; q++) {
+				digits &= *q >= '0' && *q <= '9';
+				ident &= (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+					 (*q >= '0' && *q <= '9') || *q == '_';
+			}
+			if (digits) {
+				*w++ = '[';
+				memmove(w, r + n, (size_t)(end - r - n));
+				w += end - r - n;
+				*w++ = ']';
+			} else if (ident && !(r[n] >= '0' && r[n] <= '9')) {
+				*w++ = '.';
+				memmove(w, r + n, (size_t)(end - r - n));
+				w += end - r - n;
+			} else {
+				continue;
+			}
+			r = end + 2;
+			done = true;
+		}
+		if (!done)
+			*w++ = *r++;
+	}
+	*w = '\0';
+}
+
+/* The path to node i; *graph when it runs through an autograd graph. */
+static void path_of(uint32_t i, char *out, size_t size, bool *graph)
+{
+	uint32_t chain[256];
+	size_t n = 0;
+	struct text t = { out, size, 0 };
+	int hops = 0;
+	char last[64] = "", name[64];
+	const struct root *r;
+
+	for (uint32_t j = i; j != NO_PARENT && n < 256; j = node(j)->parent)
+		chain[n++] = j;
+	out[0] = '\0';
+	*graph = false;
+	r = &roots[node(chain[n - 1])->aux >> 3];
+	if (r->kind == R_CYCLE)
+		put(&t, "<%s>", type_name(type_of(node(chain[n - 1])->obj)));
+	else if (r->name && lw_py_str(r->name, name, sizeof(name)) == 0)
+		put(&t, "%s", name);
+	for (size_t k = n - 1; k-- > 0;) {
+		char lab[160];
+		struct text l = { lab, sizeof(lab), 0 };
+		const struct node *c = node(chain[k]);
+
+		lab[0] = '\0';
+		label(chain[k], &l);
+		if ((c->aux & 3) == N_GRAPH)
+			node_name(c->obj, name, sizeof(name));
+		if (strcmp(lab, ".grad_fn") == 0) {
+			put(&t, ".grad_fn (%s)", name);
+			*graph = true;
+			hops = 0;
+			snprintf(last, sizeof(last), "%s", name);
+		} else if (strcmp(lab, " \u2192") == 0) {
+			hops++;
+			snprintf(last, sizeof(last), "%s", name);
+		} else if (strcmp(lab, " saved tensor") == 0) {
+			char of[96];
+
+			node_name(node(c->parent)->obj, name, sizeof(name));
+			snprintf(of, sizeof(of), "saved tensor of %s", name);
+			put_hops(&t, hops ? hops - 1 : 0, of);
+			hops = 0;
+		} else {
+			if (hops)
+				put_hops(&t, hops - 1, last);
+			hops = 0;
+			put(&t, "%s", lab);
+		}
+	}
+	if (hops)
+		put_hops(&t, hops - 1, last);
+	pretty(out);
+}
+
+static void root_text(const struct root *r, bool collecting,
+		      int64_t steps_since_gc, char *out, size_t size)
+{
+	char qual[128], file[256], mod[128];
+
+	switch (r->kind) {
+	case R_LOCAL:
+	case R_SUSPENDED:
+		lw_py_code_info(r->where, file, sizeof(file), qual, sizeof(qual),
+				NULL);
+		snprintf(out, size, "local of %s (%s:%d)%s", qual, file, r->line,
+			 r->kind == R_SUSPENDED ? ", a suspended generator" : "");
+		return;
+	case R_GLOBAL:
+		if (lw_py_str(r->where, mod, sizeof(mod)) < 0)
+			snprintf(mod, sizeof(mod), "?");
+		snprintf(out, size, "global of %s", mod);
+		return;
+	case R_CYCLE:
+		if (!collecting)
+			snprintf(out, size, "unreachable reference cycle (%u objects; the collector is off)",
+				 r->objects);
+		else if (steps_since_gc >= 0)
+			snprintf(out, size, "unreachable reference cycle (%u objects; the collector last ran %lld step%s ago)",
+				 r->objects, (long long)steps_since_gc,
+				 steps_since_gc == 1 ? "" : "s");
+		else
+			snprintf(out, size, "unreachable reference cycle (%u objects; the collector has not run since)",
+				 r->objects);
+		return;
+	}
+	out[0] = '\0';
+}
+
+/* The path with its list indexes left out: the objects of one list are one
+ * holder, as are the entries of one dict. */
+static void container(const char *path, char *out, size_t size)
+{
+	size_t w = 0, last = (size_t)-1;
+
+	for (const char *p = path; *p && w + 4 < size;) {
+		if (*p == '[') {
+			const char *q = p + 1;
+			bool number = *q >= '0' && *q <= '9';
+
+			while (*q && *q != ']')
+				number &= (*q >= '0' && *q <= '9') || *q == ' ', q++;
+			if (*q == ']' && (number || p[1] == '<')) {
+				last = w;
+				memcpy(out + w, "[*]", 3);
+				w += 3;
+				p = q + 1;
+				continue;
+			}
+			last = w;
+		}
+		out[w++] = *p++;
+	}
+	out[w] = '\0';
+	if (w && out[w - 1] == ']' && last != (size_t)-1)
+		out[last] = '\0';
+}
+
+/* Autograd nodes behind a root tensor, counted up to MAX_GRAPH_NODES. */
+static uint64_t graph_nodes(const void *obj)
+{
+	const void **todo;
+	size_t n = 0, cap = 4096, count = 0, mark_cap = 1 << 17;
+	const void **marks;
+	const void *fn;
+
+	if (kind_of(obj) != K_TENSOR ||
+	    !(fn = lw_torch_impl_grad_fn(lw_torch_impl(obj))))
+		return 0;
+	todo = walk_alloc(cap * sizeof(*todo));
+	marks = walk_alloc(mark_cap * sizeof(*marks));
+	if (!todo || !marks)
+		goto out;
+	todo[n++] = fn;
+	while (n && count < MAX_GRAPH_NODES && count * 2 < mark_cap) {
+		const void *next[64];
+		const void *cur = todo[--n];
+		size_t s = hash_ptr(cur) & (mark_cap - 1), k;
+
+		while (marks[s] && marks[s] != cur)
+			s = (s + 1) & (mark_cap - 1);
+		if (marks[s])
+			continue;
+		marks[s] = cur;
+		count++;
+		k = lw_torch_node_next(cur, next, 64);
+		for (size_t j = 0; j < k && n < cap; j++)
+			todo[n++] = next[j];
+	}
+out:
+	walk_free(todo, cap * sizeof(*todo));
+	walk_free(marks, mark_cap * sizeof(*marks));
+	return count;
+}
+
+/* ---- one search ---- */
+
+double lw_walk_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+bool lw_walk_possible(void)
+{
+	void *me;
+
+	if (!py.state)
+		py.state = load() == 0 ? 1 : -1;
+	if (py.state < 0 || !py.is_initialized() || py.is_finalizing())
+		return false;
+	/* This thread holds the GIL: the state holding it is this thread's. */
+	me = py.current_tstate();
+	if (!me || me != py.this_thread_state())
+		return false;
+	return !collector_running();
+}
+
+struct group {
+	char key[2 * TEXT_MAX];
+	struct lw_walk_holder h;
+	char path[TEXT_MAX], root[TEXT_MAX];
+	uint64_t sizes[LW_WALK_SIZES];
+};
+
+#define MAX_GROUPS 32
+
+static void report(int64_t steps_since_gc,
+		   void (*found)(const struct lw_walk_holder *h, void *ctx),
+		   void *ctx)
+{
+	struct group *groups = walk_alloc(MAX_GROUPS * sizeof(*groups));
+	size_t ngroups = 0;
+	bool collecting = collector_enabled();
+	unsigned torch = lw_torch_ready() == 1 ? LW_HOLDER_TORCH : 0;
+
+	if (!groups)
+		return;
+	/* In the order met: the most direct first. */
+	for (;;) {
+		uint32_t best = NO_PARENT;
+		size_t t = 0;
+		char path[TEXT_MAX], root[TEXT_MAX], key[2 * TEXT_MAX];
+		bool graph;
+		uint32_t top;
+		const struct root *r;
+		struct group *g = NULL;
+		unsigned flags = torch;
+
+		for (size_t j = 0; j < targets_n; j++)
+			if (found_at[j] != NO_PARENT &&
+			    (best == NO_PARENT || found_at[j] < best)) {
+				best = found_at[j];
+				t = j;
+			}
+		if (best == NO_PARENT)
+			break;
+		found_at[t] = NO_PARENT;
+		path_of(best, path, sizeof(path), &graph);
+		for (top = best; node(top)->parent != NO_PARENT;)
+			top = node(top)->parent;
+		r = &roots[node(top)->aux >> 3];
+		root_text(r, collecting, steps_since_gc, root, sizeof(root));
+		if (r->kind == R_CYCLE)
+			flags |= LW_HOLDER_UNREACHABLE |
+				 (collecting ? 0 : LW_HOLDER_GC_OFF);
+		container(path, key, TEXT_MAX);
+		snprintf(key + strlen(key), sizeof(key) - strlen(key), "\n%s",
+			 r->kind == R_CYCLE ? "unreachable" : root);
+		for (size_t j = 0; j < ngroups && !g; j++)
+			if (strcmp(groups[j].key, key) == 0)
+				g = &groups[j];
+		if (!g) {
+			if (ngroups == MAX_GROUPS)
+				continue;
+			g = &groups[ngroups++];
+			memset(g, 0, sizeof(*g));
+			snprintf(g->key, sizeof(g->key), "%s", key);
+			snprintf(g->root, sizeof(g->root), "%s", root);
+			g->h.flags = flags;
+			g->h.graph_nodes = graph ? graph_nodes(node(top)->obj) : 0;
+		}
+		g->h.objects++;
+		/* The last one found (a list's highest index) names it. */
+		snprintf(g->path, sizeof(g->path), "%s", path);
+		/* An allocation of each size it holds, so that the report can
+		 * tell which of its lines' memory it keeps. */
+		size_t s = 0;
+
+		while (s < g->h.count && g->sizes[s] != targets[2 * t + 1])
+			s++;
+		if (s == g->h.count && s < LW_WALK_SIZES) {
+			g->sizes[s] = targets[2 * t + 1];
+			g->h.addresses[s] = targets[2 * t];
+			g->h.count++;
+		} else if (s < g->h.count) {
+			g->h.addresses[s] = targets[2 * t];
+		}
+	}
+	for (size_t j = 0; j < ngroups && j < MAX_HOLDERS; j++) {
+		groups[j].h.path = groups[j].path;
+		groups[j].h.root = groups[j].root;
+		found(&groups[j].h, ctx);
+	}
+	walk_free(groups, MAX_GROUPS * sizeof(*groups));
+}
+
+static void release(void)
+{
+	for (size_t i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
+		walk_free(chunks[i], sizeof(struct node) << CHUNK_SHIFT);
+		chunks[i] = NULL;
+	}
+	for (size_t i = 0; i < regions_cap; i++)
+		walk_free(regions[i].bits, (1u << (REGION_SHIFT - 3)) / 8);
+	walk_free(regions, regions_cap * sizeof(*regions));
+	walk_free(types, types_cap * sizeof(*types));
+	walk_free(roots, roots_cap * sizeof(*roots));
+	walk_free(kids, kids_cap * sizeof(*kids));
+	walk_free(unmet, unmet_cap * sizeof(*unmet));
+	walk_free(found_at, targets_n * sizeof(*found_at));
+	regions = NULL;
+	types = NULL;
+	roots = NULL;
+	kids = NULL;
+	unmet = NULL;
+	found_at = NULL;
+	regions_cap = regions_used = types_cap = types_used = 0;
+	roots_cap = roots_used = 0;
+	kids_cap = kids_n = unmet_cap = unmet_n = 0;
+	nodes_used = 0;
+}
+
+struct lw_walk_result lw_walk(const uint64_t *pairs, size_t n, double until,
+			      int64_t steps_since_gc,
+			      void (*found)(const struct lw_walk_holder *h,
+					    void *ctx),
+			      void *ctx)
+{
+	struct lw_walk_result res = { false, false };
+
+	if (!n || !lw_walk_possible())
+		return res;
+	res.searched = true;
+	deadline = until;
+	cut = out_of_memory = false;
+	expanded = 0;
+	targets = pairs;
+	targets_n = n;
+	targets_found = 0;
+	found_at = walk_alloc(n * sizeof(*found_at));
+	if (!found_at) {
+		res.cut = true;
+		release();
+		return res;
+	}
+	memset(found_at, 0xff, n * sizeof(*found_at));
+	if (!phase_frames() && !walk_from(0) && !late()) {
+		each_tracked(collect_unmet, NULL);
+		if (!late() && !phase_suspended() && !late() &&
+		    !phase_cycles() && !late())
+			phase_modules();
+	}
+	res.cut = cut && targets_found < targets_n;
+	report(steps_since_gc, found, ctx);
+	release();
+	return res;
+}
