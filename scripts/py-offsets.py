@@ -11,6 +11,9 @@ several patch releases of one minor version are given, it checks that they
 agree and fails if they do not (the table has one entry per minor version).
 
     python3 scripts/py-offsets.py [INCLUDE_DIR...] > /tmp/layouts.txt
+    python3 scripts/py-offsets.py --walk [INCLUDE_DIR...]
+
+With --walk it prints the offsets of interpose/python/walk.c's table instead.
 
 INCLUDE_DIR is the directory holding Python.h, e.g.
 /root/.pyenv/versions/3.12.1/include/python3.12. The compiler is $CC or cc.
@@ -141,6 +144,59 @@ int main(void)
 }
 """
 
+# The offsets interpose/python/walk.c reads (struct walk_layout), with
+# --walk: the collector's state, heap types, functions, exceptions and the
+# inline values of instances.
+PROBE_WALK = r"""
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include <stddef.h>
+#include <stdio.h>
+#if PY_VERSION_HEX >= 0x030B0000
+#include <internal/pycore_dict.h>
+#endif
+#include <internal/pycore_interp.h>
+
+#define OFF(type, field) ((int)offsetof(type, field))
+
+int main(void)
+{
+	int gc = OFF(PyInterpreterState, gc);
+
+	printf("version %s\n", PY_VERSION);
+	printf("minor %d\n", PY_MINOR_VERSION);
+	printf("interp_gc_generations %d + %d\n", gc, OFF(struct _gc_runtime_state, generations));
+	printf("interp_gc_collecting %d + %d\n", gc, OFF(struct _gc_runtime_state, collecting));
+	printf("gc_enabled_before_generations %d\n",
+	       OFF(struct _gc_runtime_state, generations) - OFF(struct _gc_runtime_state, enabled));
+	printf("gc_generation_size %d\n", (int)sizeof(struct gc_generation));
+	printf("heap_cached_keys %d\n", OFF(PyHeapTypeObject, ht_cached_keys));
+	printf("func_code %d\nfunc_closure %d\nfunc_defaults %d\nfunc_kwdefaults %d\nfunc_dict %d\n",
+	       OFF(PyFunctionObject, func_code), OFF(PyFunctionObject, func_closure),
+	       OFF(PyFunctionObject, func_defaults), OFF(PyFunctionObject, func_kwdefaults),
+	       OFF(PyFunctionObject, func_dict));
+	printf("exc_traceback %d\nexc_context %d\nexc_cause %d\n",
+	       OFF(PyBaseExceptionObject, traceback), OFF(PyBaseExceptionObject, context),
+	       OFF(PyBaseExceptionObject, cause));
+#if PY_VERSION_HEX >= 0x030B0000
+	printf("values_items %d\n", OFF(PyDictValues, values));
+	printf("keys_nentries %d\nkeys_indices %d\n", OFF(PyDictKeysObject, dk_nentries),
+	       OFF(PyDictKeysObject, dk_indices));
+	printf("managed_dict %lu\n", (unsigned long)Py_TPFLAGS_MANAGED_DICT);
+#else
+	printf("values_items 0\nmanaged_dict 0\n");
+#endif
+#ifdef Py_TPFLAGS_INLINE_VALUES
+	printf("inline_values %lu\n", (unsigned long)Py_TPFLAGS_INLINE_VALUES);
+#else
+	printf("inline_values 0\n");
+#endif
+	printf("tp_is_gc %d\ntp_mro %d\ntp_traverse %d\n", OFF(PyTypeObject, tp_is_gc),
+	       OFF(PyTypeObject, tp_mro), OFF(PyTypeObject, tp_traverse));
+	return 0;
+}
+"""
+
 # The fields of struct py_layout, grouped as printed on one line each.
 GROUPS = [
     ["minor", "frame_kind", "line_format"],
@@ -176,11 +232,11 @@ def header_version(include_dir):
     return major, minor
 
 
-def probe(include_dir, workdir):
+def probe(include_dir, workdir, source=None):
     src = os.path.join(workdir, "probe.c")
     exe = os.path.join(workdir, "probe")
     with open(src, "w") as f:
-        f.write(PROBE)
+        f.write(source or PROBE)
     cc = os.environ.get("CC", "cc")
     cmd = [cc, "-w", "-I", include_dir, "-I", os.path.join(include_dir, "internal"),
            src, "-o", exe]
@@ -193,7 +249,22 @@ def probe(include_dir, workdir):
     return values
 
 
+def main_walk(dirs):
+    """Prints the offsets walk.c's table holds, one block per version."""
+    with tempfile.TemporaryDirectory() as workdir:
+        for d in dirs:
+            if header_version(d) < (3, 9) or header_version(d) > (3, 13):
+                continue
+            values = probe(d, workdir, PROBE_WALK)
+            print("/* %s */" % values.pop("version"))
+            for key, value in values.items():
+                print("\t%s = %s" % (key, value))
+    return 0
+
+
 def main():
+    if sys.argv[1:2] == ["--walk"]:
+        return main_walk(sys.argv[2:] or default_dirs())
     dirs = sys.argv[1:] or default_dirs()
     by_minor = {}
     with tempfile.TemporaryDirectory() as workdir:

@@ -159,6 +159,8 @@ static struct py_object *on_optimizer_step(struct py_object *self,
 		follower = id;
 		follower_steps = 1;
 	}
+	/* The GIL is held here: a search asked for may run now. */
+	lw_holders_poll();
 	py.inc_ref(py.none);
 	return py.none;
 }
