@@ -2004,7 +2004,9 @@ static void path_of(uint32_t i, char *out, size_t size, bool *graph)
 	out[0] = '\0';
 	*graph = false;
 	r = &roots[node(chain[n - 1])->aux >> 3];
-	if (r->kind == R_CYCLE)
+	if (node(chain[n - 1])->parent != NO_PARENT)
+		put(&t, "\u2026"); /* deeper than a path is written */
+	else if (r->kind == R_CYCLE)
 		put(&t, "<%s>", type_name(type_of(node(chain[n - 1])->obj)));
 	else if (r->name && lw_py_str(r->name, name, sizeof(name)) == 0)
 		put(&t, "%s", name);

@@ -20,9 +20,9 @@ __all__ = ["active", "step", "phase", "phase_begin", "phase_end",
            "device_live", "snapshot"]
 
 
-def _lookup(name, argtypes):
+def _lookup(name, argtypes, library=ctypes.CDLL):
     try:
-        fn = getattr(ctypes.CDLL(None), name)
+        fn = getattr(library(None), name)
     except (OSError, AttributeError):
         return None
     fn.argtypes = argtypes
@@ -30,9 +30,12 @@ def _lookup(name, argtypes):
     return fn
 
 
-_step = _lookup("leakwatch_step", [])
-_phase_begin = _lookup("leakwatch_phase_begin", [ctypes.c_char_p])
-_phase_end = _lookup("leakwatch_phase_end", [])
+# PyDLL: these keep the GIL, so that a holder search the step end asks
+# for runs at once, on the thread that ended the step.
+_step = _lookup("leakwatch_step", [], ctypes.PyDLL)
+_phase_begin = _lookup("leakwatch_phase_begin", [ctypes.c_char_p],
+                       ctypes.PyDLL)
+_phase_end = _lookup("leakwatch_phase_end", [], ctypes.PyDLL)
 _device_live = _lookup("leakwatch_device_live",
                        [ctypes.POINTER(ctypes.c_ulonglong),
                         ctypes.POINTER(ctypes.c_ulonglong)])
