@@ -1842,7 +1842,11 @@ static void label(uint32_t i, struct text *t)
 		return; /* func_dict: its entries are attributes */
 	}
 	case K_TENSOR:
-		if (ct == N_GRAPH) {
+		/* A custom Function's ctx: the tensor's own traversal meets it
+		 * as its grad_fn's Python object. */
+		if (ct == N_GRAPH ||
+		    (ct == N_PY && c == lw_torch_node_pyobj(
+				   lw_torch_impl_grad_fn(lw_torch_impl(o))))) {
 			put(t, ".grad_fn");
 			return;
 		}
@@ -2019,6 +2023,8 @@ static void path_of(uint32_t i, char *out, size_t size, bool *graph)
 		label(chain[k], &l);
 		if ((c->aux & 3) == N_GRAPH)
 			node_name(c->obj, name, sizeof(name));
+		else if ((c->aux & 3) == N_PY)
+			snprintf(name, sizeof(name), "%s", type_name(type_of(c->obj)));
 		if (strcmp(lab, ".grad_fn") == 0) {
 			put(&t, ".grad_fn (%s)", name);
 			*graph = true;
