@@ -127,6 +127,7 @@ static struct {
 	uintptr_t rtti_class, rtti_si, rtti_vmi; /* cxxabi type_info vptrs */
 	int vm_readv_refused;
 	int pipe_fd[2];
+	pid_t pipe_pid; /* a child makes its own pipe: it shares its parent's */
 } t = { .pipe_fd = { -1, -1 } };
 
 /* Per vtable: what its class is (K_KNOWN set once decided). */
@@ -147,8 +148,16 @@ static size_t peek_pipe(void *dst, uintptr_t src, size_t len)
 {
 	size_t done = 0;
 
-	if (t.pipe_fd[0] < 0 && pipe2(t.pipe_fd, O_CLOEXEC | O_NONBLOCK) < 0)
-		return 0;
+	if (t.pipe_fd[0] >= 0 && t.pipe_pid != getpid()) {
+		close(t.pipe_fd[0]);
+		close(t.pipe_fd[1]);
+		t.pipe_fd[0] = t.pipe_fd[1] = -1;
+	}
+	if (t.pipe_fd[0] < 0) {
+		if (pipe2(t.pipe_fd, O_CLOEXEC | O_NONBLOCK) < 0)
+			return 0;
+		t.pipe_pid = getpid();
+	}
 	while (done < len) {
 		size_t n = len - done < 4096 ? len - done : 4096;
 		ssize_t w = write(t.pipe_fd[1], (const void *)(src + done), n);
@@ -179,6 +188,11 @@ static size_t peek(void *dst, uintptr_t src, size_t len)
 		t.vm_readv_refused = 1; /* seccomp, or a kernel without it */
 	}
 	return peek_pipe(dst, src, len);
+}
+
+void lw_torch_test_pipe_reads(void)
+{
+	t.vm_readv_refused = 1;
 }
 
 static bool peek_word(uintptr_t src, uintptr_t *value)
@@ -330,9 +344,25 @@ static bool is_node(uintptr_t p)
 
 /* ---- the Python side ---- */
 
-/* Whether the type at type has base (a type object) in its tp_mro. Types
- * given by the caller are live, but read through peek() all the same: a
- * candidate's type may not be. */
+/* Whether the live type object at type has base in its tp_mro: read in
+ * place, as the walker asks it of every object's type. */
+static bool live_type_has_base(uintptr_t type, uintptr_t base)
+{
+	const uintptr_t *mro;
+	intptr_t count;
+
+	memcpy(&mro, (const char *)type + PY_TP_MRO, sizeof(mro));
+	if (!base || !mro)
+		return false;
+	memcpy(&count, (const char *)mro + PY_TUPLE_SIZE, sizeof(count));
+	mro = (const uintptr_t *)((const char *)mro + PY_TUPLE_ITEMS);
+	for (intptr_t i = 0; i < count && i < 64; i++)
+		if (mro[i] == base)
+			return true;
+	return false;
+}
+
+/* The same, for a type found in memory that may not hold one. */
 static bool type_has_base(uintptr_t type, uintptr_t base)
 {
 	uintptr_t mro, items[32];
@@ -358,6 +388,7 @@ static uintptr_t variable_class(void)
 	return (uintptr_t)*t.variable_class;
 }
 
+/* Whether object, a candidate that may not be an object, has type base. */
 static bool object_has_base(uintptr_t object, uintptr_t base)
 {
 	uintptr_t type;
@@ -387,7 +418,7 @@ static int probe(void)
 		return 0;
 
 	t.variable_class = symbol(lib, "THPVariableClass");
-	t.function_type = symbol(lib, "THPFunctionType");
+	t.function_type = symbol(lib, "THPFunctionType"); /* optional */
 	const char *tensor_vt = symbol(lib, "_ZTVN3c1010TensorImplE");
 	const char *storage_vt = symbol(lib, "_ZTVN3c1011StorageImplE");
 	const char *undefined = symbol(lib, "_ZN3c1019UndefinedTensorImpl10_singletonE");
@@ -395,7 +426,7 @@ static int probe(void)
 	const char *si = symbol(lib, "_ZTVN10__cxxabiv120__si_class_type_infoE");
 	const char *vmi = symbol(lib, "_ZTVN10__cxxabiv121__vmi_class_type_infoE");
 	const char *cls = symbol(lib, "_ZTVN10__cxxabiv117__class_type_infoE");
-	if (!t.variable_class || !t.function_type || !tensor_vt ||
+	if (!t.variable_class || !tensor_vt ||
 	    !storage_vt || !undefined || !node_ti || !si || !vmi || !cls)
 		return -1;
 	/* Set by torch._C._initExtension, as `import torch` ends. */
@@ -460,19 +491,29 @@ static bool ready(void)
 bool lw_torch_is_tensor_type(const void *type)
 {
 	return ready() && plausible((uintptr_t)type) &&
-	       type_has_base((uintptr_t)type, variable_class());
+	       live_type_has_base((uintptr_t)type, variable_class());
 }
 
-const void *lw_torch_impl(const void *tensor)
+/* The impl of tensor; live: a live object given by the caller (read in
+ * place), else a candidate found in memory (read with peek()). */
+static uintptr_t impl_of(uintptr_t tensor, bool live)
 {
-	uintptr_t cdata[2], impl;
+	uintptr_t cdata[2], impl, type;
 
-	if (!ready() || !object_has_base((uintptr_t)tensor, variable_class()) ||
-	    peek(cdata, (uintptr_t)tensor + 16, 16) != 16)
-		return NULL;
+	if (!plausible(tensor))
+		return 0;
+	if (live) {
+		memcpy(&type, (const char *)tensor + PY_OB_TYPE, sizeof(type));
+		if (!live_type_has_base(type, variable_class()))
+			return 0;
+		memcpy(cdata, (const char *)tensor + 16, sizeof(cdata));
+	} else if (!object_has_base(tensor, variable_class()) ||
+		   peek(cdata, tensor + 16, sizeof(cdata)) != sizeof(cdata)) {
+		return 0;
+	}
 	/* 2.15: an at::Tensor, the impl itself. */
 	if (is_impl(cdata[0]))
-		return (const void *)cdata[0];
+		return cdata[0];
 	/* Older: MaybeOwned<at::Tensor>, borrowed (a Tensor *) or owned. */
 	switch (cdata[0] & 0xff) {
 	case 0:
@@ -480,12 +521,17 @@ const void *lw_torch_impl(const void *tensor)
 		break;
 	case 1:
 		if (!plausible(cdata[1]) || !peek_word(cdata[1], &impl))
-			return NULL;
+			return 0;
 		break;
 	default:
-		return NULL;
+		return 0;
 	}
-	return is_impl(impl) ? (const void *)impl : NULL;
+	return is_impl(impl) ? impl : 0;
+}
+
+const void *lw_torch_impl(const void *tensor)
+{
+	return ready() ? (const void *)impl_of((uintptr_t)tensor, true) : NULL;
 }
 
 /* The DataPtr (data, then device) of an impl's storage; false if none. */
@@ -561,7 +607,7 @@ const void *lw_torch_impl_pyobj(const void *impl)
 	 * bit once tagged ownership). Taken only when it leads back here. */
 	for (int i = 0; i < 2; i++) {
 		uintptr_t object = slot[i] & ~(uintptr_t)7;
-		if (plausible(object) && lw_torch_impl((const void *)object) == impl)
+		if (object && impl_of(object, false) == (uintptr_t)impl)
 			return (const void *)object;
 	}
 	return NULL;
@@ -731,7 +777,8 @@ static uintptr_t function_at(uintptr_t node, uintptr_t object)
 	uintptr_t back;
 
 	object &= ~(uintptr_t)7;
-	if (!object_has_base(object, (uintptr_t)t.function_type))
+	if (!t.function_type ||
+	    !object_has_base(object, (uintptr_t)t.function_type))
 		return 0;
 	/* 2.15: the ctx owns its node (cdata), which must be this one. */
 	if (l->fn_cdata >= 0 &&

@@ -34,11 +34,14 @@
  */
 int lw_torch_ready(void);
 
-/* Whether type (a Python type object) is torch.Tensor or a subclass of it:
- * torch.Tensor in its tp_mro, read from the type's struct. */
+/* Whether type, a live type object (the ob_type of a live object), is
+ * torch.Tensor or a subclass of it: torch.Tensor in its tp_mro, read in
+ * place from the type's struct (it is asked of every object's type). */
 bool lw_torch_is_tensor_type(const void *type);
 
-/* The C++ TensorImpl behind a Python tensor (a THPVariable), or NULL. */
+/* The C++ TensorImpl behind a Python tensor (a THPVariable), or NULL; for
+ * any other live object, NULL. The object's type and its tensor field are
+ * read in place; the impl they name is validated like any other. */
 const void *lw_torch_impl(const void *tensor);
 
 /* The device address of an impl's storage data (the allocation's start as
@@ -86,5 +89,9 @@ size_t lw_torch_node_saved(const void *node, const void **impls, size_t max,
 /* For a Python custom Function's backward node (a PyNode), its ctx object
  * (a THPFunction), which the walker walks as an object; else NULL. */
 const void *lw_torch_node_pyobj(const void *node);
+
+/* For tests: read memory through a pipe, as where process_vm_readv() is
+ * refused (seccomp). */
+void lw_torch_test_pipe_reads(void);
 
 #endif
