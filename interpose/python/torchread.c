@@ -124,7 +124,7 @@ static struct {
 	const void *const *variable_class; /* &THPVariableClass */
 	const void *function_type;         /* &THPFunctionType */
 	uintptr_t undefined;               /* &UndefinedTensorImpl::_singleton */
-	uintptr_t rtti_class, rtti_si, rtti_vmi; /* cxxabi type_info vptrs */
+	uintptr_t rtti_si, rtti_vmi; /* cxxabi type_infos' vptrs */
 	int vm_readv_refused;
 	int pipe_fd[2];
 	pid_t pipe_pid; /* a child makes its own pipe: it shares its parent's */
@@ -425,9 +425,8 @@ static int probe(void)
 	const char *node_ti = symbol(lib, "_ZTIN5torch8autograd4NodeE");
 	const char *si = symbol(lib, "_ZTVN10__cxxabiv120__si_class_type_infoE");
 	const char *vmi = symbol(lib, "_ZTVN10__cxxabiv121__vmi_class_type_infoE");
-	const char *cls = symbol(lib, "_ZTVN10__cxxabiv117__class_type_infoE");
 	if (!t.variable_class || !tensor_vt ||
-	    !storage_vt || !undefined || !node_ti || !si || !vmi || !cls)
+	    !storage_vt || !undefined || !node_ti || !si || !vmi)
 		return -1;
 	/* Set by torch._C._initExtension, as `import torch` ends. */
 	if (!*t.variable_class)
@@ -435,7 +434,6 @@ static int probe(void)
 	/* A type_info's vptr points past the vtable's offset and RTTI words. */
 	t.rtti_si = (uintptr_t)si + 16;
 	t.rtti_vmi = (uintptr_t)vmi + 16;
-	t.rtti_class = (uintptr_t)cls + 16;
 	t.undefined = (uintptr_t)undefined;
 	memset(verdicts, 0, sizeof(verdicts));
 
