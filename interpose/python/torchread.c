@@ -121,6 +121,7 @@ static struct {
 	struct { uintptr_t start, end; } segment[MAX_SEGMENTS];
 	unsigned segments;
 	char python_lib[512];
+	void *lib; /* a handle on libtorch_python, taken once, never closed */
 	const void *const *variable_class; /* &THPVariableClass */
 	const void *function_type;         /* &THPFunctionType */
 	uintptr_t undefined;               /* &UndefinedTensorImpl::_singleton */
@@ -413,7 +414,9 @@ static int probe(void)
 		return 0;
 	/* Loaded RTLD_LOCAL, as torch._C's dependency: look in it and its
 	 * dependencies (libtorch_cpu, libc10, libstdc++). Never closed. */
-	void *lib = dlopen(t.python_lib, RTLD_LAZY | RTLD_NOLOAD);
+	if (!t.lib)
+		t.lib = dlopen(t.python_lib, RTLD_LAZY | RTLD_NOLOAD);
+	void *lib = t.lib;
 	if (!lib)
 		return 0;
 
