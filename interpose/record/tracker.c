@@ -459,9 +459,16 @@ static void settle_locked(void)
 /* The bounded trace could not note an event: it is full from here on. */
 static void bounded_stopped_locked(void)
 {
-	lw_warn_once(LW_WARN_OUT_OF_MEMORY,
-		     "leakwatch's own memory is exhausted; the trace is "
-		     "written in full from here on");
+	if (lw_bounded_stopped_by_contexts())
+		lw_warn_once(LW_WARN_BOUNDED_CONTEXTS,
+			     "allocations on more than %u (API, device, "
+			     "stream) contexts, the most a bounded trace tells "
+			     "apart; the trace is written in full from here on",
+			     (unsigned)LW_BOUNDED_CONTEXTS_MAX);
+	else
+		lw_warn_once(LW_WARN_OUT_OF_MEMORY,
+			     "leakwatch's own memory is exhausted; the trace "
+			     "is written in full from here on");
 }
 
 /* SIGUSR2's request: the trace flushed, what is live printed. */
