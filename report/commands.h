@@ -173,7 +173,9 @@ int lw_parse_max_growth(const char *value, uint64_t *out);
  * The merged view of several traces (report and check): per trace growth,
  * the imbalance between them, the sites common to all (their lines found
  * with the user's code named in user_code, NULL: none). Unreadable traces
- * are left out silently (reported elsewhere); nothing for fewer than two.
+ * are left out silently (reported elsewhere), one given twice is counted
+ * once (said on stderr), and an empty or damaged one that cannot be judged
+ * is listed but not compared; nothing for fewer than two.
  * Returns 0 or -ENOMEM.
  */
 int lw_merged_view(FILE *out, const char *const *paths, size_t count,

@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "sitekeys.h"
@@ -16,15 +17,32 @@
 
 /* Common sites listed. */
 #define MERGE_MAX_SITES 10
+/* The first bytes of a trace kept to tell a copy of it from another
+ * process that claims its identity (a forged or hand-made trace). */
+#define MERGE_PREFIX 4096
 
 struct merged_trace {
 	const char *path;
 	char rank[32];		/* "" when the trace has none */
 	uint32_t pid;
-	uint64_t steps, peak, held;
+	uint64_t start_ns;
+	uint64_t steps, peak, held, events;
 	struct lw_growth run;
 	struct lw_site_key *keys;	/* owned, from lw_site_keys */
 	size_t key_count;
+	/* Why the trace is not whole, in the single report's words
+	 * ("DAMAGED: ...", "TRUNCATED: ..."); "" when complete. */
+	char end[384];
+	bool damaged, truncated;
+	/* Left out of the comparison between traces: it could not be
+	 * judged (nothing recorded, or too little before its damage). */
+	bool left_out;
+	/* The file, to find one given twice (regular files only). */
+	bool regular;
+	dev_t dev;
+	ino_t ino;
+	uint8_t *prefix;	/* owned: its first prefix_len bytes */
+	size_t prefix_len;
 };
 
 static int compare_rank(const void *x, const void *y)
@@ -42,12 +60,18 @@ static int load(const char *path, size_t min_steps,
 	struct lw_trace_file tf;
 	struct lw_site_keys keys;
 	const struct lw_bytes *rank;
+	struct stat st;
 	char message[256];
 	int rc;
 
 	memset(t, 0, sizeof(*t));
 	memset(&keys, 0, sizeof(keys));
 	t->path = path;
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+		t->regular = true;
+		t->dev = st.st_dev;
+		t->ino = st.st_ino;
+	}
 	rc = lw_trace_file_open(&tf, path, message, sizeof(message));
 	if (rc == 0) {
 		tf.report.min_steps = min_steps;
@@ -56,6 +80,14 @@ static int load(const char *path, size_t min_steps,
 			rc = lw_trace_file_analyse(&tf);
 		if (rc == 0)
 			rc = lw_site_keys_build(&tf.report, &keys);
+	}
+	if (rc == 0) {
+		t->prefix_len = tf.len < MERGE_PREFIX ? tf.len : MERGE_PREFIX;
+		t->prefix = malloc(t->prefix_len ? t->prefix_len : 1);
+		if (!t->prefix)
+			rc = -ENOMEM;
+		else if (t->prefix_len)
+			memcpy(t->prefix, tf.data, t->prefix_len);
 	}
 	if (rc == 0) {
 		const struct lw_model *m = &tf.model;
@@ -69,7 +101,9 @@ static int load(const char *path, size_t min_steps,
 			if (*c < '0' || *c > '9')
 				*c = '?';
 		t->pid = m->meta.header.pid;
+		t->start_ns = m->meta.header.start_time_ns;
 		t->steps = m->counts.steps;
+		t->events = m->counts.events;
 		t->peak = m->peak.bytes;
 		/* What the run kept from step to step: device memory at the
 		 * last step end (at the report point without steps). */
@@ -82,6 +116,20 @@ static int load(const char *path, size_t min_steps,
 		t->key_count = keys.count;
 		keys.items = NULL;
 		keys.count = 0;
+		/* Said as the single report says it (report/render/text.c). */
+		t->damaged = tf.result.damaged;
+		t->truncated = tf.result.truncated;
+		lw_trace_describe_end(&tf.result, t->end, sizeof(t->end));
+		/*
+		 * A trace that holds nothing (a rank killed before its first
+		 * allocation, a header and no more), or too little before
+		 * its damage or its cut to be judged, has no sites: compared
+		 * with the others, every site of theirs would read as growing
+		 * in one rank only.
+		 */
+		t->left_out = t->events == 0 ||
+			      ((t->damaged || t->truncated) &&
+			       t->run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS);
 	}
 	lw_site_keys_fini(&keys);
 	lw_trace_file_close(&tf);
@@ -97,25 +145,25 @@ static void put_name(FILE *out, const struct merged_trace *t)
 }
 
 static void put_imbalance(FILE *out, const char *what,
-			  const struct merged_trace *t, size_t n,
+			  struct merged_trace *const *t, size_t n,
 			  uint64_t (*get)(const struct merged_trace *))
 {
 	size_t lo = 0, hi = 0;
 	char a[LW_SIZE_BUF], b[LW_SIZE_BUF];
 
 	for (size_t i = 1; i < n; i++) {
-		if (get(&t[i]) < get(&t[lo]))
+		if (get(t[i]) < get(t[lo]))
 			lo = i;
-		if (get(&t[i]) > get(&t[hi]))
+		if (get(t[i]) > get(t[hi]))
 			hi = i;
 	}
-	fprintf(out, "  %s: %s (", what, lw_format_size(a, get(&t[lo])));
-	put_name(out, &t[lo]);
-	fprintf(out, ") to %s (", lw_format_size(b, get(&t[hi])));
-	put_name(out, &t[hi]);
-	if (get(&t[lo]))
+	fprintf(out, "  %s: %s (", what, lw_format_size(a, get(t[lo])));
+	put_name(out, t[lo]);
+	fprintf(out, ") to %s (", lw_format_size(b, get(t[hi])));
+	put_name(out, t[hi]);
+	if (get(t[lo]))
 		fprintf(out, "), %.2fx\n",
-			(double)get(&t[hi]) / (double)get(&t[lo]));
+			(double)get(t[hi]) / (double)get(t[lo]));
 	else
 		fputs(")\n", out);
 }
@@ -130,61 +178,162 @@ static uint64_t get_held(const struct merged_trace *t)
 	return t->held;
 }
 
+/* One trace's line: its growth, or why it could not be judged. */
+static void put_trace(FILE *out, const struct merged_trace *t)
+{
+	char rate[LW_SIZE_BUF], size[LW_SIZE_BUF];
+
+	fputs("  ", out);
+	put_name(out, t);
+	if (t->left_out) {
+		fputs(": not judged, ", out);
+		if (t->damaged || (t->truncated && t->events))
+			lw_put_text_str(out, t->end);
+		else if (t->truncated)
+			fputs("EMPTY: the trace ends after its header, no event recorded (process killed, or still running)", out);
+		else
+			fputs("EMPTY: no event recorded", out);
+		fprintf(out, "; %" PRIu64 " events, %" PRIu64 " steps  ",
+			t->events, t->steps);
+		lw_put_text_str(out, t->path);
+		putc('\n', out);
+		return;
+	}
+	fprintf(out, ": %" PRIu64 " steps, peak %s, ", t->steps,
+		lw_format_size(size, t->peak));
+	fprintf(out, "held %s, %s", lw_format_size(size, t->held),
+		lw_verdict_name(t->run.verdict));
+	if (t->run.verdict != LW_VERDICT_NOT_ENOUGH_STEPS)
+		fprintf(out, " %s per step", lw_format_rate(rate, t->run.per_step));
+	if (t->damaged) {
+		fputs(", ", out);
+		lw_put_text_str(out, t->end);
+	}
+	fputs("  ", out);
+	lw_put_text_str(out, t->path);
+	putc('\n', out);
+}
+
+/*
+ * The sites growing in some of the traces c[0..n) but not all: each once,
+ * with every trace it grows in ("growing in rank 0, rank 1 and rank 2"),
+ * not once per trace as if each grew alone. row has room for n.
+ */
+static void put_partial(FILE *out, struct merged_trace *const *c, size_t n,
+			struct lw_site_key **row)
+{
+	char rate[LW_SIZE_BUF];
+
+	for (size_t i = 0; i < n; i++) {
+		for (size_t k = 0; k < c[i]->key_count; k++) {
+			struct lw_site_key *key = &c[i]->keys[k];
+			size_t growing = 0, found = 0, first = i;
+
+			if (key->matched)
+				continue;
+			key->matched = true;
+			for (size_t j = 0; j < n; j++) {
+				struct lw_site_keys keys = {
+					.items = c[j]->keys,
+					.count = c[j]->key_count
+				};
+
+				row[j] = j == i	 ? key
+					 : j < i ? NULL
+						 : lw_site_keys_match(&keys, key);
+				if (!row[j])
+					continue;
+				row[j]->matched = true;
+				found++;
+				if (row[j]->growth.verdict == LW_VERDICT_GROWING &&
+				    growing++ == 0)
+					first = j;
+			}
+			if (!growing)
+				continue;
+			fputs(growing == 1 ? "  growing only in " : "  growing in ",
+			      out);
+			for (size_t j = first, said = 0; j < n; j++) {
+				if (!row[j] ||
+				    row[j]->growth.verdict != LW_VERDICT_GROWING)
+					continue;
+				if (said++)
+					fputs(said == growing ? " and " : ", ",
+					      out);
+				put_name(out, c[j]);
+				if (growing > 1)
+					fprintf(out, " %s/step", lw_format_rate(
+						rate, row[j]->growth.bytes_per_step));
+			}
+			if (growing == 1)
+				fprintf(out, ": %s/step", lw_format_rate(
+					rate, row[first]->growth.bytes_per_step));
+			if (growing > 1 && found > growing)
+				fprintf(out, " (held but not growing in %zu more)",
+					found - growing);
+			fputs(" at ", out);
+			lw_put_text_str(out, row[first]->label);
+			putc('\n', out);
+		}
+	}
+}
+
 static void put_view(FILE *out, struct merged_trace *t, size_t n)
 {
 	struct lw_site_key **row;
-	size_t common = 0, shown = 0, partial = 0;
-	char rate[LW_SIZE_BUF], size[LW_SIZE_BUF];
+	struct merged_trace **c;
+	size_t common = 0, shown = 0, partial = 0, nc = 0;
+	char rate[LW_SIZE_BUF];
+	const char *all;
 
 	qsort(t, n, sizeof(*t), compare_rank);
 	fprintf(out, "\nMerged view of %zu traces:\n", n);
-	for (size_t i = 0; i < n; i++) {
-		fputs("  ", out);
-		put_name(out, &t[i]);
-		fprintf(out, ": %" PRIu64 " steps, peak %s, ", t[i].steps,
-			lw_format_size(size, t[i].peak));
-		fprintf(out, "held %s, %s", lw_format_size(size, t[i].held),
-			lw_verdict_name(t[i].run.verdict));
-		if (t[i].run.verdict != LW_VERDICT_NOT_ENOUGH_STEPS)
-			fprintf(out, " %s per step",
-				lw_format_rate(rate, t[i].run.per_step));
-		fputs("  ", out);
-		lw_put_text_str(out, t[i].path);
-		putc('\n', out);
-	}
-	put_imbalance(out, "peak", t, n, get_peak);
-	put_imbalance(out, "held at the last step end", t, n, get_held);
-
+	for (size_t i = 0; i < n; i++)
+		put_trace(out, &t[i]);
 	row = calloc(n, sizeof(*row));
-	if (!row)
-		return;
-	/* Sites of the first trace found in every other one. */
-	for (size_t k = 0; k < t[0].key_count; k++) {
-		bool all = true, grows = false;
+	c = calloc(n, sizeof(*c));
+	if (!row || !c)
+		goto out;
+	/* Only the traces that could be judged are compared. */
+	for (size_t i = 0; i < n; i++)
+		if (!t[i].left_out)
+			c[nc++] = &t[i];
+	if (nc < 2) {
+		fprintf(out, "  (%zu of %zu traces could be judged: nothing to compare)\n",
+			nc, n);
+		goto out;
+	}
+	all = nc == n ? "all traces" : "all judged traces";
+	put_imbalance(out, "peak", c, nc, get_peak);
+	put_imbalance(out, "held at the last step end", c, nc, get_held);
 
-		row[0] = &t[0].keys[k];
-		for (size_t i = 1; i < n && all; i++) {
-			struct lw_site_keys keys = { .items = t[i].keys,
-						     .count = t[i].key_count };
+	/* Sites of the first trace found in every other one. */
+	for (size_t k = 0; k < c[0]->key_count; k++) {
+		bool every = true, grows = false;
+
+		row[0] = &c[0]->keys[k];
+		for (size_t i = 1; i < nc && every; i++) {
+			struct lw_site_keys keys = { .items = c[i]->keys,
+						     .count = c[i]->key_count };
 
 			row[i] = lw_site_keys_match(&keys, row[0]);
-			all = row[i] != NULL;
+			every = row[i] != NULL;
 		}
-		if (!all)
+		if (!every)
 			continue;
 		common++;
-		for (size_t i = 0; i < n; i++) {
+		for (size_t i = 0; i < nc; i++) {
 			row[i]->matched = true;
 			grows |= row[i]->growth.verdict == LW_VERDICT_GROWING;
 		}
 		if (!grows || shown == MERGE_MAX_SITES)
 			continue;
 		if (shown++ == 0)
-			fputs("  growing sites common to all traces:\n", out);
+			fprintf(out, "  growing sites common to %s:\n", all);
 		fputs("   ", out);
-		for (size_t i = 0; i < n; i++) {
+		for (size_t i = 0; i < nc; i++) {
 			fputs(i ? ", " : " ", out);
-			put_name(out, &t[i]);
+			put_name(out, c[i]);
 			if (row[i]->growth.verdict == LW_VERDICT_GROWING)
 				fprintf(out, " %s/step", lw_format_rate(
 					rate, row[i]->growth.bytes_per_step));
@@ -196,27 +345,41 @@ static void put_view(FILE *out, struct merged_trace *t, size_t n)
 		lw_put_text_str(out, row[0]->label);
 		putc('\n', out);
 	}
+	for (size_t i = 0; i < nc; i++)
+		for (size_t k = 0; k < c[i]->key_count; k++)
+			partial += !c[i]->keys[k].matched;
+	fprintf(out, "  sites common to %s: %zu; sites in only some: %zu\n",
+		all, common, partial);
+	put_partial(out, c, nc, row);
+out:
+	free(c);
 	free(row);
-	for (size_t i = 0; i < n; i++)
-		for (size_t k = 0; k < t[i].key_count; k++)
-			partial += !t[i].keys[k].matched;
-	fprintf(out, "  sites common to all traces: %zu; sites in only some: %zu\n",
-		common, partial);
-	for (size_t i = 0; i < n; i++) {
-		for (size_t k = 0; k < t[i].key_count; k++) {
-			const struct lw_site_key *key = &t[i].keys[k];
+}
 
-			if (key->matched ||
-			    key->growth.verdict != LW_VERDICT_GROWING)
-				continue;
-			fputs("  growing only in ", out);
-			put_name(out, &t[i]);
-			fprintf(out, ": %s/step at ",
-				lw_format_rate(rate, key->growth.bytes_per_step));
-			lw_put_text_str(out, key->label);
-			putc('\n', out);
-		}
+/*
+ * Whether b is a trace counted already as a: the same file, or a copy of
+ * the same process's trace (its pid, start time and rank, and its first
+ * bytes as far as both go: a copy taken while it was written is a prefix).
+ * Says so in one line when it is.
+ */
+static bool same_trace(const struct merged_trace *a,
+		       const struct merged_trace *b)
+{
+	size_t len = a->prefix_len < b->prefix_len ? a->prefix_len
+						   : b->prefix_len;
+
+	if (a->regular && b->regular && a->dev == b->dev && a->ino == b->ino) {
+		lw_error("%s: given twice (as %s too): counted once in the merged view",
+			 b->path, a->path);
+		return true;
 	}
+	if (a->pid != b->pid || a->start_ns != b->start_ns ||
+	    strcmp(a->rank, b->rank) != 0 ||
+	    memcmp(a->prefix, b->prefix, len) != 0)
+		return false;
+	lw_error("%s: the same process's trace as %s (pid %" PRIu32 "%s%s, the same start): counted once in the merged view",
+		 b->path, a->path, b->pid, b->rank[0] ? ", rank " : "", b->rank);
+	return true;
 }
 
 struct merge_load {
@@ -258,9 +421,21 @@ int lw_merged_view(FILE *out, const char *const *paths, size_t count,
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < count; i++) {
+		struct lw_site_keys keys = { .items = t[i].keys,
+					     .count = t[i].key_count };
+		bool again = false;
+
 		/* An unreadable trace was reported already; leave it out. */
-		if (t[i].path)
+		if (!t[i].path)
+			continue;
+		for (size_t j = 0; j < n && !again; j++)
+			again = same_trace(&t[j], &t[i]);
+		if (!again) {
 			t[n++] = t[i];
+			continue;
+		}
+		lw_site_keys_fini(&keys);
+		free(t[i].prefix);
 	}
 	if (n > 1)
 		put_view(out, t, n);
@@ -269,6 +444,7 @@ int lw_merged_view(FILE *out, const char *const *paths, size_t count,
 					     .count = t[i].key_count };
 
 		lw_site_keys_fini(&keys);
+		free(t[i].prefix);
 	}
 	free(t);
 	return 0;

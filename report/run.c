@@ -281,21 +281,50 @@ static int run_child(char **argv, int *status)
 	return 0;
 }
 
-static int make_manifest(char *path, size_t size)
+/*
+ * The list of traces, 0600, in a directory of its own (0700) in $TMPDIR.
+ * The shim creates the list when it is missing: a process that outlives
+ * the run (a daemon the program started) and opens its trace after the
+ * run removed the list would make it again, left behind for good. With
+ * the directory gone too it cannot, whatever the order.
+ */
+static int make_manifest(char *dir, size_t dir_size, char *path, size_t size)
 {
 	const char *tmp = getenv("TMPDIR");
-	int fd;
+	int fd, rc;
 
 	if (!tmp || !tmp[0])
 		tmp = "/tmp";
-	if (snprintf(path, size, "%s/leakwatch-manifest-XXXXXX", tmp) >=
-	    (int)size)
+	if (snprintf(dir, dir_size, "%s/leakwatch-run-XXXXXX", tmp) >=
+	    (int)dir_size)
 		return -ENAMETOOLONG;
-	fd = mkstemp(path);
-	if (fd < 0)
+	if (!mkdtemp(dir))
 		return -errno;
+	if (snprintf(path, size, "%s/traces", dir) >= (int)size) {
+		rmdir(dir);
+		return -ENAMETOOLONG;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+		  0600);
+	if (fd < 0) {
+		rc = -errno;
+		rmdir(dir);
+		return rc;
+	}
 	close(fd);
 	return 0;
+}
+
+static void remove_manifest(const char *dir, const char *path)
+{
+	/* A process that was opening the list as it was removed may make it
+	 * again before the directory goes; each does so once, for its one
+	 * trace, so a few tries see the directory empty. */
+	for (int tries = 0; tries < 100; tries++) {
+		unlink(path);
+		if (rmdir(dir) == 0 || (errno != ENOTEMPTY && errno != EEXIST))
+			return;
+	}
 }
 
 /*
@@ -486,7 +515,7 @@ static int run_command(int argc, char **argv,
 	};
 	const char *trace_pattern = NULL, *output = NULL, *torch_allocator = NULL;
 	const char *trace_detail = NULL;
-	char library[PATH_MAX], manifest[PATH_MAX];
+	char library[PATH_MAX], manifest[PATH_MAX], manifest_dir[PATH_MAX];
 	bool no_report = false, gate = false;
 	uint64_t max_growth = 0;
 	struct lw_output file = { 0 };
@@ -565,7 +594,8 @@ static int run_command(int argc, char **argv,
 		lw_rules_fini(&rules);
 		return LW_EXIT_USAGE;
 	}
-	rc = make_manifest(manifest, sizeof(manifest));
+	rc = make_manifest(manifest_dir, sizeof(manifest_dir), manifest,
+			   sizeof(manifest));
 	if (rc < 0) {
 		const char *tmp = getenv("TMPDIR");
 
@@ -614,7 +644,7 @@ static int run_command(int argc, char **argv,
 			exit_code = verdict;
 	}
 remove_manifest:
-	unlink(manifest);
+	remove_manifest(manifest_dir, manifest);
 out:
 	/* Where the report was not written: nothing left behind. */
 	lw_output_close(&file, false, NULL, 0);

@@ -6,6 +6,7 @@
 #include "arena.h"
 #include "live-table.h"
 #include "lw-format.h"
+#include "lw-hash.h"
 #include "stacks.h"
 #include "writer.h"
 
@@ -27,12 +28,18 @@ struct event {
 	uint64_t addr;
 	uint64_t size;				/* ALLOC */
 	struct lw_stack_entry *stack;		/* ALLOC */
-	uint8_t type, kind, context, bits;
+	uint32_t context;			/* ALLOC */
+	uint8_t type, kind, bits;
 };
 
-/* The contexts (API, device, stream) allocations were made in; their
- * index fits a byte of struct lw_short_lived. */
-#define CONTEXTS_MAX 255
+/*
+ * The contexts (API, device, stream) allocations were made in: one per
+ * stream a program allocates on, thousands for some, found through a hash
+ * of their own. The table grows as they come, up to LW_BOUNDED_CONTEXTS_MAX:
+ * a program that makes new streams without end (each at a new handle)
+ * must not grow it for ever.
+ */
+#define CONTEXTS_MIN 64
 
 struct context {
 	uint64_t api;
@@ -70,8 +77,11 @@ static struct {
 	 * that writing an interval never needs memory). */
 	struct lw_stack_entry **listed, **in_force;
 	size_t listed_count, in_force_count, capacity_stacks;
-	struct context contexts[CONTEXTS_MAX];
-	unsigned context_count, last_context;
+	struct context *contexts;	/* context_capacity of them */
+	/* 2 * context_capacity slots: a context's index + 1, 0 empty. */
+	uint32_t *context_slots;
+	uint32_t context_count, context_capacity, last_context;
+	bool too_many_contexts;	/* why it stopped, if not memory */
 } st;
 
 static uint8_t changes[CHANGES_BYTES];
@@ -86,6 +96,8 @@ void lw_bounded_reset(bool enabled, struct lw_writer *writer,
 	lw_arena_free(st.list);
 	lw_arena_free(st.listed);
 	lw_arena_free(st.in_force);
+	lw_arena_free(st.contexts);
+	lw_arena_free(st.context_slots);
 	memset(&st, 0, sizeof(st));
 	lw_bounded_active = false;
 	st.enabled = enabled;
@@ -104,25 +116,83 @@ void lw_bounded_steps_begin(uint64_t device_live, uint64_t torch_live)
 	st.torch_peak = torch_live;
 }
 
-/* The index of a context, added at its first use; -1 past the table. */
+static size_t context_slot(uint64_t api, int64_t device, uint64_t stream)
+{
+	uint64_t key = stream ^ lw_hash_mix(api << 32 ^ (uint64_t)device);
+
+	return (size_t)(lw_hash_mix(key) >> 32) &
+	       (2 * (size_t)st.context_capacity - 1);
+}
+
+/* Puts context i in its slot (there is room: the slots are never more
+ * than half full). */
+static void slot_context(uint32_t i)
+{
+	const struct context *c = &st.contexts[i];
+	size_t mask = 2 * (size_t)st.context_capacity - 1;
+	size_t at = context_slot(c->api, c->device, c->stream);
+
+	while (st.context_slots[at])
+		at = (at + 1) & mask;
+	st.context_slots[at] = i + 1;
+}
+
+/* Twice the room for contexts; false when leakwatch's memory is out. */
+static bool grow_contexts(void)
+{
+	uint32_t n = st.context_capacity ? 2 * st.context_capacity
+					 : CONTEXTS_MIN;
+	struct context *contexts = lw_arena_alloc(n * sizeof(*contexts));
+	uint32_t *slots = lw_arena_alloc(2 * (size_t)n * sizeof(*slots));
+
+	if (!contexts || !slots) {
+		lw_arena_free(contexts);
+		lw_arena_free(slots);
+		return false;
+	}
+	if (st.context_count)
+		memcpy(contexts, st.contexts,
+		       st.context_count * sizeof(*contexts));
+	lw_arena_free(st.contexts);
+	lw_arena_free(st.context_slots);
+	st.contexts = contexts;
+	st.context_slots = slots;
+	st.context_capacity = n;
+	for (uint32_t i = 0; i < st.context_count; i++)
+		slot_context(i);
+	return true;
+}
+
+/* The index of a context, added at its first use; -1 when it cannot be
+ * (too many contexts, or leakwatch's memory is out). */
 static __attribute__((noinline)) int find_context(uint64_t api,
 						  int64_t device,
 						  uint64_t stream)
 {
-	const struct context *c;
+	size_t mask = 2 * (size_t)st.context_capacity - 1;
 
-	for (unsigned i = 0; i < st.context_count; i++) {
-		c = &st.contexts[i];
+	for (size_t at = st.context_capacity
+				 ? context_slot(api, device, stream) : 0;
+	     st.context_capacity && st.context_slots[at];
+	     at = (at + 1) & mask) {
+		uint32_t i = st.context_slots[at] - 1;
+		const struct context *c = &st.contexts[i];
+
 		if (c->api == api && c->device == device && c->stream == stream) {
 			st.last_context = i;
 			return (int)i;
 		}
 	}
-	if (st.context_count == CONTEXTS_MAX)
+	if (st.context_count == LW_BOUNDED_CONTEXTS_MAX) {
+		st.too_many_contexts = true;
+		return -1;
+	}
+	if (st.context_count == st.context_capacity && !grow_contexts())
 		return -1;
 	st.contexts[st.context_count] = (struct context){
 		.api = api, .device = device, .stream = stream,
 	};
+	slot_context(st.context_count);
 	st.last_context = st.context_count;
 	return (int)st.context_count++;
 }
@@ -130,12 +200,20 @@ static __attribute__((noinline)) int find_context(uint64_t api,
 /* The same, the latest one first (one comparison, nearly always). */
 static inline int context_index(uint64_t api, int64_t device, uint64_t stream)
 {
-	const struct context *c = &st.contexts[st.last_context];
+	const struct context *c;
 
-	if (c->api == api && c->device == device && c->stream == stream &&
-	    st.context_count)
-		return (int)st.last_context;
+	if (st.context_count) {
+		c = &st.contexts[st.last_context];
+		if (c->api == api && c->device == device &&
+		    c->stream == stream)
+			return (int)st.last_context;
+	}
 	return find_context(api, device, stream);
+}
+
+bool lw_bounded_stopped_by_contexts(void)
+{
+	return st.too_many_contexts;
 }
 
 void lw_bounded_context_written(unsigned api, int64_t device, uint64_t stream)
@@ -299,9 +377,10 @@ bool lw_bounded_alloc(struct lw_live *e, unsigned api, int64_t device,
 			}
 			sl->interval = st.interval;
 			sl->kind = e->kind;
-			sl->context = (uint8_t)context;
+			sl->context = (uint32_t)context;
 			sl->count = sl->bytes = sl->gc_count = sl->gc_bytes = 0;
-		} else if (sl->kind != e->kind || sl->context != context) {
+		} else if (sl->kind != e->kind ||
+			   sl->context != (uint32_t)context) {
 			/* Counted per stack in one kind and context. */
 			keep = true;
 		}
@@ -316,7 +395,7 @@ bool lw_bounded_alloc(struct lw_live *e, unsigned api, int64_t device,
 	ev->stack = s;
 	ev->type = EV_ALLOC;
 	ev->kind = e->kind;
-	ev->context = (uint8_t)context;
+	ev->context = (uint32_t)context;
 	ev->bits = keep ? EV_KEEP : 0;
 	e->flags |= (uint8_t)(LW_LIVE_PENDING | (keep ? LW_LIVE_KEEP : 0));
 	st.busy = true;
@@ -495,11 +574,12 @@ void lw_bounded_settle(uint64_t device_live, uint64_t torch_live)
 	compact(true);
 	for (size_t i = 0; i < st.count; i++) {
 		const struct event *ev = &st.list[i];
-		const struct context *c = &st.contexts[ev->context];
+		const struct context *c;
 		uint8_t mark;
 
 		switch (ev->type) {
 		case EV_ALLOC:
+			c = &st.contexts[ev->context];
 			st.context((unsigned)c->api, c->device, c->stream);
 			lw_writer_alloc(st.writer, ev->kind, ev->addr,
 					ev->size, ev->stack ? ev->stack->id : 0);

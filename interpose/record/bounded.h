@@ -15,7 +15,8 @@
  * allocations live, the frees of older memory, the collector's passes with a
  * free inside) plus 1024 entries: it is compacted when it fills, and an
  * allocation freed right after it was made leaves it at once. Per stack, a
- * few counters (struct lw_short_lived). Never per event.
+ * few counters (struct lw_short_lived); per (API, device, stream) context,
+ * a few words, up to LW_BOUNDED_CONTEXTS_MAX of them. Never per event.
  *
  * Not thread-safe: called under the tracker's lock.
  */
@@ -39,8 +40,8 @@ struct lw_short_lived {
 	/* What the trace has in force for it (its last change). */
 	uint64_t sent_count, sent_bytes, sent_gc_count, sent_gc_bytes;
 	uint32_t interval;
-	uint8_t kind, context;
-	uint8_t sent_kind, sent_context;
+	uint32_t context, sent_context;	/* indexes of bounded.c's table */
+	uint8_t kind, sent_kind;
 	/* Kinds (1 << enum lw_mem_kind) of which an ALLOC record of it is
 	 * in the trace, or will be when the interval ends. */
 	uint8_t announced;
@@ -88,9 +89,9 @@ void lw_bounded_steps_begin(uint64_t device_live, uint64_t torch_live);
 /*
  * An allocation just added to the live table (e), of API api, device and
  * stream; device memory and PyTorch's blocks now live (e included). Returns
- * false when it could not be noted (leakwatch's memory is out): the
- * interval was written, the trace is full from here on, and the caller
- * writes the ALLOC itself.
+ * false when it could not be noted (leakwatch's memory is out, or its
+ * context is one past LW_BOUNDED_CONTEXTS_MAX): the interval was written,
+ * the trace is full from here on, and the caller writes the ALLOC itself.
  */
 bool lw_bounded_alloc(struct lw_live *e, unsigned api, int64_t device,
 		      uint64_t stream, uint64_t device_live,
@@ -112,6 +113,17 @@ bool lw_bounded_gc_mark(unsigned mark);
 /* Writes the interval and goes on in full for good (the tracker could
  * not note an event: leakwatch's memory is out). */
 void lw_bounded_stop(void);
+
+/*
+ * The most (API, device, stream) contexts a bounded trace tells apart: a
+ * program that allocates on more streams than that (one that makes new
+ * ones without end) gets the rest of its trace in full.
+ */
+#define LW_BOUNDED_CONTEXTS_MAX 65536
+
+/* Why the bounded trace stopped, when it did: true for more contexts than
+ * LW_BOUNDED_CONTEXTS_MAX, false for leakwatch's memory. */
+bool lw_bounded_stopped_by_contexts(void);
 
 /*
  * Ends the interval: writes what it kept, in order, and its SHORT_LIVED

@@ -263,10 +263,10 @@ static void write_process_info_locked(void)
 }
 
 /*
- * Appends the trace's path to LEAKWATCH_MANIFEST, created if need be; a
- * trace that could not be written is listed too, its line starting with a
- * NUL byte (which no path holds), so that `leakwatch run` can say why there
- * is no report rather than guess.
+ * Appends the trace's path to LEAKWATCH_MANIFEST, created if need be (0600:
+ * it lists the user's trace paths); a trace that could not be written is
+ * listed too, its line starting with a NUL byte (which no path holds), so
+ * that `leakwatch run` can say why there is no report rather than guess.
  */
 static void append_to_manifest(const char *path, int failed)
 {
@@ -277,7 +277,7 @@ static void append_to_manifest(const char *path, int failed)
 		return;
 	int fd = open(config->manifest,
 		      O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-		      0644);
+		      0600);
 	if (fd < 0) {
 		lw_warn_once(LW_WARN_MANIFEST,
 			     "LEAKWATCH_MANIFEST=%s cannot be opened: %s; the "
@@ -459,9 +459,16 @@ static void settle_locked(void)
 /* The bounded trace could not note an event: it is full from here on. */
 static void bounded_stopped_locked(void)
 {
-	lw_warn_once(LW_WARN_OUT_OF_MEMORY,
-		     "leakwatch's own memory is exhausted; the trace is "
-		     "written in full from here on");
+	if (lw_bounded_stopped_by_contexts())
+		lw_warn_once(LW_WARN_BOUNDED_CONTEXTS,
+			     "allocations on more than %u (API, device, "
+			     "stream) contexts, the most a bounded trace tells "
+			     "apart; the trace is written in full from here on",
+			     (unsigned)LW_BOUNDED_CONTEXTS_MAX);
+	else
+		lw_warn_once(LW_WARN_OUT_OF_MEMORY,
+			     "leakwatch's own memory is exhausted; the trace "
+			     "is written in full from here on");
 }
 
 /* SIGUSR2's request: the trace flushed, what is live printed. */

@@ -7,11 +7,13 @@
 #include "rules.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lw-report-config.h"
@@ -249,41 +251,119 @@ static int suppression_line(struct lw_rules *r, char *p, unsigned line,
 			   &r->suppression_capacity, pattern);
 }
 
-static int read_file(struct lw_rules *r, const char *path,
+/*
+ * The bytes of the file at path, read whole into *out (NUL-terminated, to
+ * free) up to LW_RULES_FILE_MAX: a device or a stream given by mistake
+ * (/dev/zero, a generator's pipe) is refused once that much is read, not
+ * read until memory runs out. Returns 0 or a negative errno, with message.
+ */
+static int read_bounded(const char *path, const char *what, char **out,
+			size_t *len, char *message, size_t size)
+{
+	size_t capacity = 0, used = 0;
+	char *buf = NULL;
+	struct stat st;
+	int fd, rc = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		rc = -errno;
+		goto error;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = -EISDIR;
+		goto error;
+	}
+	if (S_ISREG(st.st_mode) && st.st_size > LW_RULES_FILE_MAX) {
+		rc = -EFBIG;
+		goto error;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (used == capacity) {
+			/* One byte past the bound tells a file of exactly
+			 * LW_RULES_FILE_MAX bytes from a longer stream. */
+			size_t next = capacity ? 2 * capacity : 64 * 1024;
+			char *grown;
+
+			if (capacity > LW_RULES_FILE_MAX) {
+				rc = -EFBIG;
+				goto error;
+			}
+			if (next > (size_t)LW_RULES_FILE_MAX + 1)
+				next = (size_t)LW_RULES_FILE_MAX + 1;
+			if (!(grown = realloc(buf, next + 1))) {
+				rc = -ENOMEM;
+				goto error;
+			}
+			buf = grown;
+			capacity = next;
+		}
+		n = read(fd, buf + used, capacity - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			goto error;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+		if (used > LW_RULES_FILE_MAX) {
+			rc = -EFBIG;
+			goto error;
+		}
+	}
+	close(fd);
+	buf[used] = 0;
+	*out = buf;
+	*len = used;
+	return 0;
+
+error:
+	if (rc == -EFBIG)
+		snprintf(message, size, "more than %u MiB, the most a %s may hold",
+			 LW_RULES_FILE_MAX >> 20, what);
+	else
+		snprintf(message, size, "%s", strerror(-rc));
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+static int read_file(struct lw_rules *r, const char *path, const char *what,
 		     int (*fn)(struct lw_rules *, char *, unsigned, char *,
 			       size_t),
 		     char *message, size_t size)
 {
-	FILE *f = fopen(path, "re");
-	char *line = NULL;
-	size_t capacity = 0;
+	char *data = NULL, *line, *next;
 	unsigned number = 0;
-	ssize_t n;
-	int rc = 0;
+	size_t len = 0;
+	int rc;
 
-	if (!f) {
-		rc = -errno;
-		snprintf(message, size, "%s", strerror(errno));
+	if ((rc = read_bounded(path, what, &data, &len, message, size)) < 0)
 		return rc;
-	}
-	while (rc == 0 && (n = getline(&line, &capacity, f)) >= 0) {
+	for (line = data; rc == 0 && line < data + len; line = next) {
+		char *newline = memchr(line, '\n', (size_t)(data + len - line));
+
+		next = newline ? newline + 1 : data + len;
+		if (newline)
+			*newline = 0;
 		number++;
-		if ((size_t)n != strlen(line)) {
+		if (strlen(line) != (size_t)((newline ? newline : data + len) -
+					     line)) {
 			rc = bad_line(message, size, number,
 				      "a NUL byte in the line", NULL);
 			break;
 		}
-		line[strcspn(line, "#\r\n")] = 0;
+		line[strcspn(line, "#\r")] = 0;
 		rc = fn(r, line, number, message, size);
 	}
-	if (rc == 0 && ferror(f)) {
-		rc = -EIO;
-		snprintf(message, size, "%s", strerror(EIO));
-	} else if (rc == -ENOMEM) {
+	if (rc == -ENOMEM)
 		snprintf(message, size, "%s", strerror(ENOMEM));
-	}
-	free(line);
-	fclose(f);
+	free(data);
 	if (rc == 0)
 		rc = push_string(&r->files, &r->file_count, &r->file_capacity,
 				 path);
@@ -293,7 +373,8 @@ static int read_file(struct lw_rules *r, const char *path,
 int lw_rules_add_file(struct lw_rules *r, const char *path, char *message,
 		      size_t message_size)
 {
-	int rc = read_file(r, path, rules_line, message, message_size);
+	int rc = read_file(r, path, "rules file", rules_line, message,
+			   message_size);
 
 	if (rc == 0)
 		r->first_suppression_file = r->file_count;
@@ -303,7 +384,8 @@ int lw_rules_add_file(struct lw_rules *r, const char *path, char *message,
 int lw_rules_add_suppressions(struct lw_rules *r, const char *path,
 			      char *message, size_t message_size)
 {
-	return read_file(r, path, suppression_line, message, message_size);
+	return read_file(r, path, "suppressions file", suppression_line,
+			 message, message_size);
 }
 
 const char *lw_rules_default_path(void)

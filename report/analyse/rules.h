@@ -80,10 +80,18 @@ void lw_rules_init(struct lw_rules *rules);
 void lw_rules_fini(struct lw_rules *rules);
 
 /*
+ * The most a rules or suppressions file may hold (docs/reference.md): the
+ * shipped rules are a few KiB. A longer file, or a device or pipe that
+ * gives more, is refused with -EFBIG, in bounded memory.
+ */
+#define LW_RULES_FILE_MAX (4u << 20)
+
+/*
  * Adds the rules of a file: lines "tag TAG FUNCTION-GLOB FILE-GLOB",
  * "transient-phase GLOB", "fix CATEGORY TEXT"; '#' starts a comment. A later
  * fix replaces an earlier one. Returns 0, or a negative errno with message
- * ("LINE: what is wrong", or the system's error) filled in.
+ * ("LINE: what is wrong", the file too long, or the system's error)
+ * filled in.
  */
 int lw_rules_add_file(struct lw_rules *rules, const char *path,
 		      char *message, size_t message_size);

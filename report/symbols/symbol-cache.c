@@ -2,9 +2,10 @@
 /*
  * The symbol cache (symbol-cache.h). A file holds, little-endian:
  *
- *   "LWSYMS1\n", the build id's length (u32) and its bytes (64, zero
- *   padded), the number of entries (u32), the size of what follows (u64)
- *   and its FNV-1a hash (u64); then each entry: the address (u64), the
+ *   "LWSYMS2\n", the build id's length (u32) and its bytes (64, zero
+ *   padded), the library file's size (u64) and modification time (u64,
+ *   ns), the number of entries (u32), the size of what follows (u64) and
+ *   its FNV-1a hash (u64); then each entry: the address (u64), the
  *   number of frames (u32), and each frame's line (u32), function and file
  *   (a u32 length, UINT32_MAX for none, then the bytes).
  *
@@ -25,9 +26,11 @@
 
 #include "lw-hash.h"
 
-#define MAGIC "LWSYMS1\n"
+#define MAGIC "LWSYMS2\n"
 #define MAX_BUILD_ID 64
-#define HEADER_SIZE (8 + 4 + MAX_BUILD_ID + 4 + 8 + 8)
+#define STAMP_SIZE (8 + 8)
+#define HEADER_SIZE (8 + 4 + MAX_BUILD_ID + STAMP_SIZE + 4 + 8 + 8)
+#define COUNT_AT (8 + 4 + MAX_BUILD_ID + STAMP_SIZE)
 /* A file larger than this is not read, and writing stops there: the
  * entries this process used come first. */
 #define MAX_FILE_SIZE (8u << 20)
@@ -48,6 +51,7 @@ struct lw_symcache {
 	unsigned refs;
 	uint8_t build_id[MAX_BUILD_ID];
 	size_t build_id_len;
+	struct lw_symcache_stamp stamp;
 	struct entry *slots;
 	size_t capacity;	/* a power of two */
 	size_t count;
@@ -67,6 +71,14 @@ static bool turned_off(const char *setting)
 	       strcmp(setting, "off") == 0 || strcmp(setting, "false") == 0;
 }
 
+/* The words that turn it on: on, in the default directory, as when the
+ * variable is not set (not a directory of that name in the current one). */
+static bool turned_on(const char *setting)
+{
+	return strcmp(setting, "1") == 0 || strcmp(setting, "yes") == 0 ||
+	       strcmp(setting, "on") == 0 || strcmp(setting, "true") == 0;
+}
+
 int lw_symcache_dir(char **out)
 {
 	const char *setting = getenv("LEAKWATCH_SYMBOL_CACHE");
@@ -75,7 +87,7 @@ int lw_symcache_dir(char **out)
 	int n;
 
 	*out = NULL;
-	if (setting && setting[0]) {
+	if (setting && setting[0] && !turned_on(setting)) {
 		if (turned_off(setting))
 			return 0;
 		*out = strdup(setting);
@@ -349,6 +361,11 @@ static int load(struct lw_symcache *c, const char *dir)
 	if (id_len != c->build_id_len ||
 	    memcmp(take(&cur, MAX_BUILD_ID), c->build_id, id_len) != 0)
 		goto out;
+	/* The same build id, another file: a library rebuilt under a build
+	 * id given by hand (-Wl,--build-id=0x...) keeps it, its names move. */
+	if (take_u64(&cur) != c->stamp.size ||
+	    take_u64(&cur) != c->stamp.mtime_ns)
+		goto out;
 	entries = take_u32(&cur);
 	payload = take_u64(&cur);
 	hash = take_u64(&cur);
@@ -377,7 +394,8 @@ static void free_all(void)
 	pthread_mutex_unlock(&lock);
 }
 
-struct lw_symcache *lw_symcache_get(const uint8_t *build_id, size_t len)
+struct lw_symcache *lw_symcache_get(const uint8_t *build_id, size_t len,
+				    const struct lw_symcache_stamp *stamp)
 {
 	struct lw_symcache *c;
 	char *dir = NULL;
@@ -387,7 +405,9 @@ struct lw_symcache *lw_symcache_get(const uint8_t *build_id, size_t len)
 	pthread_mutex_lock(&lock);
 	for (c = caches; c; c = c->next) {
 		if (c->build_id_len == len &&
-		    memcmp(c->build_id, build_id, len) == 0) {
+		    memcmp(c->build_id, build_id, len) == 0 &&
+		    c->stamp.size == stamp->size &&
+		    c->stamp.mtime_ns == stamp->mtime_ns) {
 			c->refs++;
 			goto out;
 		}
@@ -399,6 +419,7 @@ struct lw_symcache *lw_symcache_get(const uint8_t *build_id, size_t len)
 		goto out;
 	memcpy(c->build_id, build_id, len);
 	c->build_id_len = len;
+	c->stamp = *stamp;
 	c->capacity = 64;
 	c->slots = calloc(c->capacity, sizeof(*c->slots));
 	if (!c->slots || load(c, dir) < 0) {
@@ -627,7 +648,8 @@ static void save(struct lw_symcache *c)
 	memcpy(id, c->build_id, c->build_id_len);
 	/* The count, size and hash are filled in below. */
 	if (!put(&o, MAGIC, 8) || !put_u32(&o, id_len) ||
-	    !put(&o, id, sizeof(id)) || !put(&o, zeros, 4 + 8 + 8))
+	    !put(&o, id, sizeof(id)) || !put(&o, &c->stamp.size, 8) ||
+	    !put(&o, &c->stamp.mtime_ns, 8) || !put(&o, zeros, 4 + 8 + 8))
 		goto out;
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < c->capacity; i++) {
@@ -640,9 +662,9 @@ static void save(struct lw_symcache *c)
 	}
 	payload = o.len - HEADER_SIZE;
 	hash = fnv1a(o.data + HEADER_SIZE, (size_t)payload);
-	memcpy(o.data + 8 + 4 + MAX_BUILD_ID, &entries, 4);
-	memcpy(o.data + 8 + 4 + MAX_BUILD_ID + 4, &payload, 8);
-	memcpy(o.data + 8 + 4 + MAX_BUILD_ID + 12, &hash, 8);
+	memcpy(o.data + COUNT_AT, &entries, 4);
+	memcpy(o.data + COUNT_AT + 4, &payload, 8);
+	memcpy(o.data + COUNT_AT + 12, &hash, 8);
 	if (!(path = file_path(dir, c)) ||
 	    asprintf(&temp, "%s.%ld.%u.tmp", path, (long)getpid(),
 		     temp_serial++) < 0) {

@@ -405,7 +405,11 @@ static void check_module(struct sym_module *m)
 	if (len && (!rec->build_id.len ||
 		    (len == rec->build_id.len &&
 		     memcmp(bits, rec->build_id.data, len) == 0)))
-		m->cache = lw_symcache_get(bits, len);
+		m->cache = lw_symcache_get(bits, len, &(struct lw_symcache_stamp){
+			.size = (uint64_t)st.st_size,
+			.mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+				    (uint64_t)st.st_mtim.tv_nsec,
+		});
 }
 
 static int compare_u64(const void *a, const void *b)

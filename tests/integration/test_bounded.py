@@ -3,7 +3,8 @@
 """Bounded traces (LEAKWATCH_TRACE_DETAIL, the default) on real programs
 under the shim: the same reports as traces in full, a trace that grows by
 what the steps keep, a running job's trace read after SIGUSR2, a forked
-child's, and the setting itself.
+child's, a program that allocates on hundreds of streams, and the setting
+itself.
 
     test_bounded.py SCENARIO
 """
@@ -20,7 +21,7 @@ from lwtest import (CLI, LIB, SKIP, Failure, Run, check, check_eq, prog,
                     report)
 
 # What differs between two runs of the same program, whatever the mode.
-RUN_KEYS = {"trace", "pid", "address", "info", "command", "exe",
+RUN_KEYS = {"trace", "pid", "address", "stream", "info", "command", "exe",
             "held_by"}
 
 
@@ -103,6 +104,28 @@ def same_as_full():
         sizes = os.path.getsize(full.trace()), os.path.getsize(bounded.trace())
         check(not smaller or sizes[1] * smaller < sizes[0],
               f"{name}: bounded {sizes[1]} bytes, full {sizes[0]}")
+
+
+def many_streams():
+    """Allocations on 300 streams, each a context (API, device, stream) of
+    its own: the trace stays bounded, with no warning, and reads as in
+    full. Past LW_BOUNDED_CONTEXTS_MAX (65536) contexts it goes on in full,
+    and the warning says so, not that memory ran out."""
+    argv = [prog("step_churn"), "320", "300", "0", "300"]
+    full, bounded = both(argv)
+    check("warning" not in bounded.stderr,
+          f"300 streams: a warning: {bounded.stderr}")
+    same_reports(full.trace(), bounded.trace(), "300 streams")
+    sizes = os.path.getsize(full.trace()), os.path.getsize(bounded.trace())
+    check(sizes[1] * 5 < sizes[0],
+          f"300 streams: bounded {sizes[1]} bytes, full {sizes[0]}")
+    many = Run([prog("step_churn"), "66000", "1", "0", "66000"]).expect_ok()
+    check("allocations on more than 65536 (API, device, stream) contexts"
+          in many.stderr and "exhausted" not in many.stderr,
+          f"66000 streams: {many.stderr}")
+    rep = report(many.trace())
+    check_eq(rep["steps"], 66000, "66000 streams: steps")
+    check_eq(rep["live_count_at_exit"], 66000, "66000 streams: the leaks")
 
 
 def per_step(steps_a, steps_b, temporaries, detail):
@@ -261,7 +284,8 @@ def setting():
 
 SCENARIOS = {f.__name__: f for f in (same_as_full, bytes_per_step,
                                      signal_mid_step, signal_whole,
-                                     forked_child, setting)}
+                                     forked_child, setting,
+                                     many_streams)}
 
 
 def main():

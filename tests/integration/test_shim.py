@@ -686,6 +686,8 @@ def manifest():
               env={"LEAKWATCH_MANIFEST": listed}).expect_ok()
     with open(listed) as f:
         check_eq(f.read(), run.trace() + "\n", "the trace is listed")
+    check_eq(stat.S_IMODE(os.stat(listed).st_mode), 0o600,
+             "the list's mode (it names the user's files)")
     run = Run([prog("leaky_loop"), "5", "100"],
               env={"LEAKWATCH_MANIFEST": "/nonexistent-dir/manifest"})
     run.expect_ok()
@@ -696,6 +698,57 @@ def manifest():
 def clean_env():
     return {k: v for k, v in os.environ.items()
             if not k.startswith("LEAKWATCH_")}
+
+
+def run_daemon_after_exit():
+    """`leakwatch run`'s list of traces is private (0600, in a directory
+    of its own, 0700) and is gone once the run ends, even when a
+    daemonised grandchild (double fork, setsid) opens its trace only after
+    the program and the run have exited: it does not make the list again."""
+    d = scratch_dir()
+    tmp = os.path.join(d, "tmp")
+    os.mkdir(tmp)
+    env = {**clean_env(), "TMPDIR": tmp}
+    pidfile, gofile = os.path.join(d, "daemon.pid"), os.path.join(d, "go")
+    p = subprocess.run([CLI, "run", "--no-report", "--trace",
+                        os.path.join(d, "t-%p.trace"), "--", prog("hazards"),
+                        "daemon", pidfile, gofile],
+                       cwd=d, env=env, capture_output=True, text=True,
+                       timeout=120)
+    check_eq(p.returncode, 0, f"run: {p.stderr}")
+    check_eq(os.listdir(tmp), [], "left in TMPDIR as the run ended")
+    # Now the grandchild allocates: its trace is opened, and listed
+    # nowhere. It writes the pid file after that.
+    open(gofile, "w").close()
+    deadline = time.time() + 60
+    pid = ""
+    while not pid and time.time() < deadline:
+        if os.path.exists(pidfile):
+            with open(pidfile) as f:
+                pid = f.read().strip()
+        time.sleep(0.05)
+    check(pid, "the daemon did not allocate")
+    rep = None
+    while time.time() < deadline:
+        path = os.path.join(d, f"t-{pid}.trace")
+        if os.path.exists(path):
+            rep = report(path)
+            if not rep["truncated"]:
+                break
+        time.sleep(0.05)
+    check(rep is not None and not rep["truncated"],
+          "the daemon's trace is complete")
+    check_eq(sizes(rep), [4000], "the daemon's allocations")
+    check_eq(os.listdir(tmp), [], "left in TMPDIR by the daemon")
+
+    p = subprocess.run([CLI, "run", "--no-report", "--", "sh", "-c",
+                        'stat -c %a "$LEAKWATCH_MANIFEST" '
+                        '"$(dirname "$LEAKWATCH_MANIFEST")"'],
+                       cwd=d, env=env, capture_output=True, text=True,
+                       timeout=120)
+    check_eq((p.returncode, p.stdout.split()), (0, ["600", "700"]),
+             f"the list's mode and its directory's: {p.stderr}")
+    check_eq(os.listdir(tmp), [], "left in TMPDIR by a run")
 
 
 def failed_allocations():
@@ -1300,7 +1353,7 @@ if __name__ == "__main__":
         secure_exec, spawned_children, vfork_exec, daemon_child,
         crash_flush, signals, exit_handlers, double_free, reopen_runtime,
         deepbind, file_size_limit, disk_full, two_runtimes, threads_million,
-        manifest,
+        manifest, run_daemon_after_exit,
         failed_allocations,
         run_unwritable, suppressions,
         bare_gate_suggestion, diff_cannot_judge,

@@ -20,6 +20,10 @@
  *                   with its output on /dev/null and its working directory
  *                   at / writes its pid to PIDFILE and keeps 4000 bytes;
  *                   the parent keeps 2001 bytes after the middle child left.
+ *   daemon PIDFILE GOFILE
+ *                   the same, but the grandchild allocates only once GOFILE
+ *                   exists (after the parent, and `leakwatch run`, ended),
+ *                   and writes PIDFILE after that.
  *   segv, abort     keeps 3 buffers of 5000 bytes, then crashes.
  *   own-handler     installs a SIGSEGV handler that exits 3, keeps 5000
  *                   bytes, then faults.
@@ -54,7 +58,7 @@ void exec_chain(const char *self, unsigned long n);
 void exec_now(const char *self, const char *how);
 void exec_fail(void);
 void run_child(const char *self, int use_spawn);
-void daemonize(const char *pidfile);
+void daemonize(const char *pidfile, const char *gofile);
 void crash(int how);
 void signal_storm(unsigned long n);
 void exit_while_allocating(void);
@@ -171,7 +175,7 @@ void run_child(const char *self, int use_spawn)
 	keep(2001);
 }
 
-void daemonize(const char *pidfile)
+void daemonize(const char *pidfile, const char *gofile)
 {
 	pid_t pid;
 
@@ -194,12 +198,21 @@ void daemonize(const char *pidfile)
 		if (chdir("/") < 0)
 			_exit(1);
 		umask(0);
+		/* At most a minute: never a process left behind for good. */
+		for (int i = 0; gofile && access(gofile, F_OK) != 0; i++) {
+			if (i == 6000)
+				_exit(1);
+			usleep(10000);
+		}
+		if (gofile)
+			keep(4000);
 		FILE *f = fopen(pidfile, "w");
 		if (!f)
 			_exit(1);
 		fprintf(f, "%ld\n", (long)getpid());
 		fclose(f);
-		keep(4000);
+		if (!gofile)
+			keep(4000);
 		exit(0);
 	}
 	wait_for(pid);
@@ -364,7 +377,7 @@ int main(int argc, char **argv)
 	else if (strcmp(mode, "child") == 0)
 		keep(3000);
 	else if (strcmp(mode, "daemon") == 0 && argc > 2)
-		daemonize(argv[2]);
+		daemonize(argv[2], argc > 3 ? argv[3] : NULL);
 	else if (strcmp(mode, "segv") == 0)
 		crash(0);
 	else if (strcmp(mode, "abort") == 0)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * step_churn [steps] [temporaries] [fork_at]: a training-like loop
+ * step_churn [steps] [temporaries] [fork_at] [streams]: a training-like loop
  * (default 100 steps) whose every step makes that many short-lived buffers
  * (default 1000) from eight call sites, sizes varying by site and position,
  * and frees them within the step in an order other than that of their
@@ -8,7 +8,9 @@
  * 256-byte buffer per step from leak_one(). The weights live throughout.
  * With fork_at, the process forks in the middle of that step (its
  * temporaries made, not yet freed): the child runs the rest of the steps
- * and exits, then the parent does. Prints "parent PID" (and the child
+ * and exits, then the parent does. With streams, the temporaries of step k
+ * are made with cudaMallocAsync on stream k mod streams (each stream a
+ * context of its own in the trace). Prints "parent PID" (and the child
  * "child PID").
  */
 #include <stddef.h>
@@ -32,11 +34,20 @@ void *temp_h(size_t bytes);
 void *gradient(void);
 void leak_one(void);
 
+/* The streams the temporaries are made on, one per step in turn; none:
+ * cudaMalloc. */
+static cudaStream_t *streams;
+static unsigned long stream_count, stream_now;
+
 #define TEMP(name)                                                          \
 	void *name(size_t bytes)                                            \
 	{                                                                   \
 		void *p;                                                    \
-		CHECK_CUDA(cudaMalloc(&p, bytes));                          \
+		if (stream_count)                                           \
+			CHECK_CUDA(cudaMallocAsync(&p, bytes,               \
+						   streams[stream_now]));   \
+		else                                                        \
+			CHECK_CUDA(cudaMalloc(&p, bytes));                  \
 		return p;                                                   \
 	}
 TEMP(temp_a) TEMP(temp_b) TEMP(temp_c) TEMP(temp_d)
@@ -69,12 +80,18 @@ int main(int argc, char **argv)
 	void **temps = calloc(n ? n : 1, sizeof(*temps));
 	void *weights, *grad = NULL;
 
-	if (!temps)
+	stream_count = prog_arg(argc, argv, 4, 0);
+	streams = calloc(stream_count ? stream_count : 1, sizeof(*streams));
+	if (!temps || !streams)
 		return 1;
+	for (unsigned long i = 0; i < stream_count; i++)
+		CHECK_CUDA(cudaStreamCreate(&streams[i]));
 	printf("parent %d\n", (int)getpid());
 	fflush(stdout);
 	CHECK_CUDA(cudaMalloc(&weights, 1 << 20));
 	for (unsigned long step = 0; step < steps; step++) {
+		if (stream_count)
+			stream_now = step % stream_count;
 		for (unsigned long i = 0; i < n; i++) {
 			temps[i] = sites[i % 8](512 * (1 + i % 8) + 64 * (i % 3));
 			/* Some die at once, the rest at the step's end. */
@@ -115,6 +132,9 @@ int main(int argc, char **argv)
 	}
 	CHECK_CUDA(cudaFree(grad));
 	CHECK_CUDA(cudaFree(weights));
+	for (unsigned long i = 0; i < stream_count; i++)
+		CHECK_CUDA(cudaStreamDestroy(streams[i]));
+	free(streams);
 	free(temps);
 	return 0;
 }

@@ -7,8 +7,9 @@
  * temporaries freed every step (2) and an evaluation cache that fills and
  * stops (4). Variants: "fixed" keeps nothing per step (the same frames
  * under other stack ids: sites are matched by name across runs), "worse"
- * keeps 8 KiB per step, its lines two further down, and two ranks of a torchrun job (INFO
- * "rank"), rank 1 keeping twice as much as rank 0.
+ * keeps 8 KiB per step, its lines two further down, and three ranks of a
+ * torchrun job (INFO "rank"), rank 1 keeping twice as much as ranks 0
+ * and 2.
  */
 #include "gen-formats.h"
 
@@ -142,4 +143,9 @@ void scenario_formats_rank0(struct out *o)
 void scenario_formats_rank1(struct out *o)
 {
 	run(o, 8 * KiB, "1", PID + 11, 1, 0);
+}
+
+void scenario_formats_rank2(struct out *o)
+{
+	run(o, 4 * KiB, "2", PID + 12, 1, 0);
 }

@@ -10,5 +10,6 @@ void scenario_formats_fixed(struct out *o);
 void scenario_formats_worse(struct out *o);
 void scenario_formats_rank0(struct out *o);
 void scenario_formats_rank1(struct out *o);
+void scenario_formats_rank2(struct out *o);
 
 #endif

@@ -857,6 +857,7 @@ static const struct {
 	{ "formats-worse", scenario_formats_worse },
 	{ "formats-rank0", scenario_formats_rank0 },
 	{ "formats-rank1", scenario_formats_rank1 },
+	{ "formats-rank2", scenario_formats_rank2 },
 	{ "step-linear", scenario_step_linear },
 	{ "step-tiny", scenario_step_tiny },
 	{ "step-sawtooth-flat", scenario_step_sawtooth_flat },

@@ -15,7 +15,10 @@ tried (issue 33):
 - `report -o` never writes over one of its inputs nor through a symbolic
   link planted at the output path, leaves what was there when it fails,
   and makes the report private (0600);
-- a sparse trace of 1 GiB is read in bounded memory.
+- a sparse trace of 1 GiB is read in bounded memory;
+- rules and suppressions files (options and environment) are read up to
+  4 MiB: /dev/zero, an endless pipe or a larger file is one error line and
+  exit 2, in bounded memory (issue 40).
 
     test-inputs.py --leakwatch CLI --gen GEN-TRACE
 """
@@ -62,7 +65,8 @@ def run(args, argv, **kw):
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         p = subprocess.Popen([args.leakwatch] + argv, stdout=kw.get(
             "stdout", out), stderr=err, stdin=kw.get("stdin"),
-            cwd=kw.get("cwd"), env=kw.get("env"))
+            cwd=kw.get("cwd"), env=kw.get("env"),
+            preexec_fn=kw.get("preexec_fn"))
         deadline = time.monotonic() + kw.get("timeout", 60)
         peak = 0
         while True:
@@ -296,6 +300,61 @@ def sparse(args, tmp):
     os.unlink(path)
 
 
+def rule_files(args, tmp, trace):
+    """Rules and suppressions files are bounded (4 MiB): what gives more is
+    refused at once, with the file named, never read until memory runs
+    out. The command runs under a 1 GiB address space limit (not under
+    ASan, which reserves more), so that a reader without the bound fails
+    here rather than take the machine's memory."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    with open(args.leakwatch, "rb") as f:
+        limited = None if b"__asan_init" in f.read() else limit
+    big = os.path.join(tmp, "big.rules")
+    with open(big, "wb") as f:
+        f.write(b"# a comment line of forty bytes or so.\n" * (5 << 15))
+    fifo = os.path.join(tmp, "endless.rules")
+    os.mkfifo(fifo)
+    env = dict(os.environ)
+    for name in ("/dev/zero", fifo, big):
+        for what, argv, var in (
+                ("rules file", ["report", "--rules", name, trace], None),
+                ("suppressions file",
+                 ["check", "--max-growth", "1MiB", "--suppressions", name,
+                  trace], None),
+                ("rules file", ["report", trace], "LEAKWATCH_RULES"),
+                ("suppressions file", ["diff", trace, trace],
+                 "LEAKWATCH_SUPPRESSIONS")):
+            feeder = None
+            if name == fifo:
+                # An endless writer, as `yes` would be.
+                feeder = subprocess.Popen(
+                    ["sh", "-c", f"exec yes '# x' > '{fifo}'"],
+                    stderr=subprocess.DEVNULL)
+            e = dict(env, **({var: name} if var else {}))
+            code, out, err, rss = run(args, argv, env=e, timeout=30,
+                                      preexec_fn=limited)
+            if feeder:
+                feeder.kill()
+                feeder.wait()
+            label = f"{argv[0]} {var or argv[1]} {name}"
+            check(code == 2 and err.count(b"\n") == 1 and
+                  name.encode() in err and
+                  f"more than 4 MiB, the most a {what}".encode() in err,
+                  f"{label}: exit {code}, {err[:300]!r}")
+            check(rss < 256, f"{label}: {rss:.0f} MiB of memory")
+    # Within the bound, a pipe still reads.
+    r = subprocess.run([args.leakwatch, "check", "--max-growth", "1MiB",
+                        "--suppressions", "/dev/stdin", trace],
+                       input=b"leak:nothing_matches_this\n",
+                       capture_output=True, timeout=60)
+    check(r.returncode == 0, f"suppressions from a pipe: exit {r.returncode},"
+          f" {r.stderr!r}")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--leakwatch", required=True)
@@ -306,6 +365,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="lw-inputs-") as tmp:
         trace = os.path.join(tmp, "leak-loop.trace")
         subprocess.run([args.gen, "leak-loop", trace], check=True)
+        rule_files(args, tmp, trace)
         outputs_that_fail(args, tmp, trace)
         devices_and_pipes(args, tmp, trace)
         output_file(args, tmp, trace)

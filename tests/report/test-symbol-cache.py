@@ -6,17 +6,20 @@ whose module is gen-trace itself:
 - a report with the cache, first and again, is the report without it;
 - the second report takes its frames from the cache file named by the
   build id: a name changed in that file shows up in the report;
-- the file is ignored when it names another build id, is damaged,
-  truncated, not a regular file of ours, or a symbolic link, and the
-  report rewrites it whole;
+- the file is ignored when it names another build id, another size or
+  modification time of the library, is damaged, truncated, not a regular
+  file of ours, or a symbolic link, and the report rewrites it whole;
+- a library rebuilt under the same build id given by hand, its function
+  at the same address under a new name, is reported with the new name;
 - directories are made 0700 and files 0600 whatever the umask (0277, 0);
   the cache is in $XDG_CACHE_HOME/leakwatch/symbols, else
-  ~/.cache/leakwatch/symbols, or where LEAKWATCH_SYMBOL_CACHE says, and
-  LEAKWATCH_SYMBOL_CACHE=0 turns it off;
+  ~/.cache/leakwatch/symbols, or where LEAKWATCH_SYMBOL_CACHE says,
+  LEAKWATCH_SYMBOL_CACHE=0 turns it off, and 1, yes, on or true keep it
+  in its default directory (no directory of that name is made);
 - reports written at once leave one whole file, and a cache that cannot
   be written changes nothing.
 
-    test-symbol-cache.py --leakwatch PATH --gen PATH
+    test-symbol-cache.py --leakwatch PATH --gen PATH --rebuilt OLD NEW
 """
 import argparse
 import os
@@ -30,8 +33,13 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 ".."))
 from lwcheck import check, finish  # noqa: E402
+from tracebytes import end, ext, header, varint  # noqa: E402
 
-MAGIC = b"LWSYMS1\n"
+MAGIC = b"LWSYMS2\n"
+# The magic, the build id's length and bytes, the library's size and
+# modification time; then the count, the payload's size and hash.
+COUNT_AT = 8 + 4 + 64 + 16
+HEADER = COUNT_AT + 4 + 8 + 8
 CHANGED = "name_from_the_cache"
 
 
@@ -62,14 +70,16 @@ def fnv1a(data):
 
 
 def parse(blob):
-    """(build id bytes, [(address, [(line, function, file)])]) of a cache
-    file, or None when it is not a whole one."""
-    if len(blob) < 96 or blob[:8] != MAGIC:
+    """(build id bytes, [(address, [(line, function, file)])], the
+    library's (size, modification time)) of a cache file, or None when it
+    is not a whole one."""
+    if len(blob) < HEADER or blob[:8] != MAGIC:
         return None
     id_len, = struct.unpack_from("<I", blob, 8)
     ident = blob[12:12 + id_len]
-    count, size, h = struct.unpack_from("<IQQ", blob, 76)
-    payload = blob[96:]
+    stamp = struct.unpack_from("<QQ", blob, 76)
+    count, size, h = struct.unpack_from("<IQQ", blob, COUNT_AT)
+    payload = blob[HEADER:]
     if size != len(payload) or fnv1a(payload) != h:
         return None
     at, entries = 0, []
@@ -94,10 +104,10 @@ def parse(blob):
             function = string()
             items.append((line, function, string()))
         entries.append((address, items))
-    return ident, entries
+    return ident, entries, stamp
 
 
-def serialize(ident, entries):
+def serialize(ident, entries, stamp):
     def string(s):
         if s is None:
             return struct.pack("<I", 0xffffffff)
@@ -110,8 +120,79 @@ def serialize(ident, entries):
             for line, fn, fl in frames)
         for a, frames in entries)
     return (MAGIC + struct.pack("<I", len(ident)) + ident.ljust(64, b"\0") +
+            struct.pack("<QQ", *stamp) +
             struct.pack("<IQQ", len(entries), len(payload), fnv1a(payload)) +
             payload)
+
+
+def symbol_value(path, name):
+    """The value of name in an ELF file's dynamic symbol table, or None."""
+    data = open(path, "rb").read()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3a)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
+    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+        if kind != 11:  # SHT_DYNSYM
+            continue
+        strings = sections[link][4]
+        for at in range(offset, offset + size, entsize):
+            st_name, _, _, _, value, _ = struct.unpack_from("<IBBHQQ", data,
+                                                             at)
+            end_at = data.index(b"\0", strings + st_name)
+            if data[strings + st_name:end_at] == name.encode():
+                return value
+    return None
+
+
+def module_trace(path, lib, address):
+    """A trace of one allocation made from address of lib, loaded at
+    BIAS."""
+    bias = 0x7f0000000000
+    name = lib.encode()
+    with open(path, "wb") as f:
+        f.write(header() +
+                ext(0x41, varint(bias) + varint(bias) + varint(bias + 0x10000)
+                    + varint(len(name)) + name) +
+                # One frame: zigzag of the address (positive: twice it).
+                ext(0x40, varint(1) + varint(1) + varint(2 * (bias + address)))
+                + bytes([1]) + varint(2 * 0x7e0000000000) + varint(4096) +
+                varint(1) + end(1))
+
+
+def rebuilt(args, tmp):
+    """A library built again under the same build id given by hand, its
+    function at the same address under another name: the report of the
+    new file names the new function, not what the cache kept of the old."""
+    old, new = args.rebuilt
+    names = [os.path.splitext(os.path.basename(p))[0] for p in (old, new)]
+    address = symbol_value(old, names[0])
+    if not check(address and address == symbol_value(new, names[1]) and
+                 build_id(old) == build_id(new),
+                 f"{old} and {new}: not one build id, one address"):
+        return
+    d = os.path.join(tmp, "rebuilt")
+    os.mkdir(d)
+    lib, trace = os.path.join(d, "libfixture.so"), os.path.join(d, "t.trace")
+    module_trace(trace, lib, address + 2)
+    env = environment(LEAKWATCH_SYMBOL_CACHE=os.path.join(d, "cache"))
+    shutil.copyfile(old, lib)
+    before = os.stat(lib)
+    out = report(args, trace, env)
+    check(names[0] in out, f"the first build's function is not named: {out}")
+    # The build writes the library again, as a linker does.
+    os.unlink(lib)
+    shutil.copyfile(new, lib)
+    after = os.stat(lib)
+    if after.st_mtime_ns == before.st_mtime_ns:
+        # A file system whose clock did not move: as a later build would.
+        os.utime(lib, ns=(after.st_atime_ns, after.st_mtime_ns + 10**9))
+    out = report(args, trace, env)
+    check(names[1] in out and names[0] not in out,
+          f"the rebuilt library is reported with the old names: {out}")
+    # And its names are kept for the next report.
+    check(names[1] in report(args, trace, env),
+          "the rebuilt library's names were not cached")
 
 
 def environment(**settings):
@@ -138,13 +219,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--leakwatch", required=True)
     ap.add_argument("--gen", required=True)
+    ap.add_argument("--rebuilt", nargs=2, required=True)
     args = ap.parse_args()
+    args.leakwatch = os.path.abspath(args.leakwatch)
     ident = build_id(args.gen)
     if not check(ident, f"{args.gen} has no build id"):
         return finish()
     tmp = tempfile.mkdtemp(prefix="lw-symcache-")
     try:
         run(args, tmp, ident)
+        rebuilt(args, tmp)
     finally:
         shutil.rmtree(tmp)
     return finish()
@@ -187,7 +271,10 @@ def run(args, tmp, ident):
     changed = [(a, [(line, CHANGED if fn == "lw_gen_leaky_function" else fn,
                      fl) for line, fn, fl in frames])
                for a, frames in parsed[1]]
-    doctored = serialize(parsed[0], changed)
+    check(parsed[2] == (os.stat(args.gen).st_size,
+                        os.stat(args.gen).st_mtime_ns),
+          f"the cache file names another file than {args.gen}: {parsed[2]}")
+    doctored = serialize(parsed[0], changed, parsed[2])
     check(doctored != good, "no entry names lw_gen_leaky_function")
     open(path, "wb").write(doctored)
     check(CHANGED in report(args, trace, env),
@@ -196,8 +283,12 @@ def run(args, tmp, ident):
     # Files that are not trusted: another build id, damaged, truncated,
     # foreign bytes, a symbolic link, a directory.
     other = bytes(reversed(parsed[0]))
+    size, mtime = parsed[2]
     cases = {
-        "another build id": serialize(other, changed),
+        "another build id": serialize(other, changed, parsed[2]),
+        "another size": serialize(parsed[0], changed, (size + 1, mtime)),
+        "another modification time": serialize(parsed[0], changed,
+                                               (size, mtime + 1)),
         "damaged": doctored[:-3] + bytes([doctored[-3] ^ 1]) + doctored[-2:],
         "truncated": doctored[:len(doctored) // 2],
         "foreign bytes": os.urandom(len(doctored)),
@@ -238,6 +329,26 @@ def run(args, tmp, ident):
     check(os.path.exists(os.path.join(home, ".cache", "leakwatch", "symbols",
                                       ident)),
           "no cache in ~/.cache/leakwatch/symbols (XDG_CACHE_HOME relative)")
+    # The words that turn it on: the default directory, not one named so.
+    for word in ("1", "yes", "on", "true"):
+        where = os.path.join(tmp, "words", word)
+        os.makedirs(where)
+        p = subprocess.run([args.leakwatch, "report", trace], cwd=where,
+                           env=environment(LEAKWATCH_SYMBOL_CACHE=word,
+                                           XDG_CACHE_HOME=xdg, HOME=home),
+                           capture_output=True, text=True)
+        check(p.returncode == 0 and p.stdout == expected["text"],
+              f"LEAKWATCH_SYMBOL_CACHE={word}: exit {p.returncode}")
+        check(os.listdir(where) == [],
+              f"LEAKWATCH_SYMBOL_CACHE={word} made {os.listdir(where)} in "
+              "the current directory")
+        os.unlink(os.path.join(xdg, "leakwatch", "symbols", ident))
+        report(args, trace, environment(LEAKWATCH_SYMBOL_CACHE=word,
+                                        XDG_CACHE_HOME=xdg, HOME=home))
+        check(os.path.exists(os.path.join(xdg, "leakwatch", "symbols",
+                                          ident)),
+              f"LEAKWATCH_SYMBOL_CACHE={word}: no cache in the default "
+              "directory")
 
     # Reports at once: each one right, one whole file left.
     cache = os.path.join(tmp, "at-once")
