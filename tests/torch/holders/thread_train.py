@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Training in a worker thread (a UI or a server keeps the main thread):
-train() keeps every step's loss in a local list while the main thread
-waits in join().
+main() builds the model on the GPU and hands it to train() in a thread,
+which keeps every step's loss in a local list while the main thread waits
+in join().
 
     thread_train.py [--steps N]
 
@@ -15,9 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 
-def train(steps):
-    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(),
-                          nn.Linear(512, 10)).cuda()
+def train(model, steps):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     losses = []
     for step in range(steps):
@@ -35,7 +34,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=30)
     args = parser.parse_args()
-    worker = threading.Thread(target=train, args=(args.steps,))
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(),
+                          nn.Linear(512, 10)).cuda()
+    worker = threading.Thread(target=train, args=(model, args.steps))
     worker.start()
     worker.join()
     torch.cuda.synchronize()
