@@ -63,10 +63,15 @@ PROGRAMS = {
     "accelerate_loop": Program(30, 5, {"clean": None,
                                        "eval_graph": "retained-graph",
                                        "eval_graph_iter": "retained-graph"},
+                               # Graphs never back-propagated: keep
+                               # numbers, not graphs (not "let go of it
+                               # once backward() has run").
                                {"eval_graph": ("val_history[",
-                                               "`val_history`"),
+                                               "keep numbers, not graphs, "
+                                               "in `val_history"),
                                 "eval_graph_iter": ("val_losses[",
-                                                    "`val_losses`")}),
+                                                    "keep numbers, not "
+                                                    "graphs, in `val_losses")}),
     "torchmetrics_loop": Program(30, 10, {"clean": None,
                                           "metric_copy": "metric-copy"}),
 }
