@@ -9,8 +9,10 @@ judged against what each program measured itself on the same run.
 
 A clean case must get no finding of any kind, and `leakwatch check
 --max-growth 0` must pass on its trace. A leak must get exactly one
-finding: a leak, of the case's category, led by the line of the program
-marked `# @lead CASE`, with a holder (held_by), and growing by what the
+finding (of any kind: what its graph keeps is part of it, not findings of
+their own): a leak, of the case's category, led by the line of the program
+marked `# @lead CASE`, with a holder (held_by; for accelerate_loop's, the
+list a person would name, and a fix that names it), and growing by what the
 program's own torch.cuda.memory_allocated() grew per step within 10%
 (over whole periods of the program's evaluation or epoch interval; for
 copies the cycle collector frees, by the typical rise of a step). The
@@ -44,10 +46,12 @@ MODULES = ("transformers", "accelerate", "lightning", "torchmetrics")
 
 
 class Program(object):
-    def __init__(self, steps, period, cases):
+    def __init__(self, steps, period, cases, holders=None):
         self.steps = steps        # optimizer steps it runs
         self.period = period      # its evaluation or epoch interval, in steps
         self.cases = cases        # case: the category its leak must get
+        # case: (how its first holder's path starts, what its fix says)
+        self.holders = holders or {}
 
 
 PROGRAMS = {
@@ -57,7 +61,17 @@ PROGRAMS = {
     "lightning_fit": Program(32, 8, {"clean": None,
                                      "outputs": "retained-loss"}),
     "accelerate_loop": Program(30, 5, {"clean": None,
-                                       "eval_graph": "retained-graph"}),
+                                       "eval_graph": "retained-graph",
+                                       "eval_graph_iter": "retained-graph"},
+                               # Graphs never back-propagated: keep
+                               # numbers, not graphs (not "let go of it
+                               # once backward() has run").
+                               {"eval_graph": ("val_history[",
+                                               "keep numbers, not graphs, "
+                                               "in `val_history"),
+                                "eval_graph_iter": ("val_losses[",
+                                                    "keep numbers, not "
+                                                    "graphs, in `val_losses")}),
     "torchmetrics_loop": Program(30, 10, {"clean": None,
                                           "metric_copy": "metric-copy"}),
 }
@@ -148,6 +162,13 @@ def check_leak(name, case, rep, program, findings):
           f"led by {loc.get('file')}:{loc.get('line')}, expected "
           f"{name}.py:{want}")
     check(f["held_by"], "no holder (held_by is empty)")
+    if case in PROGRAMS[name].holders:
+        start, fix = PROGRAMS[name].holders[case]
+        h = f["held_by"][0]
+        check(h["path"].startswith(start),
+              f"held by {h['path']!r}, want {start}...")
+        check(fix in (h["fix"] or ""),
+              f"the holder's fix {h['fix']!r} does not name {fix}")
     ev = f["evidence"]
     if ev["gc_frees"]:
         # Copies freed by the collector's passes: the bytes made each step

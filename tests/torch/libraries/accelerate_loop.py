@@ -13,6 +13,13 @@ CASE:
   eval_graph  validation without no_grad(), losses summed as tensors and
               each validation's mean kept for a summary: every validation
               forward's graph, with the activations it saved, is kept.
+  eval_graph_iter
+              the same leak with one validation batch every 5 steps,
+              drawn with next() from an iterator over the validation
+              loader that is made anew when it runs out: the graph also
+              keeps the batch's input ids (EmbeddingBackward0 saves them),
+              made on the device at the two next(val_iter) lines. One
+              cause: one finding, at the forward.
 
 The line a finding must name is marked `# @lead CASE`. What the program
 measured itself (scenarios.py's Record: memory_allocated() after every
@@ -112,9 +119,37 @@ def train_eval_graph(accelerator, steps, rec):
         rec.step()
 
 
+def train_eval_graph_iter(accelerator, steps, rec):
+    model, optimizer, train_dataloader, eval_dataloader, lr_scheduler = \
+        setup(accelerator, steps, rec)
+    model.train()
+    val_iter = iter(eval_dataloader)
+    val_losses = []
+    for step, batch in enumerate(train_dataloader):
+        outputs = model(**batch)
+        loss = outputs.loss
+        accelerator.backward(loss)
+        optimizer.step()
+        lr_scheduler.step()
+        optimizer.zero_grad()
+        if step % EVAL_EVERY == EVAL_EVERY - 1:
+            model.eval()
+            try:
+                val_batch = next(val_iter)
+            except StopIteration:
+                val_iter = iter(eval_dataloader)
+                val_batch = next(val_iter)
+            val_outputs = model(**val_batch)  # @lead eval_graph_iter
+            val_losses.append(val_outputs.loss)
+            accelerator.print(f"step {step}: validation loss {val_losses[-1]}")
+            model.train()
+        rec.step()
+
+
 def main():
     case, steps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    loops = {"clean": train, "eval_graph": train_eval_graph}
+    loops = {"clean": train, "eval_graph": train_eval_graph,
+             "eval_graph_iter": train_eval_graph_iter}
     if case not in loops:
         sys.exit(f"accelerate_loop.py: no case {case!r}")
     rec = Record()
