@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The Python code the shim carries (scripts/leakwatch/_holders.py and
- * _origins.py, compiled into it by embed-text.py), run inside the
- * program's interpreter as a module of its own.
+ * The Python code the shim carries (scripts/leakwatch/_holders.py,
+ * compiled into it by embed-text.py), run inside the program's
+ * interpreter as a module of its own.
  */
 #ifndef LW_PYEMBED_H
 #define LW_PYEMBED_H
