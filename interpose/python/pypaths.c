@@ -78,7 +78,6 @@ static struct {
 	struct py_object *(*modules)(void);
 	int (*dict_next)(struct py_object *d, ptrdiff_t *pos,
 			 struct py_object **key, struct py_object **value);
-	struct py_object *(*module_dict)(struct py_object *m);
 	int (*is_subtype)(const void *a, const void *b);
 	ptrdiff_t (*list_size)(struct py_object *l);
 	struct py_object *(*list_get_item)(struct py_object *l, ptrdiff_t i);
@@ -98,7 +97,6 @@ static int load_api(void)
 	LOOK(is_initialized, "Py_IsInitialized");
 	LOOK(modules, "PyImport_GetModuleDict");
 	LOOK(dict_next, "PyDict_Next");
-	LOOK(module_dict, "PyModule_GetDict");
 	LOOK(is_subtype, "PyType_IsSubtype");
 	LOOK(list_size, "PyList_Size");
 	LOOK(list_get_item, "PyList_GetItem");
@@ -113,7 +111,7 @@ static int load_api(void)
 	py.long_type = dlsym(RTLD_DEFAULT, "PyLong_Type");
 	py.bool_type = dlsym(RTLD_DEFAULT, "PyBool_Type");
 	return py.is_initialized && py.modules && py.dict_next &&
-	       py.module_dict && py.is_subtype && py.list_size &&
+	       py.is_subtype && py.list_size &&
 	       py.list_get_item && py.tuple_size && py.tuple_get_item &&
 	       py.long_as_long && py.dict_type && py.module_type &&
 	       py.list_type && py.tuple_type && py.long_type &&
@@ -138,7 +136,9 @@ static bool is_a(const struct py_object *o, const void *type)
 }
 
 /* A module's dictionary: o's type is ModuleType or a subclass, by its
- * real type (never a __class__ that o computes); NULL otherwise. */
+ * real type (never a __class__ that o computes); NULL otherwise. Read from
+ * PyModuleObject, whose md_dict follows the object's head in every
+ * version, so that nothing is called that could make one. */
 static struct py_object *module_dict(struct py_object *o)
 {
 	struct py_object *dict;
@@ -146,7 +146,8 @@ static struct py_object *module_dict(struct py_object *o)
 	if (!o || (type_of(o) != py.module_type &&
 		   !py.is_subtype(type_of(o), py.module_type)))
 		return NULL;
-	dict = py.module_dict(o);
+	memcpy(&dict, (const char *)o + sizeof(ptrdiff_t) + sizeof(void *),
+	       sizeof(dict));
 	return is_a(dict, py.dict_type) ? dict : NULL;
 }
 
