@@ -7,7 +7,8 @@ their traces (`leakwatch report --format json`, python_paths).
 
   facts      a prefix added to site.PREFIXES whose site directory has .pth
              files (one that adds a directory, one of setuptools'
-             __editable__ ones, one whose import line must not run),
+             __editable__ ones, one whose import line must not run, a
+             FIFO), sys.path entries that are no str,
              PYTHONPATH, a sys.path entry holding an installed distribution,
              editable finders in sys.modules (one a module subclass whose
              attribute hooks must not run, one not a module at all), the
@@ -32,7 +33,8 @@ import shutil
 import subprocess
 import sys
 
-from lwtest import (LIB, SKIP, check, check_eq, main, report, scratch_dir)
+from lwtest import (LIB, SKIP, Failure, check, check_eq, main, report,
+                    scratch_dir)
 
 # The runs' trace directories, one each.
 RUNS = []
@@ -76,8 +78,11 @@ def run(python, argv, cwd, pythonpath=(), preload=True, tracer=()):
     if preload:
         # Through env(1), so that a tracer before it is not preloaded.
         command = ["env", f"LD_PRELOAD={LIB}"] + command
-    p = subprocess.run(list(tracer) + command, cwd=cwd, env=env,
-                       capture_output=True, text=True, timeout=120)
+    try:
+        p = subprocess.run(list(tracer) + command, cwd=cwd, env=env,
+                           capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"{argv}: still running after 60 s")
     check(p.returncode == 0, f"{argv}: exit {p.returncode}: {p.stdout}\n"
           f"{p.stderr}")
     return p, sorted(os.path.join(traces, n) for n in os.listdir(traces))
@@ -151,6 +156,19 @@ for name in [m for m in sys.modules if m.startswith("_sysconfigdata")]:
 site.PREFIXES.append(sys.argv[1])
 sys.meta_path.insert(0, Finder())
 sys.path.append(sys.argv[2])
+
+
+class Text(str):
+    def __fspath__(self):
+        ran.append("fspath")
+        return str(self)
+
+
+# Entries of the types import skips, and one whose methods are the
+# program's: none is a fact.
+import pathlib  # noqa: E402
+sys.path += [b"/bytes/entry", pathlib.PurePosixPath("/pure/path"),
+             Text("/text/subclass"), None]
 before = set(sys.modules)
 del ran[:]
 pid = os.getpid()
@@ -196,6 +214,8 @@ def facts():
                 "import sys; sys.stdout.write('RAN ')\n")
     with open(os.path.join(site_dir, "__editable__.lib-1.0.pth"), "w") as f:
         f.write(editable + "\n")
+    # Opened for reading, a FIFO would wait for a writer for ever.
+    os.mkfifo(os.path.join(site_dir, "a-fifo.pth"))
     script = os.path.join(project, "bin", "child.py")
     with open(script, "w") as f:
         f.write(FACTS_CHILD)
@@ -227,10 +247,13 @@ def facts():
             check(fact in found, f"{trace}: no fact {fact}: {found}")
         check({"stdlib", "site", "scripts"} <= kinds,
               f"standard library, site and scripts directories: {kinds}")
-        check(not any(path in ("/nonexistent/dir", "/not/a/name")
+        check(not any(path in ("/nonexistent/dir", "/not/a/name",
+                               "/bytes/entry", "/pure/path",
+                               "/text/subclass")
                       for _, path, _ in found),
-              "a .pth line that is not a directory, or a mapping whose "
-              "key is not a name, is a fact")
+              "a .pth line that is not a directory, a mapping whose key is "
+              "not a name, or a sys.path entry that is not a str, is a "
+              "fact")
         check(not any(k == "sys_path" and path in (added, editable)
                       for k, path, _ in found),
               "directories from .pth files are also plain sys.path entries")
