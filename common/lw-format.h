@@ -307,8 +307,10 @@ enum lw_pypath_kind {
 	/* The standard library: sysconfig's stdlib and platstdlib, the
 	 * directory of os.py, and the sys.path entries inside them. */
 	LW_PYPATH_STDLIB = 1,
-	/* A site-packages directory: site.getsitepackages(), sysconfig's
-	 * purelib and platlib. */
+	/* A site-packages directory: site.getsitepackages() (of
+	 * site.PREFIXES), sysconfig's purelib and platlib, and the
+	 * site-packages and dist-packages entries of sys.path under a
+	 * prefix. */
 	LW_PYPATH_SITE = 2,
 	/* The user's site-packages, site.getusersitepackages(). */
 	LW_PYPATH_USER_SITE = 3,
@@ -337,7 +339,8 @@ enum lw_pypath_kind {
 	 * directory (name "cwd"); never / nor the home directory. */
 	LW_PYPATH_PROJECT = 11,
 	/* The interpreter's scripts directory (console-script launchers:
-	 * pytest, torchrun): sysconfig's scripts, the interpreter's own. */
+	 * pytest, torchrun): sysconfig's scripts, the interpreter's own, the
+	 * bin beside a site directory's lib (/usr/local/bin, ~/.local/bin). */
 	LW_PYPATH_SCRIPTS = 12,
 	LW_PYPATH_KIND_MAX = 12,
 };

@@ -1,49 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Where the program's Python code comes from: runs facts() of
- * scripts/leakwatch/_origins.py (compiled into the shim as
- * lw_origins_source) inside the program's interpreter, with the GIL held,
- * and writes a PYPATH record for each fact it returns. The report tells
- * the user's code from libraries with them (report/symbols/usercode.c).
- *
- * The Python C API is looked up with dlsym(), as in pyhooks.c and
- * holders.c: the shim does not link against Python.
+ * Where the program's Python code comes from: the facts that pypaths.c
+ * reads from the interpreter's objects and the file system, with the GIL
+ * held and none of the program's code run, each written once to the trace
+ * as a PYPATH record. The report tells the user's code from libraries with
+ * them (report/symbols/usercode.c), and so does the exit summary, with the
+ * rules made of them here (lw_origins_code_origin()).
  */
 #include "origins.h"
 
-#include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "lw-coderoots.h"
-#include "pyembed.h"
+#include "lw-hash.h"
 #include "tracker.h"
 
-extern const char lw_origins_source[];
-
-struct py_object;
-
-static struct {
-	int (*is_initialized)(void);
-	struct py_object *(*call_objargs)(struct py_object *fn, ...);
-	struct py_object *(*bool_from_long)(long v);
-	ptrdiff_t (*list_size)(struct py_object *l);
-	struct py_object *(*list_get_item)(struct py_object *l, ptrdiff_t i);
-	struct py_object *(*tuple_get_item)(struct py_object *t, ptrdiff_t i);
-	long (*long_as_long)(struct py_object *o);
-	int (*bytes_as_string)(struct py_object *o, char **buf,
-			       ptrdiff_t *len);
-	void (*dec_ref)(struct py_object *o);
-	void (*err_clear)(void);
-} py;
-
-/* 0 unknown, 1 usable, -1 not a usable CPython. With the GIL. */
-static int api_state;
-/* The compiled facts(); with the GIL. */
-static struct py_object *facts_fn;
 static int failed_once;
 /* The next call starts afresh: a new trace (after fork) has none of the
  * facts recorded so far. */
@@ -54,49 +31,84 @@ static int early_done;
  * summary (lw_origins_code_origin()); with the GIL. */
 static struct lw_code_fact *facts;
 static size_t fact_count, fact_capacity;
+/* The facts by hash (fact_hash()), for each to be written once: index + 1,
+ * 0 for a free slot; a power of two, at most half full. */
+static uint32_t *slots;
+static size_t slot_count;
 static struct lw_code_roots *roots;
 /* LEAKWATCH_USER_CODE's directories, read once. */
 static char **named;
 static size_t named_count;
 static int named_read;
 
-static int load_api(void)
-{
-#define LOOK(field, name) (*(void **)&py.field = dlsym(RTLD_DEFAULT, name))
-	LOOK(is_initialized, "Py_IsInitialized");
-	LOOK(call_objargs, "PyObject_CallFunctionObjArgs");
-	LOOK(bool_from_long, "PyBool_FromLong");
-	LOOK(list_size, "PyList_Size");
-	LOOK(list_get_item, "PyList_GetItem");
-	LOOK(tuple_get_item, "PyTuple_GetItem");
-	LOOK(long_as_long, "PyLong_AsLong");
-	LOOK(bytes_as_string, "PyBytes_AsStringAndSize");
-	LOOK(dec_ref, "Py_DecRef");
-	LOOK(err_clear, "PyErr_Clear");
-#undef LOOK
-	for (size_t i = 0; i < sizeof(py) / sizeof(void *); i++)
-		if (!((void **)&py)[i])
-			return -1;
-	return 0;
-}
-
 /* One warning, once: the report then judges code by its paths alone. */
 static void give_up(const char *why)
 {
-	py.err_clear();
 	if (!failed_once) {
 		failed_once = 1;
 		lw_warn_once(LW_WARN_ORIGINS, "reading where Python code comes from failed (%s); reports tell the program's code from libraries by their paths alone", why);
 	}
 }
 
-/* facts(), compiled the first time. With the GIL. */
-static struct py_object *facts_function(void)
+static uint64_t fact_hash(unsigned kind, const char *path,
+			  const char *name)
 {
-	if (!facts_fn)
-		facts_fn = lw_py_embedded(lw_origins_source,
-					  "<leakwatch origins>", "facts");
-	return facts_fn;
+	uint64_t h = (kind + 1) * LW_HASH_GOLDEN;
+
+	for (const char *p = path; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3u;
+	h = (h ^ 0xff) * 0x100000001b3u;
+	for (const char *p = name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3u;
+	return h ^ (h >> 29);
+}
+
+/* The slot of a fact kept, or of the free one it would take. */
+static uint32_t *slot_of(unsigned kind, const char *path, const char *name)
+{
+	size_t i = fact_hash(kind, path, name) & (slot_count - 1);
+
+	for (;; i = (i + 1) & (slot_count - 1)) {
+		const struct lw_code_fact *f;
+
+		if (!slots[i])
+			return &slots[i];
+		f = &facts[slots[i] - 1];
+		if (f->kind == kind && strcmp(f->path, path) == 0 &&
+		    strcmp(f->name ? f->name : "", name) == 0)
+			return &slots[i];
+	}
+}
+
+static int kept(unsigned kind, const char *path, const char *name)
+{
+	return slot_count && *slot_of(kind, path, name);
+}
+
+/* Room in slots for one more fact; -1 without memory. */
+static int grow_slots(void)
+{
+	size_t next = slot_count ? 2 * slot_count : 64;
+	uint32_t *old = slots;
+	size_t old_count = slot_count;
+
+	if (2 * (fact_count + 1) <= slot_count)
+		return 0;
+	if (!(slots = calloc(next, sizeof(*slots)))) {
+		slots = old;
+		return -1;
+	}
+	slot_count = next;
+	for (size_t i = 0; i < old_count; i++) {
+		const struct lw_code_fact *f;
+
+		if (!old[i])
+			continue;
+		f = &facts[old[i] - 1];
+		*slot_of(f->kind, f->path, f->name ? f->name : "") = old[i];
+	}
+	free(old);
+	return 0;
 }
 
 /* Keeps a fact for the exit summary's rules; -1 without memory. */
@@ -105,6 +117,8 @@ static int keep_fact(unsigned kind, const char *path, const char *name)
 	struct lw_code_fact *grown;
 	char *p, *n;
 
+	if (fact_count >= UINT32_MAX - 1 || grow_slots() < 0)
+		return -1;
 	if (fact_count == fact_capacity) {
 		size_t next = fact_capacity ? fact_capacity * 2 : 32;
 
@@ -120,6 +134,7 @@ static int keep_fact(unsigned kind, const char *path, const char *name)
 		free(n);
 		return -1;
 	}
+	*slot_of(kind, path, name) = (uint32_t)(fact_count + 1);
 	facts[fact_count++] = (struct lw_code_fact){ kind, p, n };
 	return 0;
 }
@@ -131,6 +146,8 @@ static void drop_facts(void)
 		free((char *)facts[i].name);
 	}
 	fact_count = 0;
+	if (slot_count)
+		memset(slots, 0, slot_count * sizeof(*slots));
 	lw_code_roots_free(roots);
 	roots = NULL;
 }
@@ -181,78 +198,55 @@ enum lw_code_origin lw_origins_code_origin(const char *file)
 	return lw_code_roots_origin(roots, file, strlen(file));
 }
 
-/* A bytes object's text, when it holds no NUL; else NULL. */
-static const char *text_of(struct py_object *o)
+/* What one reading gave. */
+struct reading {
+	size_t given;		/* facts new to this trace */
+	int untaken;		/* one of them no trace took */
+	int unkept;		/* one of them could not be kept */
+};
+
+/* Writes one fact, when this trace does not hold it yet. */
+static void found(unsigned kind, const char *path, const char *name,
+		  void *ctx)
 {
-	char *buf;
-	ptrdiff_t len;
+	struct reading *r = ctx;
 
-	if (!o || py.bytes_as_string(o, &buf, &len) < 0)
-		return NULL;
-	return strlen(buf) == (size_t)len ? buf : NULL;
-}
-
-/* Records one (kind, path, name): 0, 1 when no trace took it, -1 when
- * it is not one. */
-static int record_one(struct py_object *t)
-{
-	struct py_object *kind = t ? py.tuple_get_item(t, 0) : NULL;
-	const char *path = t ? text_of(py.tuple_get_item(t, 1)) : NULL;
-	const char *name = t ? text_of(py.tuple_get_item(t, 2)) : NULL;
-	long k = kind ? py.long_as_long(kind) : -1;
-
-	if (!path || !name || k < 1 || k > LW_PYPATH_KIND_MAX)
-		return -1;
-	if (lw_record_pypath((unsigned)k, path, name) < 0)
-		return 1;
-	keep_fact((unsigned)k, path, name);
-	return 0;
+	if (kind < 1 || kind > LW_PYPATH_KIND_MAX ||
+	    kept(kind, path, name))
+		return;
+	if (lw_record_pypath(kind, path, name) < 0) {
+		r->untaken = 1;
+		return;
+	}
+	r->given++;
+	if (keep_fact(kind, path, name) < 0)
+		r->unkept = 1;
 }
 
 void lw_origins_record(void)
 {
-	struct py_object *fn, *flag, *res;
-	ptrdiff_t n;
+	struct reading r = { 0, 0, 0 };
+	int saved_errno = errno, rc;
 
 	if (!lw_enter())
 		return;
-	if (!api_state)
-		api_state = load_api() == 0 ? 1 : -1;
-	if (api_state < 0 || !py.is_initialized())
-		goto out;
-	fn = facts_function();
-	flag = fn ? py.bool_from_long(fresh) : NULL;
-	res = flag ? py.call_objargs(fn, flag, (struct py_object *)NULL)
-		   : NULL;
-	if (flag)
-		py.dec_ref(flag);
-	if (!res) {
-		give_up("it raised an exception");
-		goto out;
-	}
 	if (fresh)
 		drop_facts();	/* a new trace's */
 	fresh = 0;
-	n = py.list_size(res);
-	for (ptrdiff_t i = 0; i < n; i++) {
-		int rc = record_one(py.list_get_item(res, i));
-
-		if (rc < 0) {
-			give_up("it returned something unexpected");
-			break;
-		}
-		/* No trace took it: all of them again next time. */
-		if (rc > 0)
-			fresh = 1;
-	}
-	if (n < 0)
-		give_up("it returned something unexpected");
-	py.dec_ref(res);
-	py.err_clear();
-	if (n > 0)
+	rc = lw_pypaths_read(found, &r);
+	if (rc == -ENOMEM || r.unkept)
+		give_up("no memory");
+	else if (rc == -EINVAL)
+		give_up("the interpreter's objects are not as expected");
+	else if (rc < 0 && rc != -ENOTSUP)
+		give_up("the working directory cannot be read");
+	/* No trace took one: all of them again next time. */
+	if (r.untaken)
+		fresh = 1;
+	if (r.given)
 		make_roots();
-out:
 	lw_leave();
+	errno = saved_errno;
 }
 
 int lw_origins_early_due(void)
