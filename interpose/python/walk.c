@@ -403,8 +403,10 @@ static void attrs_begin(const void *o, struct attr_iter *it)
 		} else if (py.minor == 12) {
 			uintptr_t dv = (uintptr_t)ptr_at(o, -3 * 8);
 
+			/* _PyDictOrValues_GetValues(): the values pointer
+			 * is stored minus one, its low bit the tag. */
 			if (dv & 1)
-				values = (const void *)(dv - 1);
+				values = (const void *)(dv + 1);
 			else
 				it->dict = (const void *)dv;
 		} else {
