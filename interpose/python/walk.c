@@ -1806,13 +1806,21 @@ static void label(uint32_t i, struct text *t)
 	case K_FRAME:
 	case K_GEN: {
 		struct local_find f = { c, NULL };
-		const void *frame = kind_of(o) == K_GEN ? lw_py_generator_frame(o) : o;
 		const char *via = type_of(o) == py.coro ? ".cr_frame"
 				  : type_of(o) == py.gen ? ".gi_frame"
 				  : kind_of(o) == K_GEN ? ".ag_frame" : "";
 
-		if (frame)
-			lw_py_live_frame_locals(frame, find_local, &f);
+		/* As children() reads them: a frame object (a traceback's)
+		 * through its own reader, a generator's frame as it lives in
+		 * the generator. */
+		if (kind_of(o) == K_FRAME) {
+			lw_py_frame_locals(o, find_local, &f);
+		} else {
+			const void *frame = lw_py_generator_frame(o);
+
+			if (frame)
+				lw_py_live_frame_locals(frame, find_local, &f);
+		}
 		put(t, "%s.f_locals", via);
 		put_key(t, f.name, 0, false);
 		return;
