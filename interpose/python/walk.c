@@ -2268,14 +2268,17 @@ struct group {
 
 #define MAX_GROUPS 32
 
-static void report(int64_t steps_since_gc,
+static void report(int64_t steps_since_gc, bool was_cut,
 		   void (*found)(const struct lw_walk_holder *h, void *ctx),
 		   void *ctx)
 {
 	struct group *groups = walk_alloc(MAX_GROUPS * sizeof(*groups));
 	size_t ngroups = 0;
 	bool collecting = collector_enabled();
-	unsigned torch = lw_torch_ready() == 1 ? LW_HOLDER_TORCH : 0;
+	/* A holder found by a search cut short says so: another may hold
+	 * the rest of what it was asked about. */
+	unsigned torch = (lw_torch_ready() == 1 ? LW_HOLDER_TORCH : 0) |
+			 (was_cut ? LW_HOLDER_CUT : 0);
 
 	if (!groups)
 		return;
@@ -2405,7 +2408,7 @@ struct lw_walk_result lw_walk(const uint64_t *pairs, size_t n, double until,
 			phase_modules();
 	}
 	res.cut = cut && targets_found < targets_n;
-	report(steps_since_gc, found, ctx);
+	report(steps_since_gc, res.cut, found, ctx);
 	release();
 	return res;
 }
