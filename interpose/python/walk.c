@@ -1763,12 +1763,18 @@ static void put_key(struct text *t, const void *k, long position, bool attr)
 		size_t n = strlen(s);
 		bool ident = n > 0 && n < 25 && !(s[0] >= '0' && s[0] <= '9');
 
+		/* A dict's key may be a number written as a str too:
+		 * nn.Sequential's _modules['0']. */
+		bool digits = !attr && n > 0 && n < 25;
+
 		for (size_t i = 0; i < n && ident; i++)
 			ident = (s[i] >= 'a' && s[i] <= 'z') ||
 				(s[i] >= 'A' && s[i] <= 'Z') ||
 				(s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
 				(!attr && (s[i] == '.' || s[i] == '-'));
-		if (ident) {
+		for (size_t i = 0; i < n && digits; i++)
+			digits = s[i] >= '0' && s[i] <= '9';
+		if (ident || digits) {
 			if (attr)
 				put(t, ".%s", s);
 			else
