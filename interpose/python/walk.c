@@ -403,8 +403,10 @@ static void attrs_begin(const void *o, struct attr_iter *it)
 		} else if (py.minor == 12) {
 			uintptr_t dv = (uintptr_t)ptr_at(o, -3 * 8);
 
+			/* _PyDictOrValues_GetValues(): the values pointer
+			 * is stored minus one, its low bit the tag. */
 			if (dv & 1)
-				values = (const void *)(dv - 1);
+				values = (const void *)(dv + 1);
 			else
 				it->dict = (const void *)dv;
 		} else {
@@ -1524,17 +1526,59 @@ static void traverse_with(const void *obj, visit_fn fn)
 
 /* The object a person would name in a cycle: an instance of a class of
  * theirs, else a container. */
+static bool instance(const void *o)
+{
+	return kind_of(o) == K_OBJECT &&
+	       (type_flags(type_of(o)) & TPFLAGS_HEAPTYPE);
+}
+
 static bool better_head(const void *a, const void *b)
 {
-	enum kind ka = kind_of(a), kb = b ? kind_of(b) : K_ATOM;
-	bool ia = ka == K_OBJECT && (type_flags(type_of(a)) & TPFLAGS_HEAPTYPE);
-	bool ib = b && kb == K_OBJECT && (type_flags(type_of(b)) & TPFLAGS_HEAPTYPE);
-
 	if (!b)
 		return true;
-	if (ia != ib)
-		return ia;
-	return false;
+	return instance(a) && !instance(b);
+}
+
+/*
+ * Whether garbage object i is in a reference cycle: it reaches itself
+ * through garbage. A cycle's head must be: what merely hangs off a cycle
+ * (a tensor's storage, which refers to nothing) reaches none of it.
+ * Depth first over the garbage, each object once per question.
+ */
+static uint32_t *asked_in; /* the question that last met each object */
+static uint8_t *cyclic;    /* per group: its head is in a cycle */
+static uint32_t question;
+static size_t cycle_work;  /* objects the questions met */
+static uint32_t cycle_of;
+static bool cycle_found;
+
+static int visit_cycle(void *obj, void *arg)
+{
+	long i = unmet_index(obj);
+
+	(void)arg;
+	if (i < 0 || reached[i])
+		return 0;
+	cycle_work++;
+	if ((uint32_t)i == cycle_of)
+		cycle_found = true;
+	if (asked_in[i] != question) {
+		asked_in[i] = question;
+		stack[stack_n++] = (uint32_t)i;
+	}
+	return 0;
+}
+
+static bool in_cycle(uint32_t i)
+{
+	question++;
+	cycle_of = i;
+	cycle_found = false;
+	stack_n = 0;
+	traverse_with(unmet[i], visit_cycle);
+	while (stack_n && !cycle_found)
+		traverse_with(unmet[stack[--stack_n]], visit_cycle);
+	return cycle_found;
 }
 
 /*
@@ -1567,6 +1611,8 @@ static bool phase_cycles(void)
 	stack = walk_alloc(n * sizeof(*stack));
 	heads = walk_alloc(n * sizeof(*heads));
 	count = walk_alloc(n * sizeof(*count));
+	cyclic = walk_alloc(n);
+	asked_in = walk_alloc(n * sizeof(*asked_in));
 	if (!slots || !refs || !owner || !reached || !stack || !heads || !count) {
 		out_of_memory = true;
 		goto out;
@@ -1613,6 +1659,38 @@ static bool phase_cycles(void)
 		    better_head(unmet[i], unmet[heads[r]]))
 			heads[r] = (uint32_t)i;
 	}
+	/* The head a person would name among the objects in a cycle, not
+	 * among those that hang off one (the storage of a tensor a list that
+	 * holds itself keeps: it reaches nothing): the group's best head if
+	 * it is in a cycle, else the first in a cycle, instances of the
+	 * program's classes asked first. The questions stop past a bound on
+	 * their work (a long chain off a cycle): the best head then stays. */
+	if (!cyclic || !asked_in) {
+		out_of_memory = true;
+		goto out;
+	}
+	memset(cyclic, 0, n);
+	memset(asked_in, 0, n * sizeof(*asked_in));
+	question = 0;
+	cycle_work = 0;
+	for (int pass = 0, asked = 0; pass < 3; pass++)
+		for (size_t i = 0; i < n && cycle_work < 8 * n + 4096; i++) {
+			uint32_t r;
+
+			if (reached[i])
+				continue;
+			r = find((uint32_t)i);
+			if (cyclic[r] ||
+			    (pass == 0 && heads[r] != (uint32_t)i) ||
+			    (pass == 1 && !instance(unmet[i])))
+				continue;
+			if (!(++asked & 255) && late())
+				goto out;
+			if (in_cycle((uint32_t)i)) {
+				heads[r] = (uint32_t)i;
+				cyclic[r] = 1;
+			}
+		}
 	if (late())
 		goto out;
 	first = nodes_used;
@@ -1635,6 +1713,10 @@ out:
 	walk_free(stack, n * sizeof(*stack));
 	walk_free(heads, n * sizeof(*heads));
 	walk_free(count, n * sizeof(*count));
+	walk_free(cyclic, n);
+	walk_free(asked_in, n * sizeof(*asked_in));
+	cyclic = NULL;
+	asked_in = NULL;
 	slots = NULL;
 	refs = NULL;
 	owner = NULL;
@@ -1681,12 +1763,18 @@ static void put_key(struct text *t, const void *k, long position, bool attr)
 		size_t n = strlen(s);
 		bool ident = n > 0 && n < 25 && !(s[0] >= '0' && s[0] <= '9');
 
+		/* A dict's key may be a number written as a str too:
+		 * nn.Sequential's _modules['0']. */
+		bool digits = !attr && n > 0 && n < 25;
+
 		for (size_t i = 0; i < n && ident; i++)
 			ident = (s[i] >= 'a' && s[i] <= 'z') ||
 				(s[i] >= 'A' && s[i] <= 'Z') ||
 				(s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
 				(!attr && (s[i] == '.' || s[i] == '-'));
-		if (ident) {
+		for (size_t i = 0; i < n && digits; i++)
+			digits = s[i] >= '0' && s[i] <= '9';
+		if (ident || digits) {
 			if (attr)
 				put(t, ".%s", s);
 			else
@@ -1804,13 +1892,21 @@ static void label(uint32_t i, struct text *t)
 	case K_FRAME:
 	case K_GEN: {
 		struct local_find f = { c, NULL };
-		const void *frame = kind_of(o) == K_GEN ? lw_py_generator_frame(o) : o;
 		const char *via = type_of(o) == py.coro ? ".cr_frame"
 				  : type_of(o) == py.gen ? ".gi_frame"
 				  : kind_of(o) == K_GEN ? ".ag_frame" : "";
 
-		if (frame)
-			lw_py_live_frame_locals(frame, find_local, &f);
+		/* As children() reads them: a frame object (a traceback's)
+		 * through its own reader, a generator's frame as it lives in
+		 * the generator. */
+		if (kind_of(o) == K_FRAME) {
+			lw_py_frame_locals(o, find_local, &f);
+		} else {
+			const void *frame = lw_py_generator_frame(o);
+
+			if (frame)
+				lw_py_live_frame_locals(frame, find_local, &f);
+		}
 		put(t, "%s.f_locals", via);
 		put_key(t, f.name, 0, false);
 		return;
@@ -2186,14 +2282,17 @@ struct group {
 
 #define MAX_GROUPS 32
 
-static void report(int64_t steps_since_gc,
+static void report(int64_t steps_since_gc, bool was_cut,
 		   void (*found)(const struct lw_walk_holder *h, void *ctx),
 		   void *ctx)
 {
 	struct group *groups = walk_alloc(MAX_GROUPS * sizeof(*groups));
 	size_t ngroups = 0;
 	bool collecting = collector_enabled();
-	unsigned torch = lw_torch_ready() == 1 ? LW_HOLDER_TORCH : 0;
+	/* A holder found by a search cut short says so: another may hold
+	 * the rest of what it was asked about. */
+	unsigned torch = (lw_torch_ready() == 1 ? LW_HOLDER_TORCH : 0) |
+			 (was_cut ? LW_HOLDER_CUT : 0);
 
 	if (!groups)
 		return;
@@ -2323,7 +2422,7 @@ struct lw_walk_result lw_walk(const uint64_t *pairs, size_t n, double until,
 			phase_modules();
 	}
 	res.cut = cut && targets_found < targets_n;
-	report(steps_since_gc, found, ctx);
+	report(steps_since_gc, res.cut, found, ctx);
 	release();
 	return res;
 }
