@@ -113,6 +113,24 @@ bool lw_kept_step_end(uint32_t step, uint64_t device_live)
 				wanted = true;
 			}
 		}
+		/* As many blocks as ever, but more bytes: a buffer made
+		 * anew, larger, each time (torch.cat onto itself). Asked for
+		 * like a growth, for its newest block. */
+		else if (k->count && k->count == k->max_count &&
+			 k->bytes > k->max_bytes &&
+			 k->bytes > k->size_max_bytes) {
+			if (!k->size_highs++)
+				k->first_size_high = step;
+			k->size_max_bytes = k->bytes;
+			if (k->size_highs >= MIN_HIGHS &&
+			    step - k->first_size_high >= min_steps &&
+			    k->bytes >= 2 * k->size_searched_bytes) {
+				k->size_searched_bytes = k->bytes;
+				k->wanted |= LW_KEPT_WANT_SIZE;
+				wanted_reasons |= LW_KEPT_WANT_GROWTH;
+				wanted = true;
+			}
+		}
 		/* What it keeps into the next step, about the same at each
 		 * step end (a growth has its own search): once. */
 		if (k->count && !k->linger_asked && k->streak >= min_steps &&
@@ -141,6 +159,11 @@ void lw_kept_clear_wanted(void)
 	any_wanted = false;
 	served_reasons |= wanted_reasons;
 	wanted_reasons = 0;
+}
+
+bool lw_kept_growth_asked(void)
+{
+	return any_wanted && (wanted_reasons & LW_KEPT_WANT_GROWTH);
 }
 
 bool lw_kept_first_of_its_reason(void)

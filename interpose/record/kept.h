@@ -36,6 +36,11 @@ struct lw_kept {
 	uint32_t listed_step;	/* 1 + the step it was listed in */
 	/* Step ends in a row it kept memory at, the last of them. */
 	uint32_t streak, streak_step;
+	/* Step ends at which what it keeps, no more blocks than before, was
+	 * larger than ever (one buffer made larger: torch.cat onto itself);
+	 * the first, and the bytes when a search was last asked for it. */
+	uint32_t size_highs, first_size_high;
+	uint64_t size_max_bytes, size_searched_bytes;
 	bool linger_asked;	/* a search was asked for that */
 	uint8_t wanted;		/* LW_KEPT_WANT_*: a holder search is asked */
 };
@@ -47,6 +52,8 @@ struct lw_kept {
  * alive through the next one's peak). */
 #define LW_KEPT_WANT_GROWTH 1
 #define LW_KEPT_WANT_LINGER 2
+/* A buffer made larger and larger: the newest, once past a step end. */
+#define LW_KEPT_WANT_SIZE 4
 
 /* Sets the step ends a stack must grow at before it is searched. */
 void lw_kept_configure(unsigned min_steps);
@@ -76,6 +83,11 @@ void lw_kept_clear_wanted(void);
 /* Whether a search is asked for a reason no search was asked for before
  * (the first for a growth, the first for memory kept into the next step):
  * that one runs whatever the searches before it cost. */
+/* Whether a search is asked for a growth now: what else survived two step
+ * ends is searched for with it, so that memory one cause keeps (the
+ * inputs a kept graph saved) is named by that cause. */
+bool lw_kept_growth_asked(void);
+
 bool lw_kept_first_of_its_reason(void);
 
 /*

@@ -1193,12 +1193,16 @@ static int wanted_target(const struct lw_live *e)
 		return 1;
 	if (e->step < 1 || e->step >= tc.steps_written)
 		return 0;
+	/* With a growth asked for, what else survived two step ends: its
+	 * holder may be the growth's (a kept graph's saved inputs). */
+	if (lw_kept_growth_asked() && e->step + 1 < tc.steps_written)
+		return 1;
 	/* What grows: survivors of two step ends (the last step's tensors
 	 * are still in the loop's variables, loss and outputs, as the
 	 * next step begins: no leak). What lingers: of one. */
 	return ((want & LW_KEPT_WANT_GROWTH) &&
 		e->step + 1 < tc.steps_written) ||
-	       (want & LW_KEPT_WANT_LINGER);
+	       (want & (LW_KEPT_WANT_LINGER | LW_KEPT_WANT_SIZE));
 }
 
 size_t lw_holder_targets(uint64_t *pairs, size_t max, int wanted_only)

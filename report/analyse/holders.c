@@ -70,15 +70,19 @@ static int holds(const struct lw_report *r, const struct lw_holder *h,
 
 /* Whether a comes before b: a variable of the program before an
  * unreachable cycle (what held the memory while the program ran, before
- * what was left of it once a function returned), then the later search
- * first (what held the memory last), then the holder of more objects. */
+ * what was left of it once a function returned), unless the cycles hold
+ * more than twice its objects (the variable keeps the one copy the
+ * program means to keep, the garbage copies are what grows); then the
+ * later search first (what held the memory last), then the holder of
+ * more objects. */
 static bool before(const struct lw_holder *a, const struct lw_holder *b)
 {
 	bool ua = a->flags & LW_HOLDER_UNREACHABLE;
 	bool ub = b->flags & LW_HOLDER_UNREACHABLE;
 
 	if (ua != ub)
-		return ub;
+		return ua ? a->objects > 2 * b->objects
+			  : 2 * a->objects >= b->objects;
 	if (a->search != b->search)
 		return a->search > b->search;
 	return a->objects > b->objects;
@@ -292,9 +296,14 @@ const char *lw_holder_fix(const struct lw_model *m,
 	}
 	if (graph && memmem(path, len, "saved tensor", 12)) {
 		/* A graph that was never back-propagated: what holds it is
-		 * the tensor before ".grad_fn". */
+		 * the tensor before ".grad_fn", or the list it is in. */
+		size_t holder = (size_t)(graph - path);
+
+		holder = last_index(path, holder) < holder &&
+				 path[holder - 1] == ']'
+			 ? last_index(path, holder) : holder;
 		snprintf(buf, size, "keep numbers, not graphs, in `%.*s`: add `.item()` of each tensor to it (or a host copy, `.detach().cpu()`), or run that code under torch.no_grad()",
-			 (int)(graph - path), path);
+			 (int)holder, path);
 		return buf;
 	}
 	if (graph) {
