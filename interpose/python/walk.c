@@ -15,18 +15,20 @@
  * path, from, in this order:
  *  1. the locals of every thread's running functions and __main__'s
  *     globals;
- *  2. the locals of suspended generators and coroutines that nothing
+ *  2. every other module's globals;
+ *  3. the locals of suspended generators and coroutines that nothing
  *     walked so far reaches (a `for` loop's iterator lives on its frame's
  *     value stack, which is not read);
- *  3. reference cycles nothing else refers to: the objects the collector
+ *  4. reference cycles nothing else refers to: the objects the collector
  *     tracks that the walk has not met, judged as the collector judges
  *     them (a reference count that references from among them explain
- *     is garbage), each cycle walked from the object a person would name;
- *  4. every other module's globals.
- * Only paths are kept (a parent index per node); containers whose items
- * are all atoms are checked when met and never queued, and the set of
- * objects met is a bitmap per MiB of address space, so that a walk over
- * millions of objects stays within a few MiB of the shim's own memory.
+ *     is garbage), each cycle walked from the object a person would name.
+ * Only paths are kept (a parent index per node); objects that refer only
+ * to atoms are checked when met and never queued, and the set of objects
+ * met is a bitmap per MiB of address space, so that a walk over millions
+ * of objects stays within a few MiB of the shim's own memory; what the
+ * first two leave unmet, listed for the last two, is garbage or held from
+ * C, and few.
  */
 #include "walk.h"
 
@@ -48,7 +50,7 @@
 /* The walk's own memory, at most: past it the walk is cut. */
 #define MAX_BYTES (24u << 20)
 /* Objects the cycle search judges at most. */
-#define MAX_UNMET (1u << 20)
+#define MAX_UNMET (1u << 18)
 /* A path or root as written, at most. */
 #define TEXT_MAX 480
 
@@ -1150,7 +1152,23 @@ static bool followed(enum kind k, enum kind parent_kind, bool root)
 	}
 }
 
-/* Whether a container holds only atoms: met and checked, never queued. */
+static bool all_atoms(const void *o, enum kind k);
+
+/* Stops a traversal at the first object the walk would enter from an
+ * instance: its class is not, nor a container of atoms. */
+static int visit_stop(void *obj, void *arg)
+{
+	enum kind k = kind_of(obj);
+
+	(void)arg;
+	if (k == K_ATOM || k == K_SKIP || k == K_CLASS)
+		return 0;
+	if ((k == K_SEQ || k == K_DICT) && all_atoms(obj, k))
+		return 0;
+	return 1;
+}
+
+
 static bool all_atoms(const void *o, enum kind k)
 {
 	if (k == K_SEQ) {
@@ -1170,6 +1188,11 @@ static bool all_atoms(const void *o, enum kind k)
 			if (kind_of(v) != K_ATOM)
 				return false;
 		return true;
+	}
+	if (k == K_OBJECT) {
+		traverse_fn fn = traverse_of(o);
+
+		return !fn || fn((void *)o, visit_stop, NULL) == 0;
 	}
 	return false;
 }
@@ -1326,7 +1349,7 @@ static bool phase_frames(void)
 	return false;
 }
 
-/* Phase 4: every other module's globals. */
+/* Phase 2: every other module's globals. */
 static bool phase_modules(void)
 {
 	const void *modules = py.modules();
@@ -1425,7 +1448,7 @@ static bool collect_unmet(const void *obj, void *ctx)
 	return false;
 }
 
-/* Phase 2: the locals of suspended generators and coroutines. */
+/* Phase 3: the locals of suspended generators and coroutines. */
 static bool phase_suspended(void)
 {
 	uint32_t first = nodes_used;
@@ -1582,7 +1605,7 @@ static bool in_cycle(uint32_t i)
 }
 
 /*
- * Phase 3: reference cycles nothing outside them refers to, found as the
+ * Phase 4: reference cycles nothing outside them refers to, found as the
  * collector finds them: among the objects not met, a reference count that
  * references from among them do not explain is a reference from outside
  * (a met object, C code, a frame's value stack), and what that reaches is
@@ -1595,7 +1618,7 @@ static bool phase_cycles(void)
 	uint32_t *heads, *count;
 	bool done = false;
 
-	/* What phase 2 met is not garbage. */
+	/* What phase 3 met is not garbage. */
 	for (size_t i = 0; i < unmet_n; i++)
 		if (!seen(unmet[i]))
 			unmet[n++] = unmet[i];
@@ -2415,11 +2438,14 @@ struct lw_walk_result lw_walk(const uint64_t *pairs, size_t n, double until,
 		return res;
 	}
 	memset(found_at, 0xff, n * sizeof(*found_at));
-	if (!phase_frames() && !walk_from(0) && !late()) {
+	/* The program's own roots, then the modules'; what is left unmet
+	 * then is garbage or held from C, and few: only those are listed
+	 * for the suspended generators and the cycles. */
+	if (!phase_frames() && !walk_from(0) && !late() && !phase_modules() &&
+	    !late()) {
 		each_tracked(collect_unmet, NULL);
-		if (!late() && !phase_suspended() && !late() &&
-		    !phase_cycles() && !late())
-			phase_modules();
+		if (!late() && !phase_suspended() && !late())
+			phase_cycles();
 	}
 	res.cut = cut && targets_found < targets_n;
 	report(steps_since_gc, res.cut, found, ctx);
