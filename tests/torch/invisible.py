@@ -15,7 +15,7 @@ Usage: invisible.py CASE STEPS AT [OUT]
   STEPS  optimizer steps to run
   AT     the step at whose end (once its optimizer stepped) the signal,
          the thread or the fork of the case begins: the test gives the
-         step whose end has the first search (LEAKWATCH_MIN_STEPS)
+         step whose end has the first search (LEAKWATCH_MIN_STEPS + 1)
   OUT    where a case writes what it observed as JSON, if it does
 
 A search during the run walks the program's objects from its frames'
@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 DEVICE = "cuda"
-INDEX = 500_000
+INDEX = 1_000_000
 
 
 class MLP(nn.Module):
@@ -59,9 +59,9 @@ def data_index(n=INDEX):
     return [(i, i % 10) for i in range(1000, 1000 + n)]
 
 
-def batches(steps, batch=32, count=8):
-    """steps batches from a small data set that lives on the device,
-    copied there before the first step."""
+def batches(steps, batch=32, count=128):
+    """steps batches from a small data set (1 MiB) that lives on the
+    device, copied there before the first step."""
     gen = torch.Generator().manual_seed(0)
     data = [(torch.randn(batch, 64, generator=gen).to(DEVICE),
              torch.randint(0, 10, (batch,), generator=gen).to(DEVICE))
@@ -220,34 +220,46 @@ class Staging(object):
 
 
 def deadlock(steps, at):
-    """A prefetching thread that drops a staging buffer every millisecond;
-    a buffer, dropped, takes the pool's lock, which the main loop holds
-    while it logs a step. Only the thread that drops the last reference
-    runs __del__: never the main loop, where that lock is already held."""
+    """A prefetching thread holds a staging buffer; asked as step AT ends,
+    it reads the next shard (0.2 s) and swaps its buffer for a new one.
+    The buffer it drops goes back to the pool under the pool's lock, which
+    the main loop holds while it logs a step. Only the thread that drops
+    the last reference runs __del__: here the prefetcher, never the main
+    loop, where that lock may be held already."""
     index = data_index()
     model, opt = setup()
     history = {"train": {"losses": []}}
     running = torch.zeros((), device=DEVICE)
     pool_lock = threading.Lock()
+    asked = threading.Event()
     stop = threading.Event()
 
     def prefetch():
-        while not stop.is_set():
-            staged = Staging(pool_lock)  # noqa: F841 (dropped next turn)
-            time.sleep(0.001)
+        staged = Staging(pool_lock)
+        while True:
+            asked.wait()
+            asked.clear()
+            if stop.is_set():
+                return
+            time.sleep(0.2)                 # reading the next shard
+            staged = Staging(pool_lock)     # the last one goes back
+        return staged
 
     thread = threading.Thread(target=prefetch)
     thread.start()
     try:
         for step, x, y in batches(steps):
             loss = train_step(model, opt, x, y)
+            if step == at:
+                asked.set()
             history["train"]["losses"].append(loss)
-            with pool_lock:
-                running = running + loss.detach()
+            running = running + loss.detach()
+            with pool_lock:     # the pool's bookkeeping, and the log
                 line = log(step, running)
             print(line, flush=True)
     finally:
         stop.set()
+        asked.set()
         thread.join()
     print(f"finished {steps} steps of {len(index)} samples", flush=True)
     return 0
@@ -516,10 +528,14 @@ def warn_once(steps, at):
 
 
 def profiled_loop(steps, model, opt, history, running):
+    # The running sum last: the first point after it where the interpreter
+    # may run something queued (a search asked at that step's end) is the
+    # loop's jump back, in this frame. Anywhere else, the next is as likely
+    # inside the profile function, where nothing is profiled.
     for step, x, y in batches(steps):
         loss = train_step(model, opt, x, y)
-        running = running + loss.detach()
         history["train"]["losses"].append(loss)
+        running = running + loss.detach()
 
 
 def setprofile(steps, at):

@@ -48,10 +48,14 @@ from lwcheck import conclude  # noqa: E402
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "invisible.py")
-# The first search during the run is asked at the end of step AT
-# (LEAKWATCH_MIN_STEPS steps after the leak's first high); each case's
-# signal, thread or fork begins in that step.
-AT = 4
+# A line that has grown for MIN_STEPS steps (LEAKWATCH_MIN_STEPS) gets its
+# holder searched for: the leak's first high is at the end of step 1 (the
+# first step's memory is the warm-up), so the first search during the run
+# is asked at the end of step AT, where each case's signal, thread or fork
+# begins. No other search runs: the next would be asked once the leak has
+# doubled, and waits past the share of time the searches may take.
+MIN_STEPS = 4
+AT = MIN_STEPS + 1
 STEPS = 12
 # A search stops after this many seconds (LEAKWATCH_HOLDERS_BUDGET): the
 # cases' threads and the signal-less waits outlast it.
@@ -79,7 +83,7 @@ def run(case, tmp, name, watched, env_extra=None, timeout=120):
     if watched:
         env["LEAKWATCH_LIB"] = os.environ["LW_LIB"]
         env["LEAKWATCH_QUIET"] = "1"
-        env["LEAKWATCH_MIN_STEPS"] = str(AT)
+        env["LEAKWATCH_MIN_STEPS"] = str(MIN_STEPS)
         env["LEAKWATCH_HOLDERS_BUDGET"] = BUDGET
         if os.environ.get("LW_TRACE_DETAIL"):  # meson test --setup full
             env["LEAKWATCH_TRACE_DETAIL"] = os.environ["LW_TRACE_DETAIL"]
@@ -129,16 +133,23 @@ def first_difference(plain, watched):
     return None
 
 
-def leakwatch_functions(path):
-    """The (file, function) pairs of a profile's list that are
-    leakwatch's own."""
+def profiled(path):
+    """The (file, function) pairs a profile case wrote, or None."""
     try:
         with open(path) as f:
-            seen = json.load(f)
+            return {tuple(pair) for pair in json.load(f)}
     except (OSError, ValueError):
         return None
-    return [(f, name) for f, name in seen
-            if "leakwatch" in f.lower() or "leakwatch" in name.lower()]
+
+
+def leakwatch_functions(seen):
+    """The (file, function) pairs of leakwatch's own code: what the shim
+    compiles in (<leakwatch holders>, <leakwatch origins>) and the Python
+    module it installs (scripts/leakwatch)."""
+    package = os.path.join(os.environ["LW_SCRIPTS"], "leakwatch") + os.sep
+    return sorted((f, name) for f, name in seen
+                  if f.startswith("<leakwatch") or f.startswith(package) or
+                  "/site-packages/leakwatch/" in f)
 
 
 def warned(err, text="FutureWarning: schedule(step) is deprecated"):
@@ -180,12 +191,18 @@ def main():
                                 f"{warned(watched.err)} times under "
                                 f"leakwatch, {warned(plain.err)} without")
             if case in ("setprofile", "cprofile"):
-                own = leakwatch_functions(os.path.join(tmp, "under.json"))
-                if own is None:
+                seen = profiled(os.path.join(tmp, "under.json"))
+                plain_seen = profiled(os.path.join(tmp, "without.json"))
+                if seen is None or plain_seen is None:
                     failures.append(f"{case}: no profile written")
-                elif own:
+                elif leakwatch_functions(seen):
+                    own = leakwatch_functions(seen)
                     failures.append(f"{case}: the profile saw {len(own)} "
-                                    f"functions of leakwatch's: {own[:4]}")
+                                    f"functions of leakwatch's: {own[:3]}")
+                if seen and plain_seen:
+                    extra = sorted(seen - plain_seen)
+                    print(f"functions profiled only under leakwatch: "
+                          f"{len(extra)} {extra[:10]}")
             if watched.searches is None or watched.searches < 1:
                 failures.append(f"{case}: no holder search ran during the "
                                 "run (holder_searches_in_run "
