@@ -244,8 +244,7 @@ def deadlock(steps, at):
             if stop.is_set():
                 return
             time.sleep(0.2)                 # reading the next shard
-            staged = Staging(pool_lock)     # the last one goes back
-        return staged
+            staged = Staging(pool_lock)     # noqa: F841 (the last goes back)
 
     thread = threading.Thread(target=prefetch)
     thread.start()

@@ -214,8 +214,10 @@ def main():
                       timeout=max(40, int(3 * plain.seconds) + 20))
             same = not off.hung and off.rc == plain.rc and \
                 first_difference(plain.out, off.out) is None
-            print(f"with LEAKWATCH_HOLDERS=0 the program "
-                  f"{'behaves as without leakwatch: the holder search made the difference' if same else 'differs too: not (only) the search'}")
+            print("with LEAKWATCH_HOLDERS=0 the program " +
+                  ("behaves as without leakwatch: the holder search made "
+                   "the difference" if same else
+                   "differs too: not (only) the search"))
             print(watched.err[-2000:])
     return conclude(failures)
 
