@@ -68,21 +68,24 @@ static int holds(const struct lw_report *r, const struct lw_holder *h,
 	return at == loc;
 }
 
-/* Whether a comes before b: a variable of the program before an
- * unreachable cycle (what held the memory while the program ran, before
- * what was left of it once a function returned), unless the cycles hold
- * more than twice its objects (the variable keeps the one copy the
- * program means to keep, the garbage copies are what grows); then the
- * later search first (what held the memory last), then the holder of
- * more objects. */
+/* Whether a comes before b. Between a variable of the program and an
+ * unreachable cycle, the one an earlier search found (a variable that held
+ * the memory while the program ran, before the cycle that was left of it
+ * once a function returned; or the garbage copies that grew during the
+ * run, before the one copy the program still keeps at its end); found by
+ * one search, the variable, unless the cycles hold more than twice its
+ * objects. Otherwise the later search first (what held the memory last),
+ * then the holder of more objects. */
 static bool before(const struct lw_holder *a, const struct lw_holder *b)
 {
 	bool ua = a->flags & LW_HOLDER_UNREACHABLE;
 	bool ub = b->flags & LW_HOLDER_UNREACHABLE;
 
-	if (ua != ub)
+	if (ua != ub && a->search == b->search)
 		return ua ? a->objects > 2 * b->objects
 			  : 2 * a->objects >= b->objects;
+	if (ua != ub)
+		return a->search < b->search;
 	if (a->search != b->search)
 		return a->search > b->search;
 	return a->objects > b->objects;
