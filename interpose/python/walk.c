@@ -1152,7 +1152,7 @@ static bool followed(enum kind k, enum kind parent_kind, bool root)
 	}
 }
 
-static bool all_atoms(const void *o, enum kind k);
+static bool all_atoms(const void *o, enum kind k, int depth);
 
 /* Stops a traversal at the first object the walk would enter from an
  * instance: its class is not, nor a container of atoms. */
@@ -1163,20 +1163,40 @@ static int visit_stop(void *obj, void *arg)
 	(void)arg;
 	if (k == K_ATOM || k == K_SKIP || k == K_CLASS)
 		return 0;
-	if ((k == K_SEQ || k == K_DICT) && all_atoms(obj, k))
+	if ((k == K_SEQ || k == K_DICT) && all_atoms(obj, k, 1))
 		return 0;
 	return 1;
 }
 
 
-static bool all_atoms(const void *o, enum kind k)
+/* An item of a container checked for leaves: an atom, or (depth left) a
+ * small container of atoms itself, as a sample's (id, [labels]). */
+#define LEAF_ITEMS 16
+
+static bool atom_like(const void *o, int depth)
+{
+	enum kind k = kind_of(o);
+	long m;
+
+	if (k == K_ATOM)
+		return true;
+	if (!depth || (k != K_SEQ && k != K_DICT))
+		return false;
+	if (k == K_SEQ)
+		seq_items(o, &m);
+	else
+		m = long_at(o, OB_SIZE); /* ma_used */
+	return m <= LEAF_ITEMS && all_atoms(o, k, depth - 1);
+}
+
+static bool all_atoms(const void *o, enum kind k, int depth)
 {
 	if (k == K_SEQ) {
 		long m;
 		const void *const *items = seq_items(o, &m);
 
 		for (long j = 0; j < m; j++)
-			if (items[j] && kind_of(items[j]) != K_ATOM)
+			if (items[j] && !atom_like(items[j], depth))
 				return false;
 		return true;
 	}
@@ -1185,7 +1205,7 @@ static bool all_atoms(const void *o, enum kind k)
 		void *key, *v;
 
 		while (py.dict_next(o, &pos, &key, &v))
-			if (kind_of(v) != K_ATOM)
+			if (!atom_like(v, depth))
 				return false;
 		return true;
 	}
@@ -1233,7 +1253,7 @@ static bool meet(const void *obj, unsigned type, uint32_t parent,
 
 			leaf = !lw_torch_impl_grad_fn(impl) &&
 			       !lw_torch_impl_grad(impl);
-		} else if (all_atoms(obj, k))
+		} else if (all_atoms(obj, k, 1))
 			return false;
 	} else if (type == N_IMPL) {
 		leaf = !lw_torch_impl_grad(obj);
@@ -1259,6 +1279,32 @@ static bool walk_from(uint32_t first)
 			return false;
 		if (n.aux & F_LEAF)
 			continue;
+		/* A list's or a dict's items are met as they are read: a
+		 * container of millions needs no buffer of them. */
+		if (pk == K_SEQ && (n.aux & 3) == N_PY) {
+			long m;
+			const void *const *items = seq_items(n.obj, &m);
+
+			for (long j = 0; j < m; j++) {
+				if (!(j & 4095) && j && late())
+					return false;
+				if (items[j] && meet(items[j], N_PY, i, pk, 0))
+					return true;
+			}
+			continue;
+		}
+		if (pk == K_DICT && (n.aux & 3) == N_PY) {
+			ptrdiff_t pos = 0;
+			void *k, *v;
+
+			while (py.dict_next(n.obj, &pos, &k, &v)) {
+				if (!(pos & 4095) && late())
+					return false;
+				if (meet(v, N_PY, i, pk, 0))
+					return true;
+			}
+			continue;
+		}
 		children(&n);
 		for (size_t j = 0; j < kids_n; j++)
 			if (meet(kids[j].obj, kids[j].type, i, pk, 0))

@@ -476,10 +476,14 @@ print("enabled", gc.isenabled())
 # The search keeps nothing alive, runs no collection, and makes no
 # object: the collector's counts and statistics do not move across it, and
 # whether the collector is on stays as it was. LEAKWATCH_HOLDERS=0 runs the
-# same program without the search: the counts move the same in both.
+# same program without the search: the counts move the same in both. A
+# signal that arrives during a search is handled once it returns, in the
+# program's own code, so the exception its handler raises is the
+# program's to catch.
 QUIET = r'''
 import gc
 import json
+import signal
 import sys
 import weakref
 import leakwatch
@@ -507,9 +511,43 @@ def measure():
             "enabled": enabled == gc.isenabled()}
 
 
+class Alarm(Exception):
+    pass
+
+
+alarms = {"armed": False, "raised": 0, "caught": 0}
+
+
+def on_alarm(signum, frame):
+    # A timeout's handler: raises while a snapshot() is under way. One
+    # that lands during a search runs when the search has returned, and
+    # its exception reaches the program.
+    if alarms["armed"]:
+        alarms["armed"] = False
+        alarms["raised"] += 1
+        raise Alarm()
+
+
+def interrupted(index):
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, 0.001, 0.001)
+    for _ in range(5):
+        try:
+            alarms["armed"] = True
+            leakwatch.snapshot()
+            alarms["armed"] = False
+        except Alarm:
+            alarms["caught"] += 1
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    alarms["armed"] = False
+    return len(index)
+
+
 def train(steps):  # @train
     losses = []
     big = [[tt] for _ in range(20000)]
+    # A data set's index the walk reads before it reaches the losses.
+    index = [(i, [i % 10]) for i in range(300000)]
     for step in range(steps):
         losses.append(tt.ones(16))  # @alloc
         leakwatch.step()
@@ -520,8 +558,9 @@ def train(steps):  # @train
     off = measure()
     gc.enable()
     del scratch
+    interrupted(index)
     print(json.dumps({"on": on, "off": off, "freed": gone() is None,
-                      "passes": passes}))
+                      "passes": passes, "alarms": alarms}))
 
 
 train(STEPS)
@@ -868,6 +907,12 @@ def group_quiet():
         check(False, "quiet: no result: %r %r" % (p.stdout, off.stdout))
         return
     check(got["freed"], "the search kept a local alive")
+    # SIGALRM every millisecond through five searches of 300,000 objects
+    # and more: some land inside a search (none when the search is off).
+    alarms = got["alarms"]
+    check(alarms["raised"] >= 1 and alarms["caught"] == alarms["raised"],
+          "a timeout raised by a signal handler during a search reaches the "
+          "program: %s" % alarms)
     check(got["passes"] == [], "collections ran: %s" % got["passes"])
     for state in ("on", "off"):
         check(got[state]["stats"], "collector %s: gc.get_stats() moved"

@@ -55,8 +55,10 @@ class MLP(nn.Module):
 
 
 def data_index(n=INDEX):
-    """A data set's index: (sample id, label) for each sample."""
-    return [(i, i % 10) for i in range(1000, 1000 + n)]
+    """A data set's index: (sample id, [labels]) for each sample (a list
+    of labels each, which a walk enters: a search reads them all before
+    the leak's list, one level deeper)."""
+    return [(i, [i % 10]) for i in range(1000, 1000 + n)]
 
 
 def batches(steps, batch=32, count=128):
