@@ -296,11 +296,6 @@ static const char *type_name(const void *tp)
 	return dot ? dot + 1 : name;
 }
 
-static inline bool is_type(const void *o, const void *tp)
-{
-	return type_of(o) == tp;
-}
-
 /* Whether tp has base in its MRO (read from its tp_mro tuple). */
 static bool has_base(const void *tp, const void *base)
 {
@@ -938,37 +933,52 @@ static bool check_target(const void *obj, unsigned type, uint32_t i)
 	return targets_found == targets_n;
 }
 
-/* ---- what an object refers to ---- */
+/* ---- what an object refers to, and how ---- */
 
-struct kid {
-	const void *obj;
-	unsigned type;
+static bool late(void);
+/* Set while a path is written: no time limit cuts an enumeration then. */
+static bool labelling;
+
+/* How a parent refers to a child, as a path writes it. */
+enum via {
+	V_NONE,    /* through tp_traverse: named by the parent's attributes */
+	V_INDEX,   /* [index] */
+	V_KEY,     /* [key], or .key in a dict of attributes */
+	V_LOCAL,   /* a frame's local: key is its name */
+	V_TEXT,    /* text, as it is */
+	V_CLOSURE, /* .__closure__[index] */
+	V_DEFAULT, /* .__defaults__[index] */
 };
 
-static struct kid *kids;
-static size_t kids_cap, kids_n;
+struct edge {
+	const void *obj;
+	unsigned type;    /* N_* */
+	enum via via;
+	long index;
+	const void *key;  /* V_KEY, V_LOCAL: a Python object */
+	const char *text; /* V_TEXT */
+};
 
-static void add_kid(const void *obj, unsigned type)
+/* Called for each edge; true stops the enumeration. */
+typedef bool (*edge_fn)(const struct edge *e, void *ctx);
+
+struct edges_ctx {
+	edge_fn fn;
+	void *ctx;
+	const void *skip[2]; /* an optimizer's own attributes */
+	bool stopped;
+};
+
+static bool emit(struct edges_ctx *c, const void *obj, unsigned type,
+		 enum via via, long index, const void *key, const char *text)
 {
-	if (!obj)
-		return;
-	if (kids_n == kids_cap) {
-		size_t cap = kids_cap ? kids_cap * 2 : 256;
-		struct kid *t = walk_alloc(cap * sizeof(*t));
+	struct edge e = { obj, type, via, index, key, text };
 
-		if (!t) {
-			out_of_memory = true;
-			return;
-		}
-		if (kids)
-			memcpy(t, kids, kids_n * sizeof(*t));
-		walk_free(kids, kids_cap * sizeof(*kids));
-		kids = t;
-		kids_cap = cap;
-	}
-	kids[kids_n].obj = obj;
-	kids[kids_n].type = type;
-	kids_n++;
+	if (c->stopped || !obj)
+		return c->stopped;
+	if (obj == c->skip[0] || obj == c->skip[1])
+		return false;
+	return c->stopped = c->fn(&e, c->ctx);
 }
 
 /* The traversal the collector would call for obj: none for an object it
@@ -988,19 +998,17 @@ static traverse_fn traverse_of(const void *obj)
 	return fn;
 }
 
-static int visit_kid(void *obj, void *arg)
+static int visit_edge(void *obj, void *arg)
 {
-	(void)arg;
-	add_kid(obj, N_PY);
-	return 0;
+	return emit(arg, obj, N_PY, V_NONE, 0, NULL, NULL);
 }
 
-static void traverse(const void *obj)
+static void traverse(const void *obj, struct edges_ctx *c)
 {
 	traverse_fn fn = traverse_of(obj);
 
 	if (fn)
-		fn((void *)obj, visit_kid, NULL);
+		fn((void *)obj, visit_edge, c);
 }
 
 /* A local's value, its cell's contents for a cell. */
@@ -1009,43 +1017,58 @@ static const void *unwrapped(const void *v)
 	return v && type_of(v) == py.cell ? ptr_at(v, CELL_REF) : v;
 }
 
-static void kid_local(const void *name, const void *value, void *ctx)
+static void local_edge(const void *name, const void *value, void *ctx)
 {
-	(void)name;
-	(void)ctx;
-	add_kid(unwrapped(value), N_PY);
+	emit(ctx, unwrapped(value), N_PY, V_LOCAL, 0, name, NULL);
 }
 
-/* Optimizer attributes that are the model's (its parameters) or its
- * state: never a path to offer as what to let go of. */
-static bool optimizer_own(const void *opt, const void *value)
+static void tuple_edges(struct edges_ctx *c, const void *t, enum via via)
 {
-	return value && (value == attribute(opt, "param_groups") ||
-			 value == attribute(opt, "state"));
+	long m;
+	const void *const *items;
+
+	if (!t || type_of(t) != py.tuple)
+		return;
+	items = seq_items(t, &m);
+	for (long j = 0; j < m; j++)
+		if (emit(c, items[j], N_PY, via, j, NULL, NULL))
+			return;
 }
 
-/* kids := what node i refers to, as the walk follows it. */
-static void children(const struct node *n)
+/*
+ * Calls fn for what node n refers to, as the walk follows it, with how it
+ * refers to each: the one place that knows the objects' structure, for the
+ * walk and for the paths alike.
+ */
+static void edges(const struct node *n, edge_fn fn, void *ctx)
 {
+	struct edges_ctx c = { fn, ctx, { NULL, NULL }, false };
 	unsigned type = n->aux & 3;
 	const void *o = n->obj;
 
-	kids_n = 0;
 	if (type == N_GRAPH) {
-		const void *next[64], *saved[64];
-		bool hooked = false;
+		const void *next[64], *saved[64], *pyobj;
+		bool hooked = false, accumulate;
+		char name[32];
 		size_t k = lw_torch_node_next(o, next, 64);
 
 		for (size_t j = 0; j < k; j++)
-			add_kid(next[j], N_GRAPH);
+			if (emit(&c, next[j], N_GRAPH, V_TEXT, 0, NULL, " \u2192"))
+				return;
+		accumulate = lw_torch_node_name(o, name, sizeof(name)) == 0 &&
+			     strcmp(name, "AccumulateGrad") == 0;
 		k = lw_torch_node_saved(o, saved, 64, &hooked);
 		for (size_t j = 0; j < k; j++)
-			add_kid(saved[j], N_IMPL);
-		add_kid(lw_torch_node_pyobj(o), N_PY);
+			if (emit(&c, saved[j], N_IMPL, V_TEXT, 0, NULL,
+				 accumulate ? ".variable" : " saved tensor"))
+				return;
+		/* A custom Function's ctx: its attributes are the path's. */
+		pyobj = lw_torch_node_pyobj(o);
+		emit(&c, pyobj, N_PY, V_TEXT, 0, NULL, "");
 		return;
 	}
 	if (type == N_IMPL) {
-		add_kid(lw_torch_impl_grad(o), N_IMPL);
+		emit(&c, lw_torch_impl_grad(o), N_IMPL, V_TEXT, 0, NULL, ".grad");
 		return;
 	}
 	switch (kind_of(o)) {
@@ -1053,80 +1076,82 @@ static void children(const struct node *n)
 		long m;
 		const void *const *items = seq_items(o, &m);
 
-		for (long j = 0; j < m; j++)
-			add_kid(items[j], N_PY);
+		for (long j = 0; j < m; j++) {
+			/* Time is checked between nodes; inside a container
+			 * only past a million items. */
+			if (!(j & 0xfffff) && j && !labelling && late())
+				return;
+			if (emit(&c, items[j], N_PY, V_INDEX, j, NULL, NULL))
+				return;
+		}
 		break;
 	}
 	case K_DICT: {
 		ptrdiff_t pos = 0;
 		void *k, *v;
+		long j = 0;
 
-		while (py.dict_next(o, &pos, &k, &v))
-			add_kid(v, N_PY);
+		while (py.dict_next(o, &pos, &k, &v)) {
+			if (!(j & 0xfffff) && j && !labelling && late())
+				return;
+			if (emit(&c, v, N_PY, V_KEY, j++, k, NULL))
+				return;
+		}
 		break;
 	}
 	case K_TENSOR: {
 		const void *impl = lw_torch_impl(o);
+		const void *fn_node = lw_torch_impl_grad_fn(impl);
 
-		traverse(o);
-		add_kid(lw_torch_impl_grad_fn(impl), N_GRAPH);
-		add_kid(lw_torch_impl_grad(impl), N_IMPL);
+		/* A custom Function's ctx, which the tensor's own traversal
+		 * meets as its grad_fn's Python object, is its grad_fn. */
+		c.skip[0] = lw_torch_node_pyobj(fn_node);
+		traverse(o, &c);
+		c.skip[0] = NULL;
+		if (emit(&c, fn_node, N_GRAPH, V_TEXT, 0, NULL, ".grad_fn"))
+			return;
+		emit(&c, lw_torch_impl_grad(impl), N_IMPL, V_TEXT, 0, NULL, ".grad");
 		break;
 	}
-	case K_FUNCTION: {
-		const void *closure = ptr_at(o, py.l->func_closure);
-		const void *defaults = ptr_at(o, py.l->func_defaults);
-		long m;
-		const void *const *items;
-
-		if (closure && type_of(closure) == py.tuple) {
-			items = seq_items(closure, &m);
-			for (long j = 0; j < m; j++)
-				add_kid(items[j], N_PY);
-		}
-		if (defaults && type_of(defaults) == py.tuple) {
-			items = seq_items(defaults, &m);
-			for (long j = 0; j < m; j++)
-				add_kid(items[j], N_PY);
-		}
-		add_kid(ptr_at(o, py.l->func_kwdefaults), N_PY);
-		add_kid(ptr_at(o, py.l->func_dict), N_PY);
+	case K_FUNCTION:
+		tuple_edges(&c, ptr_at(o, py.l->func_closure), V_CLOSURE);
+		tuple_edges(&c, ptr_at(o, py.l->func_defaults), V_DEFAULT);
+		emit(&c, ptr_at(o, py.l->func_kwdefaults), N_PY, V_TEXT, 0, NULL,
+		     ".__kwdefaults__");
+		/* Its __dict__: the entries are attributes. */
+		emit(&c, ptr_at(o, py.l->func_dict), N_PY, V_TEXT, 0, NULL, "");
 		break;
-	}
 	case K_CELL:
-		add_kid(ptr_at(o, CELL_REF), N_PY);
+		emit(&c, ptr_at(o, CELL_REF), N_PY, V_TEXT, 0, NULL, ".cell_contents");
 		break;
 	case K_FRAME:
-		lw_py_frame_locals(o, kid_local, NULL);
+		lw_py_frame_locals(o, local_edge, &c);
 		break;
 	case K_TRACEBACK:
-		add_kid(ptr_at(o, TB_NEXT), N_PY);
-		add_kid(ptr_at(o, TB_FRAME), N_PY);
+		if (!emit(&c, ptr_at(o, TB_NEXT), N_PY, V_TEXT, 0, NULL, ".tb_next"))
+			emit(&c, ptr_at(o, TB_FRAME), N_PY, V_TEXT, 0, NULL, ".tb_frame");
 		break;
 	case K_GEN: {
 		const void *frame = lw_py_generator_frame(o);
 
 		if (frame)
-			lw_py_live_frame_locals(frame, kid_local, NULL);
+			lw_py_live_frame_locals(frame, local_edge, &c);
 		break;
 	}
 	case K_METHOD:
-		add_kid(ptr_at(o, METHOD_FUNC), N_PY);
-		add_kid(ptr_at(o, METHOD_SELF), N_PY);
+		if (!emit(&c, ptr_at(o, METHOD_FUNC), N_PY, V_TEXT, 0, NULL, ".__func__"))
+			emit(&c, ptr_at(o, METHOD_SELF), N_PY, V_TEXT, 0, NULL, ".__self__");
 		break;
-	case K_OPTIMIZER: {
-		size_t w = 0;
-
-		traverse(o);
-		for (size_t j = 0; j < kids_n; j++)
-			if (!optimizer_own(o, kids[j].obj))
-				kids[w++] = kids[j];
-		kids_n = w;
+	case K_OPTIMIZER:
+		/* Its parameter groups and state are the model's parameters
+		 * and its own: never a path to offer as what to let go of. */
+		c.skip[0] = attribute(o, "param_groups");
+		c.skip[1] = attribute(o, "state");
+		traverse(o, &c);
 		break;
-	}
 	case K_OBJECT:
 	case K_CLASS:
-		traverse(o);
+		traverse(o, &c);
 		break;
 	default:
 		break;
@@ -1268,47 +1293,35 @@ static bool meet(const void *obj, unsigned type, uint32_t parent,
 	return false;
 }
 
+struct meet_ctx {
+	uint32_t parent;
+	enum kind parent_kind;
+};
+
+static bool meet_edge(const struct edge *e, void *ctx)
+{
+	const struct meet_ctx *m = ctx;
+
+	return meet(e->obj, e->type, m->parent, m->parent_kind, 0);
+}
+
 /* Expands the nodes from first on; true once every target is found. */
 static bool walk_from(uint32_t first)
 {
 	for (uint32_t i = first; i < nodes_used; i++) {
 		struct node n = *node(i);
-		enum kind pk = (n.aux & 3) == N_PY ? kind_of(n.obj) : K_OBJECT;
+		struct meet_ctx m = { i, (n.aux & 3) == N_PY ? kind_of(n.obj)
+							    : K_OBJECT };
 
 		if (!(++expanded & 255) && late())
 			return false;
 		if (n.aux & F_LEAF)
 			continue;
-		/* A list's or a dict's items are met as they are read: a
-		 * container of millions needs no buffer of them. */
-		if (pk == K_SEQ && (n.aux & 3) == N_PY) {
-			long m;
-			const void *const *items = seq_items(n.obj, &m);
-
-			for (long j = 0; j < m; j++) {
-				if (!(j & 4095) && j && late())
-					return false;
-				if (items[j] && meet(items[j], N_PY, i, pk, 0))
-					return true;
-			}
-			continue;
-		}
-		if (pk == K_DICT && (n.aux & 3) == N_PY) {
-			ptrdiff_t pos = 0;
-			void *k, *v;
-
-			while (py.dict_next(n.obj, &pos, &k, &v)) {
-				if (!(pos & 4095) && late())
-					return false;
-				if (meet(v, N_PY, i, pk, 0))
-					return true;
-			}
-			continue;
-		}
-		children(&n);
-		for (size_t j = 0; j < kids_n; j++)
-			if (meet(kids[j].obj, kids[j].type, i, pk, 0))
-				return true;
+		edges(&n, meet_edge, &m);
+		if (targets_found == targets_n)
+			return true;
+		if (cut)
+			return false;
 	}
 	return targets_found == targets_n;
 }
@@ -1866,20 +1879,6 @@ static void put_key(struct text *t, const void *k, long position, bool attr)
 	put(t, "[<%s #%ld>]", k ? type_name(type_of(k)) : "?", position);
 }
 
-/* The name of a local that holds value in a frame. */
-struct local_find {
-	const void *value;
-	const void *name;
-};
-
-static void find_local(const void *name, const void *value, void *data)
-{
-	struct local_find *f = data;
-
-	if (!f->name && unwrapped(value) == f->value)
-		f->name = name;
-}
-
 /* Whether dict d holds the attributes of o (a class's or an instance's). */
 static bool attributes_of(const void *o, const void *d)
 {
@@ -1895,35 +1894,111 @@ static bool attributes_of(const void *o, const void *d)
 	return it.dict == d;
 }
 
-/* How the node at index i is reached from its parent. */
+struct edge_find {
+	const void *obj;
+	unsigned type;
+	struct edge e;
+	bool found;
+};
+
+static bool find_edge(const struct edge *e, void *ctx)
+{
+	struct edge_find *f = ctx;
+
+	if (e->obj != f->obj || e->type != f->type)
+		return false;
+	f->e = *e;
+	f->found = true;
+	return true;
+}
+
+/* How the node at index i is reached from its parent: the edge that led
+ * there, else (a generic object's, through tp_traverse) the attribute,
+ * slot or item of the parent that holds it. */
 static void label(uint32_t i, struct text *t)
 {
 	const struct node *n = node(i);
 	const struct node *p = node(n->parent);
 	const void *c = n->obj, *o = p->obj;
-	unsigned pt = p->aux & 3, ct = n->aux & 3;
+	struct edge_find f = { c, n->aux & 3, { 0 }, false };
 
-	if (pt == N_GRAPH) {
-		if (ct == N_GRAPH)
-			put(t, " \u2192");
-		else if (ct == N_IMPL) {
-			char name[64];
+	labelling = true;
+	edges(p, find_edge, &f);
+	labelling = false;
+	switch (f.found ? f.e.via : V_NONE) {
+	case V_INDEX:
+		put(t, "[%ld]", f.e.index);
+		return;
+	case V_KEY:
+		put_key(t, f.e.key, f.e.index,
+			p->parent != NO_PARENT &&
+				attributes_of(node(p->parent)->obj, o));
+		return;
+	case V_LOCAL:
+		put(t, "%s.f_locals", type_of(o) == py.coro ? ".cr_frame"
+				      : type_of(o) == py.gen ? ".gi_frame"
+				      : kind_of(o) == K_GEN ? ".ag_frame" : "");
+		put_key(t, f.e.key, 0, false);
+		return;
+	case V_TEXT:
+		put(t, "%s", f.e.text);
+		return;
+	case V_CLOSURE:
+		put(t, ".__closure__[%ld]", f.e.index);
+		return;
+	case V_DEFAULT:
+		put(t, ".__defaults__[%ld]", f.e.index);
+		return;
+	case V_NONE:
+		break;
+	}
+	if ((n->aux & 3) != N_PY || (p->aux & 3) != N_PY) {
+		put(t, ".<?>");
+		return;
+	}
+	{
+	struct attr_iter it;
+	const void *k, *v;
+	const void *mro;
+	long m;
 
-			if (lw_torch_node_name(o, name, sizeof(name)) == 0 &&
-			    strcmp(name, "AccumulateGrad") == 0)
-				put(t, ".variable");
-			else
-				put(t, " saved tensor");
+	attrs_begin(o, &it);
+	if (it.dict == c)
+		return; /* the __dict__: its entries are attributes */
+	while (attrs_next(&it, &k, &v))
+		if (v == c) {
+			put_key(t, k, 0, true);
+			return;
 		}
-		return;
+	mro = ptr_at(type_of(o), TP_MRO);
+	m = mro && type_of(mro) == py.tuple ? long_at(mro, OB_SIZE) : 0;
+	for (long j = 0; j < m; j++) {
+		const struct member_def *d =
+			ptr_at(ptr_at(mro, ITEMS_TUPLE + 8 * j), TP_MEMBERS);
+
+		for (; d && d->name; d++)
+			if ((d->type == T_OBJECT || d->type == T_OBJECT_EX) &&
+			    ptr_at(o, d->offset) == c) {
+				put(t, ".%s", d->name);
+				return;
+			}
 	}
-	if (pt == N_IMPL) {
-		put(t, ".grad");
-		return;
+	if (type_flags(type_of(o)) & TPFLAGS_BASE_EXC_SUBCLASS) {
+		if (c == ptr_at(o, py.l->exc_traceback)) {
+			put(t, ".__traceback__");
+			return;
+		}
+		if (c == ptr_at(o, py.l->exc_context)) {
+			put(t, ".__context__");
+			return;
+		}
+		if (c == ptr_at(o, py.l->exc_cause)) {
+			put(t, ".__cause__");
+			return;
+		}
 	}
-	switch (kind_of(o)) {
-	case K_SEQ: {
-		long m;
+	if (type_flags(type_of(o)) &
+	    (TPFLAGS_LIST_SUBCLASS | TPFLAGS_TUPLE_SUBCLASS)) {
 		const void *const *items = seq_items(o, &m);
 
 		for (long j = 0; j < m; j++)
@@ -1931,165 +2006,22 @@ static void label(uint32_t i, struct text *t)
 				put(t, "[%ld]", j);
 				return;
 			}
-		break;
 	}
-	case K_DICT: {
+	if (type_flags(type_of(o)) & TPFLAGS_DICT_SUBCLASS) {
 		ptrdiff_t pos = 0;
-		void *k, *v;
+		void *dk, *dv;
 		long j = 0;
-		bool attr = p->parent != NO_PARENT &&
-			    attributes_of(node(p->parent)->obj, o);
 
-		while (py.dict_next(o, &pos, &k, &v)) {
-			if (v == c) {
-				put_key(t, k, j, attr);
+		while (py.dict_next(o, &pos, &dk, &dv)) {
+			if (dv == c) {
+				put_key(t, dk, j, false);
 				return;
 			}
 			j++;
 		}
-		break;
-	}
-	case K_CELL:
-		put(t, ".cell_contents");
-		return;
-	case K_TRACEBACK:
-		put(t, c == ptr_at(o, TB_NEXT) ? ".tb_next" : ".tb_frame");
-		return;
-	case K_METHOD:
-		put(t, c == ptr_at(o, METHOD_SELF) ? ".__self__" : ".__func__");
-		return;
-	case K_FRAME:
-	case K_GEN: {
-		struct local_find f = { c, NULL };
-		const char *via = type_of(o) == py.coro ? ".cr_frame"
-				  : type_of(o) == py.gen ? ".gi_frame"
-				  : kind_of(o) == K_GEN ? ".ag_frame" : "";
-
-		/* As children() reads them: a frame object (a traceback's)
-		 * through its own reader, a generator's frame as it lives in
-		 * the generator. */
-		if (kind_of(o) == K_FRAME) {
-			lw_py_frame_locals(o, find_local, &f);
-		} else {
-			const void *frame = lw_py_generator_frame(o);
-
-			if (frame)
-				lw_py_live_frame_locals(frame, find_local, &f);
-		}
-		put(t, "%s.f_locals", via);
-		put_key(t, f.name, 0, false);
-		return;
-	}
-	case K_FUNCTION: {
-		const void *closure = ptr_at(o, py.l->func_closure);
-		const void *defaults = ptr_at(o, py.l->func_defaults);
-		long m;
-		const void *const *items;
-
-		if (closure && type_of(closure) == py.tuple) {
-			items = seq_items(closure, &m);
-			for (long j = 0; j < m; j++)
-				if (items[j] == c) {
-					put(t, ".__closure__[%ld]", j);
-					return;
-				}
-		}
-		if (defaults && type_of(defaults) == py.tuple) {
-			items = seq_items(defaults, &m);
-			for (long j = 0; j < m; j++)
-				if (items[j] == c) {
-					put(t, ".__defaults__[%ld]", j);
-					return;
-				}
-		}
-		if (c == ptr_at(o, py.l->func_kwdefaults))
-			put(t, ".__kwdefaults__");
-		return; /* func_dict: its entries are attributes */
-	}
-	case K_TENSOR:
-		/* A custom Function's ctx: the tensor's own traversal meets it
-		 * as its grad_fn's Python object. */
-		if (ct == N_GRAPH ||
-		    (ct == N_PY && c == lw_torch_node_pyobj(
-				   lw_torch_impl_grad_fn(lw_torch_impl(o))))) {
-			put(t, ".grad_fn");
-			return;
-		}
-		if (ct == N_IMPL) {
-			put(t, ".grad");
-			return;
-		}
-		/* Attributes set on the tensor. */
-		__attribute__((fallthrough));
-	default: {
-		struct attr_iter it;
-		const void *k, *v;
-		const void *mro;
-		long m;
-
-		attrs_begin(o, &it);
-		if (it.dict == c)
-			return; /* the __dict__: its entries are attributes */
-		while (attrs_next(&it, &k, &v))
-			if (v == c) {
-				put_key(t, k, 0, true);
-				return;
-			}
-		mro = ptr_at(type_of(o), TP_MRO);
-		m = mro && type_of(mro) == py.tuple ? long_at(mro, OB_SIZE) : 0;
-		for (long j = 0; j < m; j++) {
-			const struct member_def *d =
-				ptr_at(ptr_at(mro, ITEMS_TUPLE + 8 * j), TP_MEMBERS);
-
-			for (; d && d->name; d++)
-				if ((d->type == T_OBJECT || d->type == T_OBJECT_EX) &&
-				    ptr_at(o, d->offset) == c) {
-					put(t, ".%s", d->name);
-					return;
-				}
-		}
-		if (type_flags(type_of(o)) & TPFLAGS_BASE_EXC_SUBCLASS) {
-			if (c == ptr_at(o, py.l->exc_traceback)) {
-				put(t, ".__traceback__");
-				return;
-			}
-			if (c == ptr_at(o, py.l->exc_context)) {
-				put(t, ".__context__");
-				return;
-			}
-			if (c == ptr_at(o, py.l->exc_cause)) {
-				put(t, ".__cause__");
-				return;
-			}
-		}
-		if (type_flags(type_of(o)) &
-		    (TPFLAGS_LIST_SUBCLASS | TPFLAGS_TUPLE_SUBCLASS)) {
-			const void *const *items = seq_items(o, &m);
-
-			for (long j = 0; j < m; j++)
-				if (items[j] == c) {
-					put(t, "[%ld]", j);
-					return;
-				}
-		}
-		if (type_flags(type_of(o)) & TPFLAGS_DICT_SUBCLASS) {
-			ptrdiff_t pos = 0;
-			void *dk, *dv;
-			long j = 0;
-
-			while (py.dict_next(o, &pos, &dk, &dv)) {
-				if (dv == c) {
-					put_key(t, dk, j, false);
-					return;
-				}
-				j++;
-			}
-		}
-		put(t, ".<%s>", type_name(type_of(c)));
-		return;
-	}
 	}
 	put(t, ".<%s>", type_name(type_of(c)));
+	}
 }
 
 /* A graph node's name: its Python class's for a custom Function. */
@@ -2445,18 +2377,16 @@ static void release(void)
 	walk_free(regions, regions_cap * sizeof(*regions));
 	walk_free(types, types_cap * sizeof(*types));
 	walk_free(roots, roots_cap * sizeof(*roots));
-	walk_free(kids, kids_cap * sizeof(*kids));
 	walk_free(unmet, unmet_cap * sizeof(*unmet));
 	walk_free(found_at, targets_n * sizeof(*found_at));
 	regions = NULL;
 	types = NULL;
 	roots = NULL;
-	kids = NULL;
 	unmet = NULL;
 	found_at = NULL;
 	regions_cap = regions_used = types_cap = types_used = 0;
 	roots_cap = roots_used = 0;
-	kids_cap = kids_n = unmet_cap = unmet_n = 0;
+	unmet_cap = unmet_n = 0;
 	nodes_used = 0;
 }
 

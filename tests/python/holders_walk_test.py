@@ -575,7 +575,9 @@ import tinytensor as tt
 
 
 def train(steps):  # @train
-    junk = [[{"k": i}] for i in range(100000)]
+    # Each entry a list holding a dict holding a list: a walk enters
+    # every one (an entry of atoms only is checked without being entered).
+    junk = [[{"k": i, "v": [i]}] for i in range(100000)]
     recent = []
     for step in range(steps):
         junk[-1].append(tt.ones(16))  # @deep
