@@ -1110,7 +1110,11 @@ static void edges(const struct node *n, edge_fn fn, void *ctx)
 		c.skip[0] = NULL;
 		if (emit(&c, fn_node, N_GRAPH, V_TEXT, 0, NULL, ".grad_fn"))
 			return;
-		emit(&c, lw_torch_impl_grad(impl), N_IMPL, V_TEXT, 0, NULL, ".grad");
+		/* A parameter's gradient is the model's, never what to let
+		 * go of. */
+		if (strcmp(type_name(type_of(o)), "Parameter") != 0)
+			emit(&c, lw_torch_impl_grad(impl), N_IMPL, V_TEXT, 0,
+			     NULL, ".grad");
 		break;
 	}
 	case K_FUNCTION:
