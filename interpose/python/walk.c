@@ -13,8 +13,8 @@
  *
  * The walk is breadth first, so that each target is named by its shortest
  * path, from, in this order:
- *  1. the locals of every thread's running functions and __main__'s
- *     globals;
+ *  1. the locals of every thread's running functions, of the coroutines
+ *     of asyncio's tasks, and __main__'s globals;
  *  2. every other module's globals;
  *  3. the locals of suspended generators and coroutines that nothing
  *     walked so far reaches (a `for` loop's iterator lives on its frame's
@@ -821,7 +821,7 @@ full:
 }
 
 /* Roots: how a node with no parent is named. */
-enum root_kind { R_LOCAL, R_GLOBAL, R_SUSPENDED, R_CYCLE };
+enum root_kind { R_LOCAL, R_GLOBAL, R_SUSPENDED, R_TASK, R_CYCLE };
 
 struct root {
 	const void *name;  /* a str: the local's or global's name */
@@ -1390,7 +1390,81 @@ static bool root_globals(const void *module, const void *name)
 	return false;
 }
 
-/* Phase 1: every thread's frames, then __main__'s globals. */
+/* The locals of a suspended generator or coroutine, as roots of kind. */
+static bool generator_roots(const void *gen, uint8_t kind)
+{
+	const void *frame = lw_py_generator_frame(gen);
+	struct frame_ctx f = { 0 };
+	int line = 0;
+
+	if (!frame)
+		return false;
+	f.kind = kind;
+	f.code = lw_py_live_frame_code(frame);
+	lw_py_code_info(f.code, NULL, 0, NULL, 0, &line);
+	f.line = line;
+	lw_py_live_frame_locals(frame, root_local, &f);
+	return f.done;
+}
+
+static int visit_coroutine(void *obj, void *arg)
+{
+	bool *done = arg;
+
+	if (kind_of(obj) != K_GEN || !mark(obj))
+		return 0;
+	*done = generator_roots(obj, R_TASK);
+	return 1; /* a task has one coroutine */
+}
+
+/* A task of asyncio's sets: its coroutine's locals, as roots. */
+static int visit_task(void *obj, void *arg)
+{
+	bool *done = arg;
+	traverse_fn fn;
+
+	if (py.weakref && has_base(type_of(obj), py.weakref))
+		obj = (void *)ptr_at(obj, WEAKREF_OBJECT);
+	if (!obj || obj == py.none || long_at(obj, OB_REFCNT) <= 0 ||
+	    kind_of(obj) == K_ATOM || !(fn = traverse_of(obj)))
+		return 0;
+	fn(obj, visit_coroutine, done);
+	return *done;
+}
+
+/*
+ * The coroutines of the tasks an asyncio event loop runs: their locals are
+ * roots like a running function's (the loop reaches them only through its
+ * own queues). asyncio keeps them in asyncio.tasks' sets: _all_tasks
+ * (3.9 to 3.11) or _scheduled_tasks (3.12+), weak, and _eager_tasks.
+ */
+static bool task_roots(void)
+{
+	static const char *const sets[] = { "_all_tasks", "_scheduled_tasks",
+					    "_eager_tasks" };
+	const void *modules = py.modules(), *d = NULL;
+	ptrdiff_t pos = 0;
+	void *k, *v;
+	bool done = false;
+
+	while (modules && py.dict_next(modules, &pos, &k, &v))
+		if (str_is(k, "asyncio.tasks") && type_of(v) == py.module)
+			d = ptr_at(v, MODULE_DICT);
+	for (size_t i = 0; d && i < sizeof(sets) / sizeof(sets[0]) && !done; i++) {
+		const void *set = dict_get(d, sets[i]);
+		traverse_fn fn;
+
+		if (set && kind_of(set) == K_OBJECT)
+			set = attribute(set, "data"); /* a WeakSet's */
+		if (!set || (type_of(set) != py.set) || !(fn = traverse_of(set)))
+			continue;
+		fn((void *)set, visit_task, &done);
+	}
+	return done;
+}
+
+/* Phase 1: every thread's frames, asyncio's tasks, then __main__'s
+ * globals. */
 static bool phase_frames(void)
 {
 	void *me = py.current_tstate();
@@ -1404,7 +1478,7 @@ static bool phase_frames(void)
 	     t = py.thread_next(t))
 		if (t != me)
 			lw_py_thread_frames(t, root_frame, &f);
-	if (f.done)
+	if (f.done || task_roots())
 		return true;
 	while (modules && py.dict_next(modules, &pos, &k, &v))
 		if (str_is(k, "__main__") && type_of(v) == py.module)
@@ -1516,23 +1590,10 @@ static bool phase_suspended(void)
 {
 	uint32_t first = nodes_used;
 
-	for (size_t i = 0; i < unmet_n; i++) {
-		const void *gen = unmet[i];
-		const void *frame;
-		struct frame_ctx f = { 0 };
-		int line = 0;
-
-		if (kind_of(gen) != K_GEN || seen(gen) ||
-		    !(frame = lw_py_generator_frame(gen)))
-			continue;
-		f.kind = R_SUSPENDED;
-		f.code = lw_py_live_frame_code(frame);
-		lw_py_code_info(f.code, NULL, 0, NULL, 0, &line);
-		f.line = line;
-		lw_py_live_frame_locals(frame, root_local, &f);
-		if (f.done)
+	for (size_t i = 0; i < unmet_n; i++)
+		if (kind_of(unmet[i]) == K_GEN && !seen(unmet[i]) &&
+		    generator_roots(unmet[i], R_SUSPENDED))
 			return true;
-	}
 	return walk_from(first);
 }
 
@@ -2161,10 +2222,12 @@ static void root_text(const struct root *r, bool collecting,
 	switch (r->kind) {
 	case R_LOCAL:
 	case R_SUSPENDED:
+	case R_TASK:
 		lw_py_code_info(r->where, file, sizeof(file), qual, sizeof(qual),
 				NULL);
 		snprintf(out, size, "local of %s (%s:%d)%s", qual, file, r->line,
-			 r->kind == R_SUSPENDED ? ", a suspended generator" : "");
+			 r->kind == R_SUSPENDED ? ", a suspended generator"
+			 : r->kind == R_TASK ? ", an asyncio task" : "");
 		return;
 	case R_GLOBAL:
 		if (lw_py_str(r->where, mod, sizeof(mod)) < 0)
