@@ -1062,6 +1062,15 @@ static void edges(const struct node *n, edge_fn fn, void *ctx)
 			if (emit(&c, saved[j], N_IMPL, V_TEXT, 0, NULL,
 				 accumulate ? ".variable" : " saved tensor"))
 				return;
+		/* What a pack hook of saved_tensors_hooks returned, as the
+		 * hook keeps it: walked, never unpacked. */
+		if (hooked) {
+			k = lw_torch_node_packed(o, saved, 64);
+			for (size_t j = 0; j < k; j++)
+				if (emit(&c, saved[j], N_PY, V_TEXT, 0, NULL,
+					 " saved tensor"))
+					return;
+		}
 		/* A custom Function's ctx: its attributes are the path's. */
 		pyobj = lw_torch_node_pyobj(o);
 		emit(&c, pyobj, N_PY, V_TEXT, 0, NULL, "");

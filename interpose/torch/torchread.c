@@ -61,6 +61,7 @@ enum {
 	K_ACCUMULATE = 1 << 5, /* torch::autograd::AccumulateGrad */
 	K_PYNODE = 1 << 6,     /* a Python custom Function's backward */
 	K_SV_HOOKS = 1 << 7,   /* SavedVariableHooks */
+	K_PY_SV_HOOKS = 1 << 9, /* saved_tensors_hooks' own, from Python */
 	K_KNOWN = 1 << 8,      /* a verdict was reached (maybe "none") */
 };
 
@@ -77,6 +78,7 @@ static const struct {
 	{ "N5torch8autograd14AccumulateGradE", K_ACCUMULATE, 1 },
 	{ "N5torch8autograd6PyNodeE", K_PYNODE, 1 },
 	{ "N5torch8autograd18SavedVariableHooksE", K_SV_HOOKS, 0 },
+	{ "N5torch8autograd20PySavedVariableHooksE", K_PY_SV_HOOKS, 1 },
 };
 
 struct torch_layout {
@@ -674,7 +676,18 @@ struct saved_list {
 	const void **impls;
 	size_t max, count;
 	bool hooked;
+	/* What saved_tensors_hooks' pack hooks returned, held by the
+	 * hooks: Python objects, never unpacked. */
+	const void **packed;
+	size_t packed_max, packed_count;
 };
+
+/* PySavedVariableHooks' data_, a std::optional<c10::SafePyObject>: the
+ * object at 56, engaged at 72 (from the headers of 2.15.0). */
+#define PY_SV_HOOKS_DATA 56
+#define PY_SV_HOOKS_ENGAGED 72
+#define PY_TPFLAGS_TYPE_SUBCLASS (1ul << 31)
+#define PY_TP_FLAGS 168
 
 static void add_saved(struct saved_list *out, uintptr_t impl)
 {
@@ -701,20 +714,46 @@ static int saved_variable(const uint8_t *sv, uintptr_t *impl)
 		return 0; /* was_default_constructed_: nothing saved */
 	memcpy(&data, sv, sizeof(data));
 	memcpy(&hooks, sv + l->sv_hooks, sizeof(hooks));
-	if (data == t.undefined)
+	if (data == t.undefined) {
+		*impl = hooks;
 		return hooks && (kinds_of(hooks) & K_SV_HOOKS) ? 2 : 0;
+	}
 	if (hooks || !is_impl(data))
 		return 0;
 	*impl = data;
 	return 1;
 }
 
+/* The object a Python pack hook returned, kept by hooks, if it reads as
+ * a Python object (its type's type is a type). */
+static uintptr_t packed_object(uintptr_t hooks)
+{
+	uintptr_t object, type, meta, flags;
+	uint8_t engaged;
+
+	if (!(kinds_of(hooks) & K_PY_SV_HOOKS) ||
+	    peek(&engaged, hooks + PY_SV_HOOKS_ENGAGED, 1) != 1 || engaged != 1 ||
+	    !peek_word(hooks + PY_SV_HOOKS_DATA, &object) || !plausible(object) ||
+	    !peek_word(object + PY_OB_TYPE, &type) ||
+	    !peek_word(type + PY_OB_TYPE, &meta) ||
+	    !peek_word(meta + PY_TP_FLAGS, &flags) ||
+	    !(flags & PY_TPFLAGS_TYPE_SUBCLASS))
+		return 0;
+	return object;
+}
+
 static void note_saved(struct saved_list *out, int found, uintptr_t impl)
 {
-	if (found == 1)
+	uintptr_t packed;
+
+	if (found == 1) {
 		add_saved(out, impl);
-	else if (found == 2)
+	} else if (found == 2) {
 		out->hooked = true;
+		if (out->packed_count < out->packed_max &&
+		    (packed = packed_object(impl)))
+			out->packed[out->packed_count++] = (const void *)packed;
+	}
 }
 
 /* A std::vector<SavedVariable> {begin, end, capacity}, when it is one. */
@@ -811,17 +850,39 @@ const void *lw_torch_node_pyobj(const void *node)
 	return NULL;
 }
 
+static void node_saved(const void *node, struct saved_list *out);
+
 size_t lw_torch_node_saved(const void *node, const void **impls, size_t max,
 			   bool *hooked)
 {
-	struct saved_list out = { impls, max, 0, false };
+	struct saved_list out = { impls, max, 0, false, NULL, 0, 0 };
+
+	node_saved(node, &out);
+	if (out.hooked && hooked)
+		*hooked = true;
+	return out.count;
+}
+
+size_t lw_torch_node_packed(const void *node, const void **objects,
+			    size_t max)
+{
+	const void *impls[64];
+	struct saved_list out = { impls, 64, 0, false, objects, max, 0 };
+
+	node_saved(node, &out);
+	return out.packed_count;
+}
+
+static void node_saved(const void *node, struct saved_list *out_)
+{
+	struct saved_list out = *out_;
 	uintptr_t p = (uintptr_t)node, ctx, type, word;
 	uint8_t buf[MAX_SNAPSHOT];
 	unsigned kinds;
 	size_t len;
 
 	if (!ready() || !((kinds = kinds_of(p)) & K_NODE))
-		return 0;
+		return;
 	const struct torch_layout *l = t.layout;
 	if (kinds & K_PYNODE) {
 		/* A custom Function's tensors: its ctx's saved_variables. */
@@ -830,7 +891,7 @@ size_t lw_torch_node_saved(const void *node, const void **impls, size_t max,
 		if (!ctx || !peek_word(ctx + PY_OB_TYPE, &type) ||
 		    !peek_word(type + PY_TP_BASICSIZE, (uintptr_t *)&basic) ||
 		    basic <= 16)
-			return 0;
+			return;
 		len = peek(buf, ctx, basic < MAX_SNAPSHOT ? (size_t)basic
 							  : MAX_SNAPSHOT);
 		scan_saved(buf, 16, len, &out);
@@ -855,9 +916,7 @@ size_t lw_torch_node_saved(const void *node, const void **impls, size_t max,
 		len = node_snapshot(p, buf);
 		scan_saved(buf, (size_t)l->node_fields, len, &out);
 	}
-	if (out.hooked && hooked)
-		*hooked = true;
-	return out.count;
+	*out_ = out;
 }
 
 size_t lw_torch_node_next(const void *node, const void **out, size_t max)

@@ -90,6 +90,14 @@ size_t lw_torch_node_saved(const void *node, const void **impls, size_t max,
  * (a THPFunction), which the walker walks as an object; else NULL. */
 const void *lw_torch_node_pyobj(const void *node);
 
+/*
+ * What saved_tensors_hooks' pack hooks returned for a node's saved tensors
+ * (the Python objects PyTorch keeps for the unpack hook, never unpacked
+ * here), up to max; returns how many written.
+ */
+size_t lw_torch_node_packed(const void *node, const void **objects,
+			    size_t max);
+
 /* For tests: read memory through a pipe, as where process_vm_readv() is
  * refused (seccomp). */
 void lw_torch_test_pipe_reads(void);

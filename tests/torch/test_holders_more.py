@@ -24,6 +24,9 @@ the text report must show it:
                      frees: an unreachable reference cycle, not the copy
                      the program keeps (`m`)
   cat_preds          evaluator.all_preds, a torch.cat buffer on an object
+  saved_hooks        outputs[N], graphs whose saved activations only
+                     saved_tensors_hooks' packed values hold (never
+                     unpacked: the program prints 0 unpack hook calls)
 
 CONFIG: native or async (test_torch.py's). Environment as for
 test_torch.py.
@@ -81,6 +84,8 @@ CASES = {
                                "`ConfusionMatrix`")),
     "cat_preds": ({"growing-buffer"}, ends("all_preds"),
                   starts("local of train "), any_of("`evaluator.all_preds`")),
+    "saved_hooks": ({"retained-graph"}, starts("outputs["),
+                    starts("local of train "), any_of("`outputs`")),
 }
 
 
@@ -111,6 +116,12 @@ def run(case, config, tmp):
         return None, None
     check("holder search failed" not in r.stderr,
           f"the holder search failed: {r.stderr[-2000:]}")
+    # A program that counts its saved-tensor unpack hook: the searches
+    # never call it.
+    calls = [line for line in r.stdout.splitlines()
+             if line.startswith("unpack hook calls:")]
+    check(all(line.split()[-1] == "0" for line in calls),
+          f"{case}: the unpack hook ran: {calls}")
     with open(out) as f:
         doc = json.load(f)
     rep = max(doc.get("reports", [doc]), key=lambda x: x["allocations"])
