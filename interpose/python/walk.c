@@ -40,6 +40,7 @@
 
 #include "arena.h"
 #include "lw-format.h"
+#include "pyabi.h"
 #include "pyframes.h"
 #include "torchread.h"
 
@@ -102,22 +103,6 @@ static const struct walk_layout walk_layouts[] = {
 	  .values_items = 8, .managed_dict = 1ul << 4, .inline_values = 1ul << 2 },
 };
 
-/* The same in every supported version: PyObject, PyTypeObject's fields up
- * to tp_mro, the containers' items, dict keys. */
-#define OB_REFCNT 0
-#define OB_TYPE 8
-#define OB_SIZE 16
-#define TP_NAME 24
-#define TP_BASICSIZE 32
-#define TP_FLAGS 168
-#define TP_TRAVERSE 184
-#define TP_MEMBERS 240
-#define TP_BASE 256
-#define TP_DICTOFFSET 288
-#define TP_IS_GC 328
-#define TP_MRO 344
-#define ITEMS_LIST 24 /* PyListObject.ob_item, a pointer */
-#define ITEMS_TUPLE 24 /* PyTupleObject.ob_item, inline */
 #define CELL_REF 16
 #define MODULE_DICT 16
 #define WEAKREF_OBJECT 16
@@ -130,17 +115,6 @@ static const struct walk_layout walk_layouts[] = {
 #define KEYS_NENTRIES 24
 #define KEYS_INDICES 32
 #define LONG_DIGITS 24
-
-#define TPFLAGS_HEAPTYPE (1ul << 9)
-#define TPFLAGS_HAVE_GC (1ul << 14)
-#define TPFLAGS_LONG_SUBCLASS (1ul << 24)
-#define TPFLAGS_LIST_SUBCLASS (1ul << 25)
-#define TPFLAGS_TUPLE_SUBCLASS (1ul << 26)
-#define TPFLAGS_BYTES_SUBCLASS (1ul << 27)
-#define TPFLAGS_UNICODE_SUBCLASS (1ul << 28)
-#define TPFLAGS_DICT_SUBCLASS (1ul << 29)
-#define TPFLAGS_BASE_EXC_SUBCLASS (1ul << 30)
-#define TPFLAGS_TYPE_SUBCLASS (1ul << 31)
 
 /* PyMemberDef, and its object types. */
 struct member_def {
@@ -276,18 +250,18 @@ static inline long long_at(const void *base, long offset)
 
 static inline const void *type_of(const void *o)
 {
-	return ptr_at(o, OB_TYPE);
+	return ptr_at(o, LW_PY_OB_TYPE);
 }
 
 static inline unsigned long type_flags(const void *tp)
 {
-	return (unsigned long)long_at(tp, TP_FLAGS);
+	return (unsigned long)long_at(tp, LW_PY_TP_FLAGS);
 }
 
 /* A type's name as Python shows it: the part after the module's dots. */
 static const char *type_name(const void *tp)
 {
-	const char *name = ptr_at(tp, TP_NAME);
+	const char *name = ptr_at(tp, LW_PY_TP_NAME);
 	const char *dot;
 
 	if (!name)
@@ -299,16 +273,16 @@ static const char *type_name(const void *tp)
 /* Whether tp has base in its MRO (read from its tp_mro tuple). */
 static bool has_base(const void *tp, const void *base)
 {
-	const void *mro = ptr_at(tp, TP_MRO);
+	const void *mro = ptr_at(tp, LW_PY_TP_MRO);
 	long n;
 
 	if (tp == base)
 		return true;
 	if (!mro || type_of(mro) != py.tuple)
 		return false;
-	n = long_at(mro, OB_SIZE);
+	n = long_at(mro, LW_PY_OB_SIZE);
 	for (long i = 0; i < n; i++)
-		if (ptr_at(mro, ITEMS_TUPLE + 8 * i) == base)
+		if (ptr_at(mro, LW_PY_TUPLE_ITEMS + 8 * i) == base)
 			return true;
 	return false;
 }
@@ -318,11 +292,11 @@ static const void *const *seq_items(const void *o, long *n)
 {
 	unsigned long f = type_flags(type_of(o));
 
-	*n = long_at(o, OB_SIZE);
-	if (f & TPFLAGS_LIST_SUBCLASS)
-		return ptr_at(o, ITEMS_LIST);
-	if (f & TPFLAGS_TUPLE_SUBCLASS)
-		return (const void *const *)((const char *)o + ITEMS_TUPLE);
+	*n = long_at(o, LW_PY_OB_SIZE);
+	if (f & LW_PY_TPFLAGS_LIST_SUBCLASS)
+		return ptr_at(o, LW_PY_LIST_ITEMS);
+	if (f & LW_PY_TPFLAGS_TUPLE_SUBCLASS)
+		return (const void *const *)((const char *)o + LW_PY_TUPLE_ITEMS);
 	*n = 0;
 	return NULL;
 }
@@ -333,16 +307,16 @@ static bool long_value(const void *o, uint64_t *out)
 	long ndigits;
 	uint64_t v = 0;
 
-	if (!(type_flags(type_of(o)) & TPFLAGS_LONG_SUBCLASS))
+	if (!(type_flags(type_of(o)) & LW_PY_TPFLAGS_LONG_SUBCLASS))
 		return false;
 	if (py.minor >= 12) {
-		unsigned long tag = (unsigned long)long_at(o, OB_SIZE);
+		unsigned long tag = (unsigned long)long_at(o, LW_PY_OB_SIZE);
 
 		if ((tag & 3) == 2)
 			return false; /* negative */
 		ndigits = (long)(tag >> 3);
 	} else {
-		ndigits = long_at(o, OB_SIZE);
+		ndigits = long_at(o, LW_PY_OB_SIZE);
 		if (ndigits < 0)
 			return false;
 	}
@@ -409,13 +383,13 @@ static void attrs_begin(const void *o, struct attr_iter *it)
 		} else {
 			it->dict = ptr_at(o, -3 * 8);
 			if (!it->dict && (f & py.l->inline_values)) {
-				const char *v = (const char *)o + long_at(tp, TP_BASICSIZE);
+				const char *v = (const char *)o + long_at(tp, LW_PY_TP_BASICSIZE);
 
 				if (v[3]) /* valid */
 					values = v;
 			}
 		}
-		if (!it->dict && values && (f & TPFLAGS_HEAPTYPE)) {
+		if (!it->dict && values && (f & LW_PY_TPFLAGS_HEAPTYPE)) {
 			const char *keys = ptr_at(tp, py.l->heap_cached_keys);
 
 			if (keys && keys[KEYS_KIND] != 0) {
@@ -427,7 +401,7 @@ static void attrs_begin(const void *o, struct attr_iter *it)
 		}
 		return;
 	}
-	offset = long_at(tp, TP_DICTOFFSET);
+	offset = long_at(tp, LW_PY_TP_DICTOFFSET);
 	if (offset > 0)
 		it->dict = ptr_at(o, offset);
 }
@@ -440,7 +414,7 @@ static bool attrs_next(struct attr_iter *it, const void **name,
 		void *k, *v;
 
 		if (type_of(it->dict) != py.dict &&
-		    !(type_flags(type_of(it->dict)) & TPFLAGS_DICT_SUBCLASS))
+		    !(type_flags(type_of(it->dict)) & LW_PY_TPFLAGS_DICT_SUBCLASS))
 			return false;
 		if (!py.dict_next(it->dict, &it->pos, &k, &v))
 			return false;
@@ -468,12 +442,12 @@ static bool attrs_next(struct attr_iter *it, const void **name,
 static const struct member_def *member_named_type(const void *tp,
 						  const char *name)
 {
-	const void *mro = ptr_at(tp, TP_MRO);
-	long n = mro && type_of(mro) == py.tuple ? long_at(mro, OB_SIZE) : 0;
+	const void *mro = ptr_at(tp, LW_PY_TP_MRO);
+	long n = mro && type_of(mro) == py.tuple ? long_at(mro, LW_PY_OB_SIZE) : 0;
 
 	for (long i = 0; i < n; i++) {
-		const struct member_def *m = ptr_at(ptr_at(mro, ITEMS_TUPLE + 8 * i),
-						    TP_MEMBERS);
+		const struct member_def *m = ptr_at(ptr_at(mro, LW_PY_TUPLE_ITEMS + 8 * i),
+						    LW_PY_TP_MEMBERS);
 
 		for (; m && m->name; m++)
 			if ((m->type == T_OBJECT || m->type == T_OBJECT_EX) &&
@@ -497,7 +471,7 @@ static const void *dict_get(const void *d, const char *text)
 	ptrdiff_t pos = 0;
 	void *k, *v;
 
-	if (!d || !(type_flags(type_of(d)) & TPFLAGS_DICT_SUBCLASS))
+	if (!d || !(type_flags(type_of(d)) & LW_PY_TPFLAGS_DICT_SUBCLASS))
 		return NULL;
 	while (py.dict_next(d, &pos, &k, &v))
 		if (str_is(k, text))
@@ -557,7 +531,7 @@ static enum kind classify(const void *tp)
 	if (tp == py.str || tp == py.long_ || tp == py.bool_ || tp == py.float_ ||
 	    tp == py.bytes || tp == type_of(py.none))
 		return K_ATOM;
-	if (f & TPFLAGS_TYPE_SUBCLASS)
+	if (f & LW_PY_TPFLAGS_TYPE_SUBCLASS)
 		return K_CLASS;
 	if (tp == py.module || has_base(tp, py.module) || tp == py.code ||
 	    tp == py.cfunction || has_base(tp, py.cfunction) ||
@@ -581,19 +555,19 @@ static enum kind classify(const void *tp)
 		return K_METHOD;
 	if (lw_torch_is_tensor_type(tp))
 		return K_TENSOR;
-	if (!(f & TPFLAGS_HAVE_GC) || !ptr_at(tp, TP_TRAVERSE))
+	if (!(f & LW_PY_TPFLAGS_HAVE_GC) || !ptr_at(tp, LW_PY_TP_TRAVERSE))
 		return K_ATOM;
 	if (tp == py.list || tp == py.tuple)
 		return K_SEQ;
 	if (tp == py.dict)
 		return K_DICT;
-	if (f & TPFLAGS_HEAPTYPE) {
-		const void *mro = ptr_at(tp, TP_MRO);
-		long n = mro && type_of(mro) == py.tuple ? long_at(mro, OB_SIZE) : 0;
+	if (f & LW_PY_TPFLAGS_HEAPTYPE) {
+		const void *mro = ptr_at(tp, LW_PY_TP_MRO);
+		long n = mro && type_of(mro) == py.tuple ? long_at(mro, LW_PY_OB_SIZE) : 0;
 
 		for (long i = 0; i < n; i++) {
-			const void *base = ptr_at(mro, ITEMS_TUPLE + 8 * i);
-			const void *d = ptr_at(base, 264); /* tp_dict */
+			const void *base = ptr_at(mro, LW_PY_TUPLE_ITEMS + 8 * i);
+			const void *d = ptr_at(base, LW_PY_TP_DICT); /* tp_dict */
 
 			if (strcmp(type_name(base), "Optimizer") == 0 &&
 			    dict_get(d, "zero_grad"))
@@ -901,11 +875,11 @@ static uint64_t buffer_of(const void *obj, unsigned type)
 		if (!iface)
 			iface = attribute(obj, "__cuda_array_interface__");
 		if (!iface) {
-			const void *mro = ptr_at(type_of(obj), TP_MRO);
-			long m = mro ? long_at(mro, OB_SIZE) : 0;
+			const void *mro = ptr_at(type_of(obj), LW_PY_TP_MRO);
+			long m = mro ? long_at(mro, LW_PY_OB_SIZE) : 0;
 
 			for (long i = 0; i < m && !iface; i++)
-				iface = dict_get(ptr_at(ptr_at(mro, ITEMS_TUPLE + 8 * i), 264),
+				iface = dict_get(ptr_at(ptr_at(mro, LW_PY_TUPLE_ITEMS + 8 * i), LW_PY_TP_DICT),
 						 "__cuda_array_interface__");
 		}
 		if (!iface || type_of(iface) != py.dict)
@@ -989,12 +963,12 @@ static traverse_fn traverse_of(const void *obj)
 	traverse_fn fn;
 	int (*is_gc)(const void *o);
 
-	if (!(type_flags(tp) & TPFLAGS_HAVE_GC))
+	if (!(type_flags(tp) & LW_PY_TPFLAGS_HAVE_GC))
 		return NULL;
-	memcpy(&is_gc, (const char *)tp + TP_IS_GC, sizeof(is_gc));
+	memcpy(&is_gc, (const char *)tp + LW_PY_TP_IS_GC, sizeof(is_gc));
 	if (is_gc && !is_gc(obj))
 		return NULL;
-	memcpy(&fn, (const char *)tp + TP_TRAVERSE, sizeof(fn));
+	memcpy(&fn, (const char *)tp + LW_PY_TP_TRAVERSE, sizeof(fn));
 	return fn;
 }
 
@@ -1223,7 +1197,7 @@ static bool atom_like(const void *o, int depth)
 	if (k == K_SEQ)
 		seq_items(o, &m);
 	else
-		m = long_at(o, OB_SIZE); /* ma_used */
+		m = long_at(o, LW_PY_OB_SIZE); /* ma_used */
 	return m <= LEAF_ITEMS && all_atoms(o, k, depth - 1);
 }
 
@@ -1434,7 +1408,7 @@ static int visit_task(void *obj, void *arg)
 
 	if (py.weakref && has_base(type_of(obj), py.weakref))
 		obj = (void *)ptr_at(obj, WEAKREF_OBJECT);
-	if (!obj || obj == py.none || long_at(obj, OB_REFCNT) <= 0 ||
+	if (!obj || obj == py.none || long_at(obj, LW_PY_OB_REFCNT) <= 0 ||
 	    kind_of(obj) == K_ATOM || !(fn = traverse_of(obj)))
 		return 0;
 	fn(obj, visit_coroutine, done);
@@ -1685,7 +1659,7 @@ static void traverse_with(const void *obj, visit_fn fn)
 static bool instance(const void *o)
 {
 	return kind_of(o) == K_OBJECT &&
-	       (type_flags(type_of(o)) & TPFLAGS_HEAPTYPE);
+	       (type_flags(type_of(o)) & LW_PY_TPFLAGS_HEAPTYPE);
 }
 
 static bool better_head(const void *a, const void *b)
@@ -1779,7 +1753,7 @@ static bool phase_cycles(void)
 		while (slots[s])
 			s = (s + 1) & (slots_cap - 1);
 		slots[s] = (uint32_t)i + 1;
-		refs[i] = long_at(unmet[i], OB_REFCNT);
+		refs[i] = long_at(unmet[i], LW_PY_OB_REFCNT);
 		owner[i] = (uint32_t)i;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -1961,7 +1935,7 @@ static bool attributes_of(const void *o, const void *d)
 	if (!o)
 		return false;
 	if (kind_of(o) == K_CLASS)
-		return ptr_at(o, 264) == d; /* tp_dict */
+		return ptr_at(o, LW_PY_TP_DICT) == d; /* tp_dict */
 	if (kind_of(o) == K_FUNCTION)
 		return ptr_at(o, py.l->func_dict) == d;
 	attrs_begin(o, &it);
@@ -2044,11 +2018,11 @@ static void label(uint32_t i, struct text *t)
 			put_key(t, k, 0, true);
 			return;
 		}
-	mro = ptr_at(type_of(o), TP_MRO);
-	m = mro && type_of(mro) == py.tuple ? long_at(mro, OB_SIZE) : 0;
+	mro = ptr_at(type_of(o), LW_PY_TP_MRO);
+	m = mro && type_of(mro) == py.tuple ? long_at(mro, LW_PY_OB_SIZE) : 0;
 	for (long j = 0; j < m; j++) {
 		const struct member_def *d =
-			ptr_at(ptr_at(mro, ITEMS_TUPLE + 8 * j), TP_MEMBERS);
+			ptr_at(ptr_at(mro, LW_PY_TUPLE_ITEMS + 8 * j), LW_PY_TP_MEMBERS);
 
 		for (; d && d->name; d++)
 			if ((d->type == T_OBJECT || d->type == T_OBJECT_EX) &&
@@ -2057,7 +2031,7 @@ static void label(uint32_t i, struct text *t)
 				return;
 			}
 	}
-	if (type_flags(type_of(o)) & TPFLAGS_BASE_EXC_SUBCLASS) {
+	if (type_flags(type_of(o)) & LW_PY_TPFLAGS_BASE_EXC_SUBCLASS) {
 		if (c == ptr_at(o, py.l->exc_traceback)) {
 			put(t, ".__traceback__");
 			return;
@@ -2072,7 +2046,7 @@ static void label(uint32_t i, struct text *t)
 		}
 	}
 	if (type_flags(type_of(o)) &
-	    (TPFLAGS_LIST_SUBCLASS | TPFLAGS_TUPLE_SUBCLASS)) {
+	    (LW_PY_TPFLAGS_LIST_SUBCLASS | LW_PY_TPFLAGS_TUPLE_SUBCLASS)) {
 		const void *const *items = seq_items(o, &m);
 
 		for (long j = 0; j < m; j++)
@@ -2081,7 +2055,7 @@ static void label(uint32_t i, struct text *t)
 				return;
 			}
 	}
-	if (type_flags(type_of(o)) & TPFLAGS_DICT_SUBCLASS) {
+	if (type_flags(type_of(o)) & LW_PY_TPFLAGS_DICT_SUBCLASS) {
 		ptrdiff_t pos = 0;
 		void *dk, *dv;
 		long j = 0;

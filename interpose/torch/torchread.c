@@ -33,6 +33,8 @@
  */
 #include "torchread.h"
 
+#include "pyabi.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -40,14 +42,6 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
-
-/* CPython's object and type layout, fixed in the ABI of 3.9 to 3.13. */
-#define PY_OB_TYPE      8
-#define PY_TUPLE_SIZE   16
-#define PY_TUPLE_ITEMS  24
-#define PY_TP_NAME      24
-#define PY_TP_BASICSIZE 32
-#define PY_TP_MRO       344
 
 #define CUDA_DEVICE_TYPE 1 /* c10::DeviceType::CUDA */
 
@@ -354,11 +348,11 @@ static bool live_type_has_base(uintptr_t type, uintptr_t base)
 	const uintptr_t *mro;
 	intptr_t count;
 
-	memcpy(&mro, (const char *)type + PY_TP_MRO, sizeof(mro));
+	memcpy(&mro, (const char *)type + LW_PY_TP_MRO, sizeof(mro));
 	if (!base || !mro)
 		return false;
-	memcpy(&count, (const char *)mro + PY_TUPLE_SIZE, sizeof(count));
-	mro = (const uintptr_t *)((const char *)mro + PY_TUPLE_ITEMS);
+	memcpy(&count, (const char *)mro + LW_PY_OB_SIZE, sizeof(count));
+	mro = (const uintptr_t *)((const char *)mro + LW_PY_TUPLE_ITEMS);
 	for (intptr_t i = 0; i < count && i < 64; i++)
 		if (mro[i] == base)
 			return true;
@@ -371,14 +365,14 @@ static bool type_has_base(uintptr_t type, uintptr_t base)
 	uintptr_t mro, items[32];
 	intptr_t count;
 
-	if (!base || !peek_word(type + PY_TP_MRO, &mro) || !plausible(mro) ||
-	    !peek_word(mro + PY_TUPLE_SIZE, (uintptr_t *)&count) ||
+	if (!base || !peek_word(type + LW_PY_TP_MRO, &mro) || !plausible(mro) ||
+	    !peek_word(mro + LW_PY_OB_SIZE, (uintptr_t *)&count) ||
 	    count <= 0)
 		return false;
 	if (count > 32)
 		count = 32; /* deeper hierarchies are not tensors we know */
 	size_t bytes = (size_t)count * sizeof(uintptr_t);
-	if (peek(items, mro + PY_TUPLE_ITEMS, bytes) != bytes)
+	if (peek(items, mro + LW_PY_TUPLE_ITEMS, bytes) != bytes)
 		return false;
 	for (intptr_t i = 0; i < count; i++)
 		if (items[i] == base)
@@ -396,7 +390,7 @@ static bool object_has_base(uintptr_t object, uintptr_t base)
 {
 	uintptr_t type;
 
-	return plausible(object) && peek_word(object + PY_OB_TYPE, &type) &&
+	return plausible(object) && peek_word(object + LW_PY_OB_TYPE, &type) &&
 	       plausible(type) && type_has_base(type, base);
 }
 
@@ -506,7 +500,7 @@ static uintptr_t impl_of(uintptr_t tensor, bool live)
 	if (!plausible(tensor))
 		return 0;
 	if (live) {
-		memcpy(&type, (const char *)tensor + PY_OB_TYPE, sizeof(type));
+		memcpy(&type, (const char *)tensor + LW_PY_OB_TYPE, sizeof(type));
 		if (!live_type_has_base(type, variable_class()))
 			return 0;
 		memcpy(cdata, (const char *)tensor + 16, sizeof(cdata));
@@ -686,8 +680,6 @@ struct saved_list {
  * object at 56, engaged at 72 (from the headers of 2.15.0). */
 #define PY_SV_HOOKS_DATA 56
 #define PY_SV_HOOKS_ENGAGED 72
-#define PY_TPFLAGS_TYPE_SUBCLASS (1ul << 31)
-#define PY_TP_FLAGS 168
 
 static void add_saved(struct saved_list *out, uintptr_t impl)
 {
@@ -734,10 +726,10 @@ static uintptr_t packed_object(uintptr_t hooks)
 	if (!(kinds_of(hooks) & K_PY_SV_HOOKS) ||
 	    peek(&engaged, hooks + PY_SV_HOOKS_ENGAGED, 1) != 1 || engaged != 1 ||
 	    !peek_word(hooks + PY_SV_HOOKS_DATA, &object) || !plausible(object) ||
-	    !peek_word(object + PY_OB_TYPE, &type) ||
-	    !peek_word(type + PY_OB_TYPE, &meta) ||
-	    !peek_word(meta + PY_TP_FLAGS, &flags) ||
-	    !(flags & PY_TPFLAGS_TYPE_SUBCLASS))
+	    !peek_word(object + LW_PY_OB_TYPE, &type) ||
+	    !peek_word(type + LW_PY_OB_TYPE, &meta) ||
+	    !peek_word(meta + LW_PY_TP_FLAGS, &flags) ||
+	    !(flags & LW_PY_TPFLAGS_TYPE_SUBCLASS))
 		return 0;
 	return object;
 }
@@ -888,8 +880,8 @@ static void node_saved(const void *node, struct saved_list *out_)
 		/* A custom Function's tensors: its ctx's saved_variables. */
 		intptr_t basic;
 		ctx = (uintptr_t)lw_torch_node_pyobj(node);
-		if (!ctx || !peek_word(ctx + PY_OB_TYPE, &type) ||
-		    !peek_word(type + PY_TP_BASICSIZE, (uintptr_t *)&basic) ||
+		if (!ctx || !peek_word(ctx + LW_PY_OB_TYPE, &type) ||
+		    !peek_word(type + LW_PY_TP_BASICSIZE, (uintptr_t *)&basic) ||
 		    basic <= 16)
 			return;
 		len = peek(buf, ctx, basic < MAX_SNAPSHOT ? (size_t)basic
@@ -997,8 +989,8 @@ int lw_torch_node_name(const void *node, char *out, size_t size)
 	/* PyNode::name() is the ctx's type's tp_name: the Function's
 	 * backward class (MyFnBackward). */
 	if ((kinds & K_PYNODE) && (ctx = (uintptr_t)lw_torch_node_pyobj(node)) &&
-	    peek_word(ctx + PY_OB_TYPE, &type) &&
-	    peek_word(type + PY_TP_NAME, &tp_name) && size > 1 &&
+	    peek_word(ctx + LW_PY_OB_TYPE, &type) &&
+	    peek_word(type + LW_PY_TP_NAME, &tp_name) && size > 1 &&
 	    peek_string(tp_name, out, size)) {
 		const char *dot = strrchr(out, '.');
 		if (dot)
