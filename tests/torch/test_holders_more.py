@@ -179,7 +179,12 @@ def test(case, config):
                                         ("fix", h["fix"] or "", fix_ok)):
             check(ok(value), f"first holder's {what} {value!r}: want it "
                   f"{want if want.startswith(('starts', 'ends')) else 'to name ' + want}")
-        check(not h["cut"], "the search was cut")
+        # A later search runs within what is left of the in-run share,
+        # so on a loaded machine it may be cut: the holder stays right,
+        # and the text report says the search ran out of time.
+        if h["cut"]:
+            check("the holder search ran out of time" in text,
+                  "the search was cut and the text report does not say so")
         check("held by: " + h["path"] in text,
               f"the text report does not show held by: {h['path']}")
 
