@@ -690,6 +690,45 @@ def train_eval_grad(steps, rec):
     return val_total
 
 
+# ---- the allocator's pool ----
+
+def curriculum(steps, rec):
+    """A curriculum: the sequence length rises every step, and each step's
+    activations are freed at its end. Nothing leaks; PyTorch's native pool
+    cannot reuse the smaller blocks for the larger requests and reserves
+    new segments (expandable_segments:True grows one segment instead)."""
+    model = nn.Sequential(nn.Linear(256, 256), nn.GELU(),
+                          nn.Linear(256, 256)).to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    for step in range(steps):
+        seq = 2048 + step * 96
+        x = torch.randn(8, seq, 256, device=DEVICE)  # @lead (the rising size)
+        loss = model(x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        del x, loss
+        rec.step()
+
+
+def variable_batch(steps, rec):
+    """Batch sizes that vary from step to step within a fixed range (the
+    last batch of an epoch, bucketed sequence lengths): the pool's floor
+    stays flat once the largest size has been seen."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    sizes = [64, 48, 96, 32, 80, 64, 128, 16]
+    for step in range(steps):
+        n = sizes[step % len(sizes)]
+        x = torch.randn(n, 256, device=DEVICE)
+        y = torch.randint(0, 10, (n,), device=DEVICE)
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        rec.step()
+
+
 CASES = {f.__name__: f for f in (
     torchtitan, composer, composer_no_gc, composer_kept, espnet, simpletuner, eval_grad,
     control_adam, control_accumulation, control_eval, control_cache, control_gc,
@@ -698,7 +737,8 @@ CASES = {f.__name__: f for f in (
     kept_exception_fixed, uncollected_cycle, uncollected_cycle_fixed,
     kept_activations, kept_activations_fixed, torchtitan_fixed,
     eval_grad_fixed, espnet_adamw, espnet_fixed, composer_fixed,
-    simpletuner_fixed, cycle_delayed, two_holders, train_eval_grad)}
+    simpletuner_fixed, cycle_delayed, two_holders, train_eval_grad,
+    curriculum, variable_batch)}
 
 def main():
     record = Record()
