@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "formats.h"
@@ -465,9 +466,18 @@ int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 		return add_rule_file("--suppressions",
 				     options->suppression_files,
 				     &options->suppression_file_count, arg);
-	case 'C':
+	case 'C': {
+		struct stat st;
+
 		if (!arg[0]) {
 			lw_error("--user-code needs a directory");
+			return -EINVAL;
+		}
+		/* A misspelt directory would silently judge the program's
+		 * code a library's. (A file names one script.) */
+		if (stat(arg, &st) < 0) {
+			lw_error("--user-code %s: %s", arg, errno == ENOENT
+				 ? "no such directory" : strerror(errno));
 			return -EINVAL;
 		}
 		if (lw_code_dirs_add(&options->user_code, arg) < 0) {
@@ -475,6 +485,7 @@ int lw_output_option(int c, const char *arg, struct lw_output_options *options,
 			return -EINVAL;
 		}
 		return 1;
+	}
 	default:
 		return 0;
 	}

@@ -196,6 +196,9 @@ def _name_user_code(dirs):
         os.pathsep) if d]
     for d in dirs:
         d = os.path.abspath(d)
+        if not os.path.exists(d):
+            raise pytest.UsageError(
+                f"--leakwatch-user-code {d}: no such directory")
         if d not in known:
             known.append(d)
     os.environ["LEAKWATCH_USER_CODE"] = os.pathsep.join(known)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lw-growth.h"
@@ -206,6 +207,34 @@ static unsigned read_min_steps(void)
 	return (unsigned)n;
 }
 
+/*
+ * LEAKWATCH_USER_CODE's directories (or scripts) must exist: a misspelt one
+ * would judge the program's code a library's, with nothing to say why.
+ * Relative ones are the working directory's, as origins.c reads them.
+ */
+static void check_user_code(struct problems *p)
+{
+	const char *list = getenv("LEAKWATCH_USER_CODE");
+	char dir[PATH_MAX];
+	struct stat st;
+
+	while (list && *list) {
+		size_t len = strcspn(list, ":");
+
+		if (len && len < sizeof(dir)) {
+			memcpy(dir, list, len);
+			dir[len] = '\0';
+			if (stat(dir, &st) < 0) {
+				problem(p, "LEAKWATCH_USER_CODE",
+					"LEAKWATCH_USER_CODE names %.160s, which "
+					"does not exist; it is ignored", dir);
+				return;
+			}
+		}
+		list += len + (list[len] == ':');
+	}
+}
+
 void lw_config_load(struct lw_config *config)
 {
 	struct problems p = early_problems;
@@ -236,6 +265,7 @@ void lw_config_load(struct lw_config *config)
 	config->min_steps = read_min_steps();
 	config->bounded = read_choice(&p, "LEAKWATCH_TRACE_DETAIL", "bounded",
 				      "full", 1);
+	check_user_code(&p);
 	if (p.count)
 		lw_warn_once(LW_WARN_BAD_ENV, "%s", p.line);
 }

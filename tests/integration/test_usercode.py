@@ -403,6 +403,47 @@ def pytest_option():
     out = section("--leakwatch-user-code", "tests")
     check(f"at MyTrainer.compute_loss  {test}:{user}" in out,
           f"--leakwatch-user-code tests names the test's line: {out}")
+    p = subprocess.run(base + ["--leakwatch-user-code", "testz"],
+                       cwd=pr.proj, env=env, capture_output=True, text=True,
+                       timeout=300)
+    gone = os.path.join(pr.proj, "testz")
+    check(p.returncode == 4 and
+          f"--leakwatch-user-code {gone}: no such directory" in p.stderr,
+          f"a missing directory: {p.returncode}: {p.stdout}\n{p.stderr}")
+
+
+def missing():
+    """A directory that is not there is named, not ignored: every command
+    that takes --user-code stops with one line naming it (exit 2), the
+    shim warns once for LEAKWATCH_USER_CODE and the run goes on."""
+    pr = Project()
+    write_tree(os.path.join(pr.proj, "third_party"), LIBRARY)
+    trace = pr.run(env={"VENDOR": "third_party"})
+    gone = os.path.join(pr.tmp, "srcc")
+    for argv in (["report", "--user-code", gone, trace],
+                 ["check", "--max-growth", "1MiB", "--user-code", gone,
+                  trace],
+                 ["diff", "--user-code", gone, trace, trace],
+                 ["run", "--user-code", gone, "--", "true"]):
+        p = subprocess.run([CLI] + argv, capture_output=True, text=True,
+                           timeout=120)
+        check_eq((p.returncode, p.stderr),
+                 (2, f"leakwatch: --user-code {gone}: no such directory\n"),
+                 f"leakwatch {argv[0]} --user-code MISSING")
+    # A script is fine (it names one file as the program's).
+    p = subprocess.run([CLI, "report", "--user-code", pr.script, trace],
+                       capture_output=True, text=True, timeout=120)
+    check_eq(p.returncode, 0, f"--user-code SCRIPT: {p.stderr}")
+    for t in os.listdir(pr.tmp):
+        if t.endswith(".trace"):
+            os.unlink(os.path.join(pr.tmp, t))
+    pr.run(env={"VENDOR": "third_party",
+                "LEAKWATCH_USER_CODE": "train.py:" + gone})
+    warned = [line for line in pr.stderr.splitlines()
+              if "LEAKWATCH_USER_CODE" in line]
+    check_eq(warned, [f"leakwatch: warning: LEAKWATCH_USER_CODE names "
+                      f"{gone}, which does not exist; it is ignored"],
+             "the shim's warning")
 
 
 if __name__ == "__main__":
