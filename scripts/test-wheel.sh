@@ -6,7 +6,7 @@
 #  1. the demo (examples/train_leak on the stand-in runtime) through the
 #     installed `leakwatch run`, whose JSON report must name the planted
 #     loss by its line;
-#  2. `python -m leakwatch`, the same command;
+#  2. `python -m leakwatch`, the same command, and `man leakwatch`;
 #  3. the pytest plugin, found through its entry point (no -p): one test
 #     that keeps a tensor per run fails naming the line, the others pass;
 #  4. real PyTorch on the stand-in GPU, where scripts/torch-env.sh and
@@ -77,6 +77,19 @@ print("test-wheel: demo: retained-loss at forward_backward, train_leak.c")
 EOF
 run_clean python -m leakwatch --version | grep -q '^leakwatch ' ||
   fail "python -m leakwatch --version"
+
+echo "== the man page"
+[ -s "$venv/share/man/man1/leakwatch.1" ] ||
+  fail "no share/man/man1/leakwatch.1 in the environment"
+grep -q '^\.TH LEAKWATCH 1' "$venv/share/man/man1/leakwatch.1" ||
+  fail "share/man/man1/leakwatch.1 is not leakwatch(1)"
+if command -v man >/dev/null; then
+  # man finds it from PATH alone (bin/../share/man), as for a user.
+  [ "$(run_clean env -u MANPATH man -w leakwatch)" = \
+    "$venv/share/man/man1/leakwatch.1" ] ||
+    fail "man -w leakwatch: $(run_clean env -u MANPATH man -w leakwatch 2>&1)"
+fi
+echo "test-wheel: man leakwatch: $venv/share/man/man1/leakwatch.1"
 
 echo "== the pytest plugin, registered by the wheel"
 if run_clean python -c 'import pytest' 2>/dev/null; then
