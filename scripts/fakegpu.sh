@@ -3,6 +3,9 @@
 # Runs a command on the stand-in GPU: a CUDA device that real PyTorch trains
 # on, without a GPU. Kernels do nothing; memory, copies, streams, events,
 # allocators and every host-side path of the framework run for real.
+# What reads a kernel's result does not work: transformers' generate()
+# does not stop where asked (its stop test is computed on the device), so
+# tests write generation loops by hand (docs/stand-in-gpu.md).
 #   scripts/fakegpu.sh CMD [ARG...]
 # Composes with leakwatch in either order:
 #   scripts/fakegpu.sh build/report/leakwatch run -- python3 train.py
