@@ -2206,9 +2206,13 @@ static void root_text(const struct root *r, bool collecting,
 	case R_LOCAL:
 	case R_SUSPENDED:
 	case R_TASK:
+		/* Named by the function's own line (r->line, co_firstlineno),
+		 * said as such: the line its frame was paused at is wherever
+		 * the search happened to find it. */
 		lw_py_code_info(r->where, file, sizeof(file), qual, sizeof(qual),
 				NULL);
-		snprintf(out, size, "local of %s (%s:%d)%s", qual, file, r->line,
+		snprintf(out, size, "local of %s (defined at %s:%d)%s", qual,
+			 file, r->line,
 			 r->kind == R_SUSPENDED ? ", a suspended generator"
 			 : r->kind == R_TASK ? ", an asyncio task" : "");
 		return;

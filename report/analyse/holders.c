@@ -91,6 +91,43 @@ static bool before(const struct lw_holder *a, const struct lw_holder *b)
 	return a->objects > b->objects;
 }
 
+/*
+ * A root's file ("local of train (defined at /w/train.py:12)") relative to
+ * the traced process's directory when inside it: e->root_short, in
+ * e->root_buf when it differs.
+ */
+static void short_root(const struct lw_model *m, struct lw_held *e)
+{
+	static const char defined[] = "(defined at ";
+	const struct lw_bytes *cwd = lw_model_info(m, "cwd");
+	const char *end = e->root + e->root_len;
+	const char *file = memmem(e->root, e->root_len, defined,
+				  sizeof(defined) - 1);
+	size_t skip, head;
+
+	e->root_short = e->root;
+	e->root_short_len = e->root_len;
+	if (!file || !cwd || !cwd->len)
+		return;
+	file += sizeof(defined) - 1;
+	skip = cwd->len;
+	if ((size_t)(end - file) <= skip + 1 ||
+	    memcmp(file, cwd->data, cwd->len) != 0)
+		return;
+	if (cwd->data[cwd->len - 1] != '/') {
+		if (file[skip] != '/')
+			return;
+		skip++;
+	}
+	head = (size_t)(file - e->root);
+	if (e->root_len - skip >= sizeof(e->root_buf))
+		return;
+	memcpy(e->root_buf, e->root, head);
+	memcpy(e->root_buf + head, file + skip, e->root_len - head - skip);
+	e->root_short = e->root_buf;
+	e->root_short_len = e->root_len - skip;
+}
+
 int lw_held_by(const struct lw_report *r, uint32_t site,
 	       struct lw_held_by *out)
 {
@@ -142,6 +179,7 @@ int lw_held_by(const struct lw_report *r, uint32_t site,
 
 		e->path = lw_holder_text(m, e->holder->path, &e->path_len);
 		e->root = lw_holder_text(m, e->holder->root, &e->root_len);
+		short_root(m, e);
 		lw_holder_fix(m, e->holder, e->fix, sizeof(e->fix));
 	}
 	return 0;

@@ -21,6 +21,12 @@ struct lw_held {
 	const struct lw_holder *holder;
 	const char *path, *root;	/* lw_holder_text() of each */
 	size_t path_len, root_len;
+	/* The root as a text view writes it: its file relative to the
+	 * traced process's directory when inside it, as sites are written
+	 * ("local of train (defined at train.py:12)"). */
+	const char *root_short;
+	size_t root_short_len;
+	char root_buf[512];
 	char fix[512];			/* lw_holder_fix() */
 };
 

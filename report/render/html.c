@@ -549,7 +549,7 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 		fputs(i ? "; <code>" : "<code>", out);
 		put_html(out, e->path, e->path_len);
 		fputs("</code> (", out);
-		put_html(out, e->root, e->root_len);
+		put_html(out, e->root_short, e->root_short_len);
 		fprintf(out, "; %" PRIu64 " object%s", h->objects,
 			h->objects == 1 ? "" : "s");
 		if (h->graph)

@@ -931,7 +931,8 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 		fputs("      held by: ", out);
 		lw_put_text(out, (const uint8_t *)e->path, e->path_len);
 		fputs(" (", out);
-		lw_put_text(out, (const uint8_t *)e->root, e->root_len);
+		lw_put_text(out, (const uint8_t *)e->root_short,
+			    e->root_short_len);
 		fprintf(out, "; %" PRIu64 " object%s", h->objects,
 			h->objects == 1 ? "" : "s");
 		if (h->graph)

@@ -256,7 +256,8 @@ def holders():
     want = {"end": ("trainer.history[29]", "global of __main__", 29),
             "signal": ("trainer.history[29]", "global of __main__", 29),
             # The newest loss is reached first through the local `loss`.
-            "snapshot": ("trainer.history[23]", "local of train (", 23)}
+            "snapshot": ("trainer.history[23]", "local of train (defined at ",
+                         23)}
     for mode, (path, root, objects) in want.items():
         run = Run([sys.executable, "-c", HOLDERS, mode], env=env).expect_ok()
         rep = report(run.traces()[-1])

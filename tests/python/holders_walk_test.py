@@ -696,8 +696,8 @@ class Program:
                                      "graph_nodes": 0}
 
     def root_of(self, function_marker, function):
-        return "local of %s (%s:%d)" % (function, self.path,
-                                        self.lines[function_marker])
+        return "local of %s (defined at %s:%d)" % (
+            function, self.path, self.lines[function_marker])
 
     def summary(self):
         out = []
@@ -768,8 +768,11 @@ def group_locals():
     f = p.finding("alloc")
     check(f and "drain `losses`" in f["held_by"][0]["fix"],
           "the fix names the list: %s" % (f and f["held_by"][0]["fix"]))
-    check("held by: losses[%d] (local of train (" % (STEPS - 2) in p.text,
-          "the text report names the holder:\n" + p.text)
+    # The text names the function by its own line, with its file as the
+    # sites' are: relative to the program's directory.
+    check("held by: losses[%d] (local of train (defined at %s:%d); " % (
+              STEPS - 2, os.path.basename(p.path), p.lines["train"])
+          in p.text, "the text report names the holder:\n" + p.text)
     p.cleanup()
 
     p = Program("thread", THREAD)
