@@ -273,6 +273,7 @@ static int put_evidence(FILE *out, const struct lw_report *r,
 	const struct lw_evidence *ev = &f->evidence;
 	char a[LW_SIZE_BUF], b[LW_SIZE_BUF];
 	const char *sep = "";
+	bool live_said = false;
 
 	if (f->category == LW_CATEGORY_CACHE_GROWTH) {
 		fprintf(out, "reserved memory grows by %s per step; "
@@ -289,12 +290,27 @@ static int put_evidence(FILE *out, const struct lw_report *r,
 			fprintf(out, " over %" PRIu32 " sites", ev->sites);
 		sep = "; ";
 	}
+	/*
+	 * The frees and what is live, as parts of the allocations made: a
+	 * line that also makes temporaries frees as many blocks as it keeps,
+	 * and "40 freed ...; 40 live" alone reads as the same 40. Frees are
+	 * counted up to the report point (the program's end), as what is
+	 * live is; the rest were made after it.
+	 */
 	if (ev->frees && (f->category == LW_CATEGORY_RETAINED_LOSS ||
 			  f->category == LW_CATEGORY_METRIC_COPY ||
 			  f->category == LW_CATEGORY_CYCLE_DELAYED)) {
-		fprintf(out, "%s%" PRIu64 " freed after %.1f steps on average (at most %" PRIu64 ")",
-			sep, ev->frees, ev->mean_lifetime, ev->max_lifetime);
+		uint64_t counted = ev->frees + ev->live_count;
+
+		fprintf(out, "%s%" PRIu64 " allocation%s made: %" PRIu64 " freed after %.1f steps on average (at most %" PRIu64 "), %" PRIu64 " live (%s)",
+			sep, ev->allocations, ev->allocations == 1 ? "" : "s",
+			ev->frees, ev->mean_lifetime, ev->max_lifetime,
+			ev->live_count, lw_format_size(a, ev->live_bytes));
+		if (ev->allocations > counted)
+			fprintf(out, ", %" PRIu64 " made after the program's code ended",
+				ev->allocations - counted);
 		sep = "; ";
+		live_said = true;
 	}
 	if (ev->gc_frees) {
 		fprintf(out, "%s%" PRIu64 " of %" PRIu64 " frees inside the cycle collector's passes (%" PRIu64 " passes)",
@@ -333,6 +349,11 @@ static int put_evidence(FILE *out, const struct lw_report *r,
 			return rc;
 		fprintf(out, "; %" PRIu64 " bytes per allocation on average",
 			ev->mean_size);
+		return 0;
+	}
+	if (live_said) {
+		fprintf(out, "%s%" PRIu64 " bytes per allocation on average",
+			sep, ev->mean_size);
 		return 0;
 	}
 	fprintf(out, "%s%s live in %" PRIu64 " allocation%s; %" PRIu64 " bytes per allocation on average",

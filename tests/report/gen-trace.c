@@ -71,6 +71,37 @@ static void scenario_leak_loop(struct out *o)
 	rec_end(o, 0);
 }
 
+/*
+ * One line that makes two 1.5 KiB blocks per step, one freed in the step
+ * (a temporary) and one kept (the loss): 40 steps leave 40 live of 80
+ * made, the temporaries freed after 0 steps; then the program's code
+ * ends (PROGRAM_END) and its teardown frees 10 of the kept ones.
+ */
+static void scenario_evidence_frees(struct out *o)
+{
+	static const uint64_t loss[] = { 0x401136, 0x4012a0, 0x7f1234029d90 };
+
+	std_header(o);
+	std_info(o);
+	rec_hot1(o, LW_REC_THREAD, PID);
+	rec_context(o, LW_API_CUDA_MALLOC, 0, 0);
+	rec_stack(o, 1, loss, 3);
+	for (unsigned i = 0; i < 40; i++) {
+		uint64_t t = 0x7f0000000000 + i * 0x200000ull;
+
+		rec_hot1(o, LW_REC_TIME, 1000000);
+		rec_alloc(o, LW_MEM_DEVICE, t, 1536, 1);
+		rec_alloc(o, LW_MEM_DEVICE, 0x7e0000000000 + i * 0x1000ull,
+			  1536, 1);
+		rec_free(o, t);
+		rec_simple(o, LW_REC_STEP);
+	}
+	rec_mark(o, LW_MARK_PROGRAM_END);
+	for (unsigned i = 0; i < 10; i++)
+		rec_free(o, 0x7e0000000000 + i * 0x1000ull);
+	rec_end(o, 0);
+}
+
 static void scenario_kinds(struct out *o)
 {
 	static const uint64_t s1[] = { 0x401000, 0x402000 };
@@ -817,6 +848,7 @@ static const struct {
 	void (*make)(struct out *o);
 } scenarios[] = {
 	{ "leak-loop", scenario_leak_loop },
+	{ "evidence-frees", scenario_evidence_frees },
 	{ "kinds", scenario_kinds },
 	{ "phases", scenario_phases },
 	{ "truncated", scenario_truncated },
