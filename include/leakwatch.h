@@ -18,6 +18,8 @@
 #ifndef LEAKWATCH_H
 #define LEAKWATCH_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -45,6 +47,20 @@ void leakwatch_phase_end(void);
  * (the pytest plugin).
  */
 int leakwatch_device_live(unsigned long long *bytes, unsigned long long *count);
+
+/*
+ * What the trace holds now, for leakwatch.snapshot(): flushes the trace,
+ * prints the live view's line on stderr ("leakwatch: snapshot: step N:
+ * ..."), and stores the trace's path (NUL-terminated, cut to path_size),
+ * the steps ended so far, the device memory live (bytes, allocations), and
+ * the sites that grow from step to step with the fastest one's bytes per
+ * step. Any pointer may be NULL. Returns 0, or -1 when the shim is not
+ * tracking. Thread-safe.
+ */
+int leakwatch_snapshot_info(char *trace_path, size_t path_size,
+			    unsigned long long *steps, unsigned long long *bytes,
+			    unsigned long long *count, unsigned *growing_sites,
+			    double *fastest_growth);
 
 /*
  * Judges a series of device memory values, one per step, as `leakwatch

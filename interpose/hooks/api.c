@@ -67,6 +67,30 @@ void leakwatch_snapshot(void)
 	lw_holders_search();
 }
 
+LW_EXPORT int leakwatch_snapshot_info(char *trace_path, size_t path_size,
+				      unsigned long long *steps,
+				      unsigned long long *bytes,
+				      unsigned long long *count,
+				      unsigned *growing_sites,
+				      double *fastest_growth)
+{
+	struct lw_snapshot s;
+
+	if (lw_snapshot_taken(trace_path, path_size, &s) < 0)
+		return -1;
+	if (steps)
+		*steps = s.steps;
+	if (bytes)
+		*bytes = s.live_bytes;
+	if (count)
+		*count = s.live_count;
+	if (growing_sites)
+		*growing_sites = s.growing_sites;
+	if (fastest_growth)
+		*fastest_growth = s.fastest;
+	return 0;
+}
+
 LW_EXPORT int leakwatch_device_live(unsigned long long *bytes,
 				    unsigned long long *count)
 {

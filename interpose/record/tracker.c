@@ -477,8 +477,8 @@ static __attribute__((noinline)) void answer_request_locked(void)
 	lw_holders_schedule();
 	settle_locked();
 	flush_locked();
-	lw_live_view_print_now(device_live_bytes(), device_live_count(),
-			       trace_path, growing_now);
+	lw_live_view_print_now("SIGUSR2: ", device_live_bytes(),
+			       device_live_count(), trace_path, growing_now);
 }
 
 /* What every event does besides its record: the live view's request,
@@ -1321,6 +1321,34 @@ int lw_device_live(uint64_t *bytes, uint64_t *count)
 	if (trace_state != TRACE_FAILED) {
 		*bytes = device_live_bytes();
 		*count = device_live_count();
+		rc = 0;
+	}
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+int lw_snapshot_taken(char *path, size_t path_size, struct lw_snapshot *out)
+{
+	int rc = -1;
+
+	lw_init();
+	if (__atomic_load_n(&lw_state, __ATOMIC_ACQUIRE) != LW_STATE_ACTIVE)
+		return -1;
+	pthread_mutex_lock(&lock);
+	if (trace_state == TRACE_OPEN) {
+		/* The steps the program ended so far are its steps now. */
+		take_pending_steps_locked();
+		settle_locked();
+		flush_locked();
+		out->steps = tc.steps_written;
+		out->live_bytes = device_live_bytes();
+		out->live_count = device_live_count();
+		growing_now(&out->growing_sites, &out->fastest);
+		if (path && path_size)
+			snprintf(path, path_size, "%s", trace_path);
+		lw_live_view_print_now("snapshot: ", out->live_bytes,
+				       out->live_count, trace_path,
+				       growing_now);
 		rc = 0;
 	}
 	pthread_mutex_unlock(&lock);

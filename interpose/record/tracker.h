@@ -176,6 +176,21 @@ void lw_record_mark(enum lw_mark mark);
  */
 int lw_device_live(uint64_t *bytes, uint64_t *count);
 
+/* What leakwatch.snapshot() tells: steps written, device memory live,
+ * and what grows from step to step (kept.h). */
+struct lw_snapshot {
+	uint64_t steps, live_bytes, live_count;
+	unsigned growing_sites;
+	double fastest;		/* bytes per step, at the fastest site */
+};
+
+/*
+ * Flushes the trace, prints the live view's line ("snapshot: ") and says
+ * what the trace holds now, with its path in path. Returns 0, or -1 when
+ * the shim is not tracking (no trace open).
+ */
+int lw_snapshot_taken(char *path, size_t path_size, struct lw_snapshot *out);
+
 /* Closes the trace and prints the exit summary (the library destructor). */
 void lw_shutdown(void);
 

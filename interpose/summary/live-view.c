@@ -148,13 +148,14 @@ void lw_live_view_step(uint64_t live_bytes, uint64_t live_count,
 	remember(live_bytes);
 }
 
-void lw_live_view_print_now(uint64_t live_bytes, uint64_t live_count,
-			    const char *trace_path, lw_live_growth_fn *growth)
+void lw_live_view_print_now(const char *lead, uint64_t live_bytes,
+			    uint64_t live_count, const char *trace_path,
+			    lw_live_growth_fn *growth)
 {
 	char line[512 + 4096];
 	size_t n;
 
-	format_line(line, 512, "SIGUSR2: ", live_bytes, live_count, growth);
+	format_line(line, 512, lead, live_bytes, live_count, growth);
 	n = strlen(line);
 	snprintf(line + n, sizeof(line) - n, "; trace flushed: %s\n",
 		 trace_path);

@@ -46,10 +46,12 @@ static inline int lw_live_view_take_request(void)
 	return 1;
 }
 
-/* The line asked for by the signal, after the trace was flushed: memory
+/* The line asked for by the signal (lead "SIGUSR2: ") or by
+ * leakwatch.snapshot() ("snapshot: "), after the trace was flushed: memory
  * live now, and its growth judged on step ends, as the periodic line's. */
-void lw_live_view_print_now(uint64_t live_bytes, uint64_t live_count,
-			    const char *trace_path, lw_live_growth_fn *growth);
+void lw_live_view_print_now(const char *lead, uint64_t live_bytes,
+			    uint64_t live_count, const char *trace_path,
+			    lw_live_growth_fn *growth);
 
 /* In a forked child: steps count from 0 again. */
 void lw_live_view_reset(void);

@@ -17,7 +17,7 @@ import contextlib
 import ctypes
 
 __all__ = ["active", "step", "phase", "phase_begin", "phase_end",
-           "device_live", "snapshot"]
+           "device_live", "snapshot", "Snapshot"]
 
 
 def _lookup(name, argtypes, library=ctypes.CDLL):
@@ -48,6 +48,71 @@ try:
     _snapshot.restype = None
 except (OSError, AttributeError):
     _snapshot = None
+_snapshot_info = _lookup("leakwatch_snapshot_info",
+                         [ctypes.c_char_p, ctypes.c_size_t,
+                          ctypes.POINTER(ctypes.c_ulonglong),
+                          ctypes.POINTER(ctypes.c_ulonglong),
+                          ctypes.POINTER(ctypes.c_ulonglong),
+                          ctypes.POINTER(ctypes.c_uint),
+                          ctypes.POINTER(ctypes.c_double)], ctypes.PyDLL)
+if _snapshot_info is not None:
+    _snapshot_info.restype = ctypes.c_int
+
+
+def _size(n):
+    """n bytes as the shim writes sizes: 512 B, 1.5 KiB, 2.0 MiB."""
+    if n < 1024:
+        return f"{n:.0f} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        n /= 1024.0
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}"
+
+
+class Snapshot(object):
+    """What leakwatch.snapshot() found: the trace it flushed and what the
+    trace holds so far.
+
+    trace              the trace's path (`leakwatch report TRACE` reads it
+                       now, holders included)
+    steps              the steps ended so far
+    live_bytes         device memory live now, in bytes
+    live_allocations   ... in how many allocations
+    growing_sites      the allocation sites whose memory grows from step
+                       to step so far
+    fastest_growth     the fastest of them, in bytes per step (0.0: none)
+    """
+    __slots__ = ("trace", "steps", "live_bytes", "live_allocations",
+                 "growing_sites", "fastest_growth")
+
+    def __init__(self, trace, steps, live_bytes, live_allocations,
+                 growing_sites, fastest_growth):
+        self.trace = trace
+        self.steps = steps
+        self.live_bytes = live_bytes
+        self.live_allocations = live_allocations
+        self.growing_sites = growing_sites
+        self.fastest_growth = fastest_growth
+
+    def _asdict(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __eq__(self, other):
+        return isinstance(other, Snapshot) and \
+            self._asdict() == other._asdict()
+
+    __hash__ = None
+
+    def __repr__(self):
+        grows = "nothing grows from step to step"
+        if self.growing_sites:
+            grows = "growing at %d site%s (+%s per step at the fastest)" % (
+                self.growing_sites, "" if self.growing_sites == 1 else "s",
+                _size(self.fastest_growth))
+        return "<leakwatch snapshot: step %d: %s live in %d allocation%s; " \
+            "%s; trace %s>" % (
+                self.steps, _size(self.live_bytes), self.live_allocations,
+                "" if self.live_allocations == 1 else "s", grows, self.trace)
 
 
 def active():
@@ -97,7 +162,24 @@ def device_live():
 
 def snapshot():
     """Looks now for what holds the device memory that outlived the step
-    that made it (the trace's "held by"), as at the end of the program.
-    The search keeps to LEAKWATCH_HOLDERS_BUDGET seconds (default 2)."""
+    that made it (the trace's "held by"), as at the end of the program,
+    flushes the trace, prints the live view's line on stderr
+    ("leakwatch: snapshot: step N: ... live ...; trace flushed: PATH") and
+    returns a Snapshot: the trace's path, the steps so far, the device
+    memory live and the sites that grow. None without the shim (or when
+    it is not tracking). The search keeps to LEAKWATCH_HOLDERS_BUDGET
+    seconds (default 2)."""
     if _snapshot is not None:
         _snapshot()
+    if _snapshot_info is None:
+        return None
+    path = ctypes.create_string_buffer(4096)
+    steps, nbytes, count = (ctypes.c_ulonglong(), ctypes.c_ulonglong(),
+                            ctypes.c_ulonglong())
+    sites, fastest = ctypes.c_uint(), ctypes.c_double()
+    if _snapshot_info(path, len(path), ctypes.byref(steps),
+                      ctypes.byref(nbytes), ctypes.byref(count),
+                      ctypes.byref(sites), ctypes.byref(fastest)) != 0:
+        return None
+    return Snapshot(path.value.decode("utf-8", "replace"), steps.value,
+                    nbytes.value, count.value, sites.value, fastest.value)

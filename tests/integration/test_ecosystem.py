@@ -4,6 +4,7 @@ a multi-process launch, data-loader workers, the live view of a long job
 (LEAKWATCH_LIVE_EVERY, SIGUSR2), on the stand-in runtime under
 LD_PRELOAD=libleakwatch.so."""
 import glob
+import json
 import os
 import re
 import signal
@@ -114,6 +115,58 @@ def live_every():
     run = Run([prog("leaky_loop"), "5", "4096"],
               env={"LEAKWATCH_LIVE_EVERY": "many"}).expect_ok()
     check("LEAKWATCH_LIVE_EVERY='many'" in run.stderr, run.stderr)
+
+
+SNAPSHOT = r"""
+import json, sys
+import leakwatch
+import tinytensor as tt
+
+
+def serve(requests):
+    answered = []
+    for i in range(requests):
+        answered.append(tt.full(256, float(i)))   # 1 KiB kept per request
+        leakwatch.step()
+    return answered, leakwatch.snapshot()
+
+
+answered, snap = serve(int(sys.argv[1]))
+print("repr:", repr(snap))
+print("fields:", json.dumps(None if snap is None else snap._asdict()))
+"""
+
+
+def snapshot_returns():
+    """leakwatch.snapshot() in a notebook-like session: it returns what the
+    trace holds (its path, the steps, the device memory live, what grows),
+    with a repr that says so, and prints the live view's line on stderr;
+    the trace it names is flushed and readable now. Without the shim it
+    returns None and prints nothing."""
+    env = {"PYTHONPATH": os.pathsep.join(
+        [os.environ["LW_SCRIPTS"],
+         os.path.dirname(os.environ["LW_TINYTENSOR_PY"])])}
+    run = Run([sys.executable, "-c", SNAPSHOT, "20"], env=env).expect_ok()
+    fields = json.loads(run.stdout.split("fields: ", 1)[1])
+    trace = run.trace()
+    check_eq(fields, {"trace": trace, "steps": 20, "live_bytes": 20 * 1024,
+                      "live_allocations": 20, "growing_sites": 1,
+                      "fastest_growth": 1024.0}, "snapshot()'s fields")
+    check(f"repr: <leakwatch snapshot: step 20: 20.0 KiB live in 20 "
+          f"allocations; growing at 1 site (+1.0 KiB per step at the "
+          f"fastest); trace {trace}>" in run.stdout, run.stdout)
+    line = [x for x in run.stderr.splitlines()
+            if x.startswith("leakwatch: snapshot: ")]
+    check(len(line) == 1 and line[0].startswith(
+        "leakwatch: snapshot: step 20: 20.0 KiB of device memory live in "
+        "20 allocations;") and "growing at 1 site" in line[0] and
+        line[0].endswith(f"; trace flushed: {trace}"),
+        f"the live view's line: {run.stderr}")
+    run = Run([sys.executable, "-c", SNAPSHOT, "20"], env=env,
+              preload=False).expect_ok()
+    check("fields: null" in run.stdout and "repr: None" in run.stdout and
+          "leakwatch:" not in run.stderr, f"without the shim: {run.stdout}"
+          f"{run.stderr}")
 
 
 def wait_for(path, pred, timeout=30):
@@ -574,4 +627,4 @@ if __name__ == "__main__":
         rank_names, two_ranks, dataloader_workers, live_every, signal_flush,
         signal_respected, pytest_plugin, pytest_bad_marker, holders,
         holders_run_no_program_code, gate_names_growth, pytest_per_test,
-        summary_names_dead_code]}))
+        summary_names_dead_code, snapshot_returns]}))
