@@ -15,7 +15,9 @@ judge of `leakwatch check` and of the report, which judges the test's steps
 (a phase of the trace) the same way, so that both give one verdict: memory
 made by the first runs (caches, optimizer state), memory freed every few
 runs and growth that stops (a plateau) are not growth. The failure output gets a
-"leakwatch" section with the series and the growing sites of the trace.
+"leakwatch" section with the series and the growing sites of the trace,
+each with its holder ("held by: ...", searched for as the test fails) and
+fix, and its frames down to the test's own (pytest's folded in one line).
 Every test is a phase of the trace, named by its node id.
 
 The shim must be loaded in the pytest process: run `leakwatch run --
@@ -82,9 +84,13 @@ class _Shim:
             self.phase_end = lib.leakwatch_phase_end
             self.live = lib.leakwatch_device_live
             self.judge_growth = lib.leakwatch_judge_growth
+            # PyDLL: the holder search needs the GIL held.
+            self.search = ctypes.PyDLL(None).leakwatch_snapshot
         except (OSError, AttributeError):
             self.step = None
             return
+        self.search.argtypes = []
+        self.search.restype = None
         self.step.restype = None
         self.phase_begin.argtypes = [ctypes.c_char_p]
         self.phase_begin.restype = None
@@ -230,6 +236,63 @@ def _frame_text(f):
     return f"{f.get('function') or '??'}  {where}"
 
 
+_HARNESS = re.compile(r"(^|/)(_pytest|pluggy|pytest)(/|\.py$)|"
+                      r"(^|/)pytest_leakwatch\.py$")
+
+
+def _harness_frame(f):
+    """A frame of pytest's own machinery (pytest, _pytest, pluggy, this
+    plugin), which runs every test the same way."""
+    return bool(_HARNESS.search(f.get("file") or f.get("module") or ""))
+
+
+def _fold_harness(frames):
+    """The frames up to the test's own, then one line for pytest's: its
+    frames are the same under every test."""
+    out = []
+    for i, f in enumerate(frames):
+        if _harness_frame(f):
+            rest = len(frames) - i
+            out.append(f"… {rest} pytest frame{'s' if rest != 1 else ''}")
+            break
+        out.append(_frame_text(f))
+    return out
+
+
+def _finding_of(rep, site):
+    """The report's finding for a site of the test's phase: the one it
+    leads, else the one at its line."""
+    findings = [f for f in rep.get("findings", []) if f.get("leak")]
+    for f in findings:
+        if (f.get("site"), f.get("kind")) == (site["id"], site["kind"]):
+            return f
+    where = site.get("location") or {}
+    key = (where.get("file"), where.get("line"), where.get("function"))
+    for f in findings:
+        lines = [f.get("location") or {}] + (f.get("lines") or [])
+        if any((x.get("file"), x.get("line"), x.get("function")) == key
+               for x in lines):
+            return f
+    return None
+
+
+def _holder_lines(finding):
+    """"held by: PATH (ROOT; N objects)" for each holder, and the fix:
+    against the holder when there is one, else the finding's."""
+    if not finding:
+        return []
+    out = []
+    held = finding.get("held_by") or []
+    for h in held:
+        n = h.get("objects", 0)
+        out.append(f"held by: {h['path']} ({h['root']}; {n} "
+                   f"object{'s' if n != 1 else ''})")
+    fix = held[0].get("fix") if held else finding.get("fix")
+    if fix:
+        out.append(f"fix: {fix}")
+    return out
+
+
 def _test_sites(cli, trace, nodeid, runs, limit=3, frames=8):
     """What the test's runs left behind, by site, most first: the sites of
     the test's own phase of the trace (memory born in its runs and live
@@ -250,9 +313,10 @@ def _test_sites(cli, trace, nodeid, runs, limit=3, frames=8):
         out.append(f"  {format_size(s['bytes'] / runs)} per run "
                    f"({s['count']} allocations in {runs} runs) at "
                    f"{_frame_text(s.get('location') or {})}")
+        out += ["      " + line for line in _holder_lines(_finding_of(rep, s))]
         stack = frames_of.get((s["id"], s["kind"]), [])
         shown = [f for f in stack if f.get("python")] or stack
-        out += ["      " + _frame_text(f) for f in shown[:frames]]
+        out += ["      " + line for line in _fold_harness(shown)[:frames]]
     return out or ["  (nothing the test's runs made is still live)"]
 
 
@@ -346,13 +410,19 @@ def pytest_pyfunc_call(pyfuncitem):
                 pytest.skip("leakwatch is not tracking (its trace could "
                             "not be written)")
             series.append(live[0])
+        # The report ignores the first tenth of a series: the default
+        # warm-up.
+        judged = series[warmup - max(1, steps // 10):] \
+            if warmup > max(1, steps // 10) else series
+        verdict, per_step = shim.judge(judged)
+        failed = verdict == "growing" and per_step > limit
+        if failed:
+            # What holds what the runs kept, looked for now, while it is
+            # held: the failure names it (the phase's end flushes it).
+            shim.search()
     finally:
         shim.phase_end()
-    # The report ignores the first tenth of a series: the default warm-up.
-    judged = series[warmup - max(1, steps // 10):] \
-        if warmup > max(1, steps // 10) else series
-    verdict, per_step = shim.judge(judged)
-    if verdict == "growing" and per_step > limit:
+    if failed:
         pyfuncitem.add_report_section(
             "call", "leakwatch",
             _section(pyfuncitem, shim, series, per_step, limit, steps, warmup))

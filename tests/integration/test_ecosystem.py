@@ -550,6 +550,21 @@ def pytest_plugin():
     check(f"test_gpu_loops.py:{kept_line}" in out,
           f"the section names the line that keeps memory ({kept_line}): {out}")
     check("leakwatch: trace " in out, "the summary names the trace")
+    # The site's holder and fix, and the test's own frames with pytest's
+    # folded into one line (no pluggy, _pytest or plugin frames).
+    section = out.split("Captured leakwatch call", 1)[-1].split(
+        "short test summary", 1)[0]
+    check(re.search(r"^\s+held by: KEPT\[\d+\] \(global of "
+                    r"test_gpu_loops; \d+ objects\)$", section, re.M),
+          f"the holder: {section}")
+    check(re.search(r"^\s+fix: drain `KEPT`", section, re.M),
+          f"the fix against the holder: {section}")
+    check(re.search(rf"^\s+test_keeps_a_tensor_per_run  \S*test_gpu_loops"
+                    rf"\.py:{kept_line}\n\s+… \d+ pytest frames$",
+                    section, re.M), f"the test's frame, then pytest's "
+          f"folded: {section}")
+    check(not re.search(r"pluggy|_pytest/|_multicall|pytest_pyfunc_call",
+                        section), f"no pytest frame listed: {section}")
     check_eq(len(run.traces()), 1, "pytest's trace")
     # One verdict per site: the session's report judges each test's steps
     # as the plugin did: the kept tensor grows, +4.0 KiB per
