@@ -191,7 +191,10 @@ enum lw_record_tag {
 	 * "no_caching": PYTORCH_NO_CUDA_MEMORY_CACHING is set; "kept": none
 	 * set, and the user asked leakwatch to leave it so),
 	 * "trace_detail" ("full": every allocation and free is written;
-	 * "bounded": see bounded traces above), and as the trace closes
+	 * "bounded": see bounded traces above), "source:NAME" (the text of
+	 * the notebook cell whose code is named NAME, lw-cells.h, as the
+	 * interpreter's linecache holds it, written at the holder searches
+	 * of the whole heap), and as the trace closes
 	 * "holder_searches_in_run" (the holder searches the shim ran during
 	 * the run and the seconds they took, "N S") and "shim_memory" (the
 	 * most memory, in bytes, the shim held for itself). */

@@ -143,9 +143,54 @@ out:
 		lw_leave();
 }
 
+/*
+ * The text of the notebook cells, once each, so that the report shows the
+ * lines of a cell (the interpreter's linecache holds it, not a file). At
+ * the searches of the whole heap (the report point, snapshot(), SIGUSR2),
+ * with or without the holder search.
+ */
+#define CELLS_NOTED_MAX 4096
+static uint64_t cells_noted[CELLS_NOTED_MAX];
+static unsigned cells_noted_count;
+
+static void note_cell(const char *name, const char *text, size_t len,
+		      void *ctx)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	(void)ctx;
+	for (const char *p = name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h ^= len;
+	for (unsigned i = 0; i < cells_noted_count; i++)
+		if (cells_noted[i] == h)
+			return;
+	if (cells_noted_count == CELLS_NOTED_MAX)
+		return;
+	cells_noted[cells_noted_count++] = h;
+	lw_record_source(name, text, len);
+}
+
+static void note_cells(void)
+{
+	int entered = 0;
+
+	if (!lw_in_hook) {
+		if (!lw_enter())
+			return;
+		entered = 1;
+	}
+	lw_walk_cells(note_cell, NULL);
+	if (entered)
+		lw_leave();
+}
+
 void lw_holders_search(void)
 {
-	if (enabled && lw_walk_possible())
+	if (!lw_walk_possible())
+		return;
+	note_cells();
+	if (enabled)
 		search(0);
 }
 
@@ -160,8 +205,10 @@ static void run_asked(void)
 	__atomic_store_n(&lw_holders_asked, 0, __ATOMIC_RELAXED);
 	/* The whole search covers the stacks asked for too, but leaves
 	 * their ask: it may have been cut before it reached them. */
-	if (what & ASK_WHOLE)
+	if (what & ASK_WHOLE) {
+		note_cells();
 		search(0);
+	}
 	if (what & ASK_IN_RUN)
 		search(1);
 }

@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "arena.h"
+#include "lw-cells.h"
 #include "lw-format.h"
 #include "pyabi.h"
 #include "pyframes.h"
@@ -2311,6 +2312,54 @@ double lw_walk_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void lw_walk_cells(void (*found)(const char *name, const char *text,
+				 size_t len, void *ctx),
+		   void *ctx)
+{
+	static char text[LW_WALK_CELL_MAX], line[LW_WALK_CELL_MAX];
+	char name[512];
+	const void *modules = py.modules(), *cache = NULL;
+	ptrdiff_t pos = 0;
+	void *k, *v;
+
+	while (modules && py.dict_next(modules, &pos, &k, &v))
+		if (str_is(k, "linecache") && type_of(v) == py.module)
+			cache = dict_get(ptr_at(v, MODULE_DICT), "cache");
+	if (!cache || type_of(cache) != py.dict)
+		return;
+	pos = 0;
+	while (py.dict_next(cache, &pos, &k, &v)) {
+		const void *const *entry, *const *lines;
+		long n, count;
+		size_t len = 0;
+
+		if (type_of(k) != py.str ||
+		    lw_py_str(k, name, sizeof(name)) < 0 ||
+		    !lw_cell_name(name, strlen(name), NULL, 0))
+			continue;
+		/* (size, mtime, lines, fullname); a lazy entry is a
+		 * 1-tuple, with no text yet. */
+		if (!(type_flags(type_of(v)) & LW_PY_TPFLAGS_TUPLE_SUBCLASS) ||
+		    !(entry = seq_items(v, &n)) || n < 3 || !entry[2] ||
+		    !(type_flags(type_of(entry[2])) & LW_PY_TPFLAGS_LIST_SUBCLASS) ||
+		    !(lines = seq_items(entry[2], &count)))
+			continue;
+		for (long i = 0; i < count; i++) {
+			size_t l;
+
+			if (!lines[i] || type_of(lines[i]) != py.str ||
+			    lw_py_str(lines[i], line, sizeof(line)) < 0)
+				break;
+			l = strlen(line);
+			if (len + l >= sizeof(text))
+				break;	/* cut at a line's end */
+			memcpy(text + len, line, l);
+			len += l;
+		}
+		found(name, text, len, ctx);
+	}
 }
 
 bool lw_walk_possible(void)

@@ -59,4 +59,16 @@ struct lw_walk_result lw_walk(const uint64_t *pairs, size_t n, double deadline,
 /* CLOCK_MONOTONIC, in seconds. */
 double lw_walk_now(void);
 
+/*
+ * The text of the notebook cells the interpreter compiled, as IPython
+ * keeps it in linecache.cache ({name: (size, mtime, lines, name)}):
+ * found(name, text, len, ctx) for each entry named as a cell is
+ * (lw-cells.h), its lines joined (cut at LW_WALK_CELL_MAX bytes, at a
+ * line's end). Read, never run. Only where lw_walk_possible().
+ */
+#define LW_WALK_CELL_MAX 32768
+void lw_walk_cells(void (*found)(const char *name, const char *text,
+				 size_t len, void *ctx),
+		   void *ctx);
+
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backward.h"
+#include "lw-cells.h"
 #include "lw-format.h"
 #include "lw-origin.h"
 #include "origins.h"
@@ -306,9 +307,13 @@ void lw_stacks_python_location(const struct lw_stack_entry *s, char *out,
 		return;
 	const char *base = strrchr(pick->file, '/');
 	long line = (long)(py[2 * at + 1] >> 1) - 1;
+	char cell[32] = "";
 
+	/* A notebook cell by its name, as the report writes it. */
+	if (lw_cell_name(pick->file, strlen(pick->file), cell, sizeof(cell)))
+		base = NULL;
 	snprintf(out, size, "%.64s (%.72s:%ld)", pick->name,
-		 base ? base + 1 : pick->file, line);
+		 base ? base + 1 : cell[0] ? cell : pick->file, line);
 }
 
 void lw_stacks_reset(void)

@@ -23,6 +23,7 @@
 #include "kept.h"
 #include "live-table.h"
 #include "live-view.h"
+#include "lw-cells.h"
 #include "modules.h"
 #include "origins.h"
 #include "pyframes.h"
@@ -1285,6 +1286,21 @@ void lw_record_holder(uint64_t address, const char *path, const char *root,
 		n += lw_varint_put(payload + n, graph_nodes);
 		n += lw_varint_put(payload + n, flags);
 		lw_writer_ext(&writer, LW_REC_HOLDER, payload, n);
+		flush_locked();
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void lw_record_source(const char *name, const char *text, size_t len)
+{
+	char key[PATH_MAX];
+
+	if (snprintf(key, sizeof(key), "%s%s", LW_CELL_SOURCE_KEY, name) >=
+	    (int)sizeof(key))
+		return;
+	pthread_mutex_lock(&lock);
+	if (trace_state == TRACE_OPEN) {
+		lw_writer_info(&writer, key, text, len);
 		flush_locked();
 	}
 	pthread_mutex_unlock(&lock);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "locations.h"
+#include "lw-cells.h"
 #include "lw-format.h"
 #include "model.h"
 
@@ -91,6 +92,39 @@ static bool before(const struct lw_holder *a, const struct lw_holder *b)
 	return a->objects > b->objects;
 }
 
+/* A notebook cell's file in a root by the cell's name, as the views
+ * write it ("defined at cell 5:1"). */
+static bool short_cell(struct lw_held *e, const char *file)
+{
+	const char *end = e->root + e->root_len, *colon = NULL;
+	char cell[32];
+	size_t head = (size_t)(file - e->root), n;
+
+	/* The file ends at ":LINE)". */
+	for (const char *p = file; p < end && !colon; p++) {
+		const char *d = p + 1;
+
+		if (*p != ':')
+			continue;
+		while (d < end && *d >= '0' && *d <= '9')
+			d++;
+		if (d > p + 1 && d < end && *d == ')')
+			colon = p;
+	}
+	if (!colon || !lw_cell_name(file, (size_t)(colon - file), cell,
+				    sizeof(cell)))
+		return false;
+	n = strlen(cell);
+	if (head + n + (size_t)(end - colon) >= sizeof(e->root_buf))
+		return false;
+	memcpy(e->root_buf, e->root, head);
+	memcpy(e->root_buf + head, cell, n);
+	memcpy(e->root_buf + head + n, colon, (size_t)(end - colon));
+	e->root_short = e->root_buf;
+	e->root_short_len = head + n + (size_t)(end - colon);
+	return true;
+}
+
 /*
  * A root's file ("local of train (defined at /w/train.py:12)") relative to
  * the traced process's directory when inside it: e->root_short, in
@@ -107,9 +141,13 @@ static void short_root(const struct lw_model *m, struct lw_held *e)
 
 	e->root_short = e->root;
 	e->root_short_len = e->root_len;
-	if (!file || !cwd || !cwd->len)
+	if (!file)
 		return;
 	file += sizeof(defined) - 1;
+	if (short_cell(e, file))
+		return;
+	if (!cwd || !cwd->len)
+		return;
 	skip = cwd->len;
 	if ((size_t)(end - file) <= skip + 1 ||
 	    memcmp(file, cwd->data, cwd->len) != 0)

@@ -20,6 +20,7 @@
 #include "growth.h"
 #include "holders.h"
 #include "locations.h"
+#include "lw-cells.h"
 #include "pystack.h"
 #include "render.h"
 
@@ -376,10 +377,51 @@ static void put_frame(FILE *out, const struct lw_model *m, const char *lead,
 	}
 }
 
+/*
+ * Line `line` of a notebook cell's text, which the shim copied into the
+ * trace (INFO "source:NAME"): *text and *len, stripped; 0 when the trace
+ * has no text for it.
+ */
+static int cell_line(const struct lw_model *m, const struct lw_bytes *file,
+		     int64_t line, const char **text, size_t *len)
+{
+	char key[4200];
+	const struct lw_bytes *src;
+	const char *p, *end, *nl;
+
+	if (line < 1 || file->len + sizeof(LW_CELL_SOURCE_KEY) > sizeof(key))
+		return 0;
+	snprintf(key, sizeof(key), "%s%.*s", LW_CELL_SOURCE_KEY,
+		 (int)file->len, (const char *)file->data);
+	if (!(src = lw_model_info(m, key)))
+		return 0;
+	p = (const char *)src->data;
+	end = p + src->len;
+	for (int64_t i = 1; i < line && p < end; i++) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		p = nl ? nl + 1 : end;
+	}
+	if (p >= end)
+		return 0;
+	nl = memchr(p, '\n', (size_t)(end - p));
+	if (!nl)
+		nl = end;
+	while (p < nl && (*p == ' ' || *p == '\t'))
+		p++;
+	while (nl > p && (nl[-1] == ' ' || nl[-1] == '\t' || nl[-1] == '\r'))
+		nl--;
+	*text = p;
+	*len = (size_t)(nl - p);
+	return *len > 0;
+}
+
 static void put_pyframe(FILE *out, const struct lw_model *m, const char *lead,
 			const struct lw_trace_pyframe *f)
 {
 	struct lw_bytes function, file;
+	char cell[32];
+	const char *text;
+	size_t len;
 
 	lw_model_pyframe_names(m, f, &function, &file);
 	fputs(lead, out);
@@ -388,12 +430,23 @@ static void put_pyframe(FILE *out, const struct lw_model *m, const char *lead,
 	else
 		fputs("??", out);
 	fputs("  ", out);
-	if (file.data)
+	if (file.data && lw_cell_name((const char *)file.data, file.len, cell,
+				      sizeof(cell)))
+		/* A notebook cell: its name, and its line's text (the
+		 * report has no file to read it from). */
+		fputs(cell, out);
+	else if (file.data)
 		put_file(out, m, file.data, file.len);
 	else
 		fputs("(unknown Python code)", out);
 	if (f->line > 0)
 		fprintf(out, ":%" PRId64, f->line);
+	if (file.data && lw_cell_name((const char *)file.data, file.len, NULL, 0) &&
+	    cell_line(m, &file, f->line, &text, &len)) {
+		fputs("  `", out);
+		lw_put_text(out, (const uint8_t *)text, len);
+		putc('`', out);
+	}
 }
 
 #define FRAME_LEAD "       "

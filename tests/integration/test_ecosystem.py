@@ -169,6 +169,62 @@ def snapshot_returns():
           f"{run.stderr}")
 
 
+CELL_PROGRAM = r"""
+import linecache, sys
+import leakwatch
+import tinytensor as tt
+
+CELL = '''\
+def train(steps):
+    kept = []
+    for i in range(steps):
+        kept.append(tt.full(256, 1.0))  # kept per step
+        leakwatch.step()
+    return kept
+'''
+name, seed = sys.argv[1], sys.argv[2] == "seed"
+if seed:
+    # As IPython does: the cell's text in linecache, compiled under its name.
+    linecache.cache[name] = (len(CELL), None, CELL.splitlines(True), name)
+exec(compile(CELL, name, "exec"), globals())
+kept = train(30)
+"""
+
+
+def notebook_cells():
+    """Code of notebook cells (IPython's <ipython-input-N-HASH>, ipykernel's
+    /tmp/ipykernel_PID/HASH.py) is named by its cell, in the report, its
+    holders and the exit summary, with the line's text, which the shim
+    copies from linecache (the interpreter's copy, read from C) into the
+    trace; a cell whose text the interpreter does not keep, and code
+    compiled from a string, are named without text."""
+    env = {"PYTHONPATH": os.pathsep.join(
+        [os.environ["LW_SCRIPTS"],
+         os.path.dirname(os.environ["LW_TINYTENSOR_PY"])])}
+    text = "`kept.append(tt.full(256, 1.0))  # kept per step`"
+    for name, cell, seed, shown in (
+            ("<ipython-input-5-0a1b2c3d>", "cell 5", "seed", True),
+            ("/tmp/ipykernel_4121/2583146019.py", "cell", "seed", True),
+            ("<ipython-input-7-99ff>", "cell 7", "no", False),
+            ("<string>", "<string>", "seed", False)):
+        run = Run([sys.executable, "-c", CELL_PROGRAM, name, seed],
+                  env=env).expect_ok()
+        check(f"per step at train ({cell}:4)," in run.stderr,
+              f"{name}: the exit summary names {cell}: {run.stderr}")
+        out = report(run.trace(), fmt="text")
+        at = [line.strip() for line in out.splitlines()
+              if line.strip().startswith("at train  ")]
+        want = f"at train  {cell}:4" + (f"  {text}" if shown else "")
+        check(at and at[0] == want, f"{name}: {want!r} in\\n{out}")
+        if cell.startswith("cell"):
+            check(f"(local of train (defined at {cell}:1); " in out or
+                  "(global of __main__; " in out, f"{name}: holder: {out}")
+            # (but for the command line, which holds it here)
+            check(not [line for line in out.splitlines() if name in line
+                       and not line.strip().startswith("process ")],
+                  f"{name}: the file name is not shown: {out}")
+
+
 def wait_for(path, pred, timeout=30):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -642,4 +698,4 @@ if __name__ == "__main__":
         rank_names, two_ranks, dataloader_workers, live_every, signal_flush,
         signal_respected, pytest_plugin, pytest_bad_marker, holders,
         holders_run_no_program_code, gate_names_growth, pytest_per_test,
-        summary_names_dead_code, snapshot_returns]}))
+        summary_names_dead_code, snapshot_returns, notebook_cells]}))
