@@ -149,25 +149,10 @@ out:
  * the searches of the whole heap (the report point, snapshot(), SIGUSR2),
  * with or without the holder search.
  */
-#define CELLS_NOTED_MAX 4096
-static uint64_t cells_noted[CELLS_NOTED_MAX];
-static unsigned cells_noted_count;
-
 static void note_cell(const char *name, const char *text, size_t len,
 		      void *ctx)
 {
-	uint64_t h = 1469598103934665603ull;
-
 	(void)ctx;
-	for (const char *p = name; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	h ^= len;
-	for (unsigned i = 0; i < cells_noted_count; i++)
-		if (cells_noted[i] == h)
-			return;
-	if (cells_noted_count == CELLS_NOTED_MAX)
-		return;
-	cells_noted[cells_noted_count++] = h;
 	lw_record_source(name, text, len);
 }
 

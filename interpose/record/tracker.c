@@ -40,6 +40,9 @@ static __thread pid_t thread_id __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Notebook cells whose text one trace holds, at most. */
+#define LW_CELLS_WRITTEN_MAX 1024
+
 /* The process's configuration (process.c reads it). */
 static const struct lw_config *config;
 static struct lw_writer writer;
@@ -98,6 +101,10 @@ static struct trace_context {
 	int have_program_end_summary;
 	/* The PROGRAM_END mark was written: no step is unfinished. */
 	bool code_finished;
+	/* The notebook cells whose text is written (hashes of name and
+	 * length): once each. */
+	uint64_t cells_written[LW_CELLS_WRITTEN_MAX];
+	unsigned cells_written_count;
 } tc;
 
 /* Allocation calls that failed, and the first (counted whether or not a
@@ -1294,12 +1301,21 @@ void lw_record_holder(uint64_t address, const char *path, const char *root,
 void lw_record_source(const char *name, const char *text, size_t len)
 {
 	char key[PATH_MAX];
+	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+	unsigned i;
 
 	if (snprintf(key, sizeof(key), "%s%s", LW_CELL_SOURCE_KEY, name) >=
 	    (int)sizeof(key))
 		return;
+	for (const char *p = name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h ^= len;
 	pthread_mutex_lock(&lock);
-	if (trace_state == TRACE_OPEN) {
+	for (i = 0; i < tc.cells_written_count && tc.cells_written[i] != h; i++)
+		;
+	if (trace_state == TRACE_OPEN && i == tc.cells_written_count &&
+	    i < LW_CELLS_WRITTEN_MAX) {
+		tc.cells_written[tc.cells_written_count++] = h;
 		lw_writer_info(&writer, key, text, len);
 		flush_locked();
 	}

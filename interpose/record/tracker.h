@@ -139,7 +139,7 @@ void lw_record_block_free(const void *ptr);
 size_t lw_holder_targets(uint64_t *pairs, size_t max, int wanted_only);
 
 /* A notebook cell's text, for the report to show its lines (INFO
- * "source:NAME", lw-cells.h). */
+ * "source:NAME", lw-cells.h); once per trace. */
 void lw_record_source(const char *name, const char *text, size_t len);
 void lw_record_holder(uint64_t address, const char *path, const char *root,
 		      uint64_t objects, uint64_t graph_nodes, unsigned flags);
