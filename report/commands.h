@@ -202,12 +202,17 @@ int lw_gate_getopt(struct lw_gate *gate, int c, const char *arg);
 /*
  * The gate on one trace (`leakwatch check`), its verdict written to out:
  * 0 within every limit, 1 over one, LW_CHECK_UNJUDGED when it cannot be
- * judged (fewer than gate->min_steps steps, every allocation failed, a
- * damaged trace, no PyTorch pool for a reserved limit), a negative errno
+ * judged (every allocation failed, a damaged trace, no PyTorch pool for a
+ * reserved limit), LW_CHECK_TOO_FEW_STEPS (fewer than gate->min_steps
+ * steps), a negative errno
  * when the trace cannot be read (reported). Sites that match a
  * suppression in rules (NULL: none) are left out of the verdict.
  */
 #define LW_CHECK_UNJUDGED 2
+/* ... for fewer steps than it needs: the one `run` forgives a helper
+ * process (a compiler, a data loader worker) when another trace of the
+ * run was judged. */
+#define LW_CHECK_TOO_FEW_STEPS 3
 int lw_check_file(FILE *out, const char *path, const struct lw_gate *gate,
 		  const struct lw_rules *rules,
 		  const struct lw_code_dirs *user_code);

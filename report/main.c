@@ -958,7 +958,7 @@ static int check_opened(FILE *out, const char *path, struct lw_trace_file *tf,
 		fprintf(out, "cannot judge: %" PRIu64 " step%s, at least %zu needed: mark each step (leakwatch.step(), or LEAKWATCH_STEP_AT=file:line for a loop), run it longer, or lower --min-steps\n",
 			m->counts.steps, m->counts.steps == 1 ? "" : "s",
 			min_steps);
-		rc = LW_CHECK_UNJUDGED;
+		rc = LW_CHECK_TOO_FEW_STEPS;
 		goto out;
 	}
 	if ((gate->reserved_growth || gate->reserved_peak) &&
@@ -1046,7 +1046,7 @@ static void judge_check(void *ctx, size_t i, int rc)
 			  sizeof(slot->message), c->gate);
 	if (rc < 0)
 		c->unreadable = true;
-	else if (rc == LW_CHECK_UNJUDGED)
+	else if (rc == LW_CHECK_UNJUDGED || rc == LW_CHECK_TOO_FEW_STEPS)
 		c->unjudged = true;
 	else if (rc > 0)
 		c->over = true;

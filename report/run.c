@@ -79,8 +79,8 @@ void lw_run_usage(FILE *out)
 	      "if CMD was not found, 126 if it could not be run; 2 for bad usage; 23 when\n"
 	      "CMD exited 0 but failed the gate; 24 when CMD exited 0, a gate was\n"
 	      "asked for and could not judge: no trace was written, a trace could not\n"
-	      "be written or is damaged, has fewer steps than --min-steps, or every\n"
-	      "CUDA allocation failed).\n",
+	      "be written or is damaged, every CUDA allocation failed, or no trace has\n"
+	      "--min-steps steps).\n",
 	      out);
 }
 
@@ -455,7 +455,7 @@ static int report_traces(struct lw_output *file, const char *manifest,
 	FILE *out = file->file ? file->file : stderr;
 	char *text = NULL, **paths = NULL;
 	size_t count = 0, failed = 0;
-	bool over = false, unjudged = false;
+	bool over = false, unjudged = false, judged = false, few = false;
 	int rc;
 
 	rc = read_manifest(manifest, &text, &paths, &count, &failed);
@@ -501,8 +501,15 @@ static int report_traces(struct lw_output *file, const char *manifest,
 				   options->report.rules,
 				   options->report.user_code);
 		over |= rc == 1;
+		judged |= rc == 0 || rc == 1;
+		few |= rc == LW_CHECK_TOO_FEW_STEPS;
 		unjudged |= rc == LW_CHECK_UNJUDGED;
 	}
+	/* A helper process's trace (a compiler, a data loader worker) has no
+	 * steps of its own: the run is judged by those that do, and by none
+	 * is no verdict. */
+	if (few && !judged)
+		unjudged = true;
 	if (gate && failed) {
 		lw_error("cannot judge: %zu trace%s could not be written",
 			 failed, failed == 1 ? "" : "s");

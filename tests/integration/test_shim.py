@@ -926,8 +926,8 @@ def bare_gate_suggestion():
 def gate_no_steps():
     """A gate never passes on nothing: a run with too few steps is not
     judged, by `run` (24), the bare gate (24) or `check` (3), each with
-    one line saying why; the other limits come from the environment for
-    `run`, and the bare shim says it leaves them to `run` and `check`."""
+    one line saying why; `run` judges a run by the traces that have steps
+    when some do."""
     short = [prog("leaky_loop"), "3", "1000"]  # 3 steps, 10 needed
     probe = Run([prog("no_cuda")])
 
@@ -942,6 +942,17 @@ def gate_no_steps():
         lines = [ln for ln in p.stderr.splitlines() if "cannot judge" in ln]
         check(len(lines) == 1 and "3 steps, at least 10 needed" in lines[0]
               and "leakwatch.step()" in lines[0], f"run {gate}: {p.stderr}")
+    # A helper process with too few steps (a compiler, a worker) beside
+    # one that has them: the run is judged by the latter; by none, not.
+    long = [prog("leaky_loop"), "40", "1000"]
+    both = ["sh", "-c", '"$0" "$@" && exec "$0" 3 1000', *long]
+    p = lw("run", "--max-growth", "1MiB", "--", *both)
+    check_eq(p.returncode, 0, f"one judged, one short: {p.stderr}")
+    check("3 steps, at least 10 needed" in p.stderr and "ok: " in p.stderr,
+          f"each trace's line: {p.stderr}")
+    p = lw("run", "--max-growth", "1MiB", "--", "sh", "-c",
+           '"$0" 3 1000 && "$0" 4 1000', long[0])
+    check_eq(p.returncode, 24, f"two short traces: {p.stderr}")
     # The variables stand for the options.
     p = lw("run", "--", *short, env={"LEAKWATCH_MAX_PEAK": "1TiB"})
     check_eq(p.returncode, 24, f"LEAKWATCH_MAX_PEAK, 3 steps: {p.stderr}")
