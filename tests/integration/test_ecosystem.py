@@ -566,7 +566,15 @@ def pytest_gate():
                     out, re.M), f"fail_on names the kind and line: {out}")
     check(re.search(r"^PASSED \S*::test_frees_everything$", out, re.M),
           f"a test that keeps nothing passes fail_on: {out}")
-    # The variable stands for fail_on=; a bad kind is a usage error.
+    # The variable stands for fail_on=, judged by the plugin, so the shim
+    # it preloaded does not say that it leaves it to `leakwatch check`.
+    env = dict(plugin_env(), LEAKWATCH_FAIL_ON="all")
+    run = Run(base[:-1] + ["-k", "frees_everything", "--leakwatch"],
+              env=env, preload=False)
+    check_eq(run.returncode, 0, f"LEAKWATCH_FAIL_ON=all: {run.stdout}")
+    check("not judged by the shim alone" not in run.stdout + run.stderr,
+          f"the shim's note under the plugin: {run.stderr}")
+    # A bad kind is a usage error.
     env = dict(plugin_env(), LEAKWATCH_FAIL_ON="nosuchkind")
     run = Run(base, env=env, preload=False)
     out = run.stdout + run.stderr
