@@ -537,7 +537,8 @@ def pytest_plugin():
 
 def pytest_gate():
     """A marked test the plugin cannot judge fails (a gate never passes on
-    nothing), with one line saying why; fail_on fails a test whose kept
+    nothing), with one line saying why (too few runs; a peak limit on a
+    test that does not use PyTorch); fail_on fails a test whose kept
     tensor is a diagnosed leak though it grows within max_growth, names
     the kind and the line, and passes a test that keeps nothing; a bad
     fail_on is a usage error naming the kind."""
@@ -553,7 +554,7 @@ def pytest_gate():
             "no:cacheprovider", "-q", "-rA", tests, "--leakwatch"]
     run = Run(base, env=plugin_env(), preload=False)
     out = run.stdout
-    check_eq(run.returncode, 1, f"two tests fail: {out}\n{run.stderr}")
+    check_eq(run.returncode, 1, f"three tests fail: {out}\n{run.stderr}")
     check(re.search(r"^FAILED \S*::test_too_few_runs_to_judge", out, re.M)
           and re.search(r"^leakwatch: cannot judge: 3 runs after the warm-up "
                         r"of 4, at least 5 needed", out, re.M),
@@ -566,6 +567,10 @@ def pytest_gate():
                     out, re.M), f"fail_on names the kind and line: {out}")
     check(re.search(r"^PASSED \S*::test_frees_everything$", out, re.M),
           f"a test that keeps nothing passes fail_on: {out}")
+    check(re.search(r"^FAILED \S*::test_peak_without_pytorch", out, re.M)
+          and re.search(r"^leakwatch: cannot judge max_peak=: the test's "
+                        r"runs did not use PyTorch's CUDA allocator", out,
+                        re.M), f"max_peak without PyTorch: {out}")
     # The variable stands for fail_on=, judged by the plugin, so the shim
     # it preloaded does not say that it leaves it to `leakwatch check`.
     env = dict(plugin_env(), LEAKWATCH_FAIL_ON="all")

@@ -24,3 +24,8 @@ def test_kept_within_growth_but_a_leak():
 def test_frees_everything():
     x = tt.ones([1024])
     assert float((x * 2).sum()) == 2048.0
+
+
+@pytest.mark.leakwatch(max_growth="1MiB", steps=10, max_peak="1GiB")
+def test_peak_without_pytorch():
+    tt.ones([1024])

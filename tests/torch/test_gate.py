@@ -22,6 +22,9 @@ for, each against its fixed twin or a control.
              allocated peak that both runs measure.
   variable   Batch sizes that vary within a range: --max-reserved-growth
              0 and --max-growth 0 pass.
+  pytest_limits  The pytest plugin's max_peak and max_reserved_growth
+             (tests/pytest-plugin/test_torch_limits.py), with the system's
+             pytest borrowed for the PyTorch interpreter (skipped without).
 
 Where a case runs under a limit, `run` exits 23 where `check` exits 1, and
 0 where it does; limits derived from a run are judged by `check`. Environment as
@@ -30,6 +33,7 @@ LEAKWATCH_BUILD); skipped (77) without PyTorch.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -150,9 +154,61 @@ def variable(tmp):
                                  "--max-growth", "0"], 0)
 
 
+def pytest_path(tmp):
+    """pytest for the PyTorch interpreter: the system's (python3-pytest),
+    its packages linked into a directory of their own, so that nothing
+    else of the system's shadows the environment's; None without it."""
+    site = "/usr/lib/python3/dist-packages"
+    need = ["pytest", "_pytest", "pluggy", "iniconfig"]
+    if not all(os.path.exists(os.path.join(site, n)) for n in need):
+        return None
+    path = os.path.join(tmp, "pytest-path")
+    os.mkdir(path)
+    for name in need + ["py.py", "attr", "exceptiongroup", "tomli"]:
+        if os.path.exists(os.path.join(site, name)):
+            os.symlink(os.path.join(site, name), os.path.join(path, name))
+    return path
+
+
+def pytest_limits(tmp):
+    """The pytest plugin's max_peak and max_reserved_growth on PyTorch:
+    a run that holds the previous run's buffer through its own fails
+    max_peak, its fix passes; rising sizes fail max_reserved_growth, one
+    size passes."""
+    path = pytest_path(tmp)
+    if path is None:
+        print("no python3-pytest to borrow: skipped")
+        sys.exit(SKIP)
+    tests = os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "pytest-plugin", "test_torch_limits.py")
+    env = environment("native")
+    env["PYTHONPATH"] = os.pathsep.join([path, os.environ["LW_SCRIPTS"]])
+    r = subprocess.run([os.environ["LW_FAKEGPU"], os.environ["LW_CLI"], "run",
+                        "--no-report", "--trace",
+                        os.path.join(tmp, "pytest-%p.trace"), "--",
+                        os.environ["LW_TORCH_PYTHON"], "-m", "pytest", "-p",
+                        "pytest_leakwatch", "-p", "no:cacheprovider", "-q",
+                        "-rA", "--leakwatch", tests], cwd=tmp, env=env,
+                       capture_output=True, text=True, timeout=300)
+    out = r.stdout
+    check(r.returncode == 1, f"pytest exited {r.returncode}:\n{out}\n{r.stderr[-2000:]}")
+    for name, failed, says in (
+            ("test_previous_run_lingers", True,
+             "leakwatch: FAIL: device memory peaked at 64.0 MiB in run"),
+            ("test_previous_run_released", False, None),
+            ("test_rising_sizes", True,
+             "leakwatch: FAIL: PyTorch's reserved memory grows by"),
+            ("test_one_size", False, None)):
+        status = "FAILED" if failed else "PASSED"
+        check(re.search(rf"^{status} \S*::{name}\b", out, re.M),
+              f"{name} not {status}:\n{out}")
+        if says:
+            check(says in out, f"{name}: {says!r} not said:\n{out}")
+
+
 CASES = {"fail_on": fail_on, "fail_on_fixed": fail_on_fixed,
          "growth_fixed": growth_fixed, "peak": peak, "reserved": reserved,
-         "variable": variable}
+         "variable": variable, "pytest_limits": pytest_limits}
 
 
 def main():
