@@ -724,9 +724,46 @@ static void put_verdict_lead(FILE *out, const char *path)
 }
 
 /*
+ * The run's own growth over the second half of its steps, suppressed
+ * sites left out: memory that grows at no single site (a new site every
+ * step, each keeping one block) still grows there, while blocks made once
+ * in the first steps are behind it. Returns 0 or -ENOMEM.
+ */
+static int late_run_growth(const struct lw_model *m, struct lw_growth *out)
+{
+	size_t n = m->points.count, first = n / 2;
+	double *bytes;
+
+	out->verdict = LW_VERDICT_NOT_ENOUGH_STEPS;
+	out->per_step = 0;
+	if (n - first < 2)
+		return 0;
+	bytes = malloc((n - first) * sizeof(*bytes));
+	if (!bytes)
+		return -ENOMEM;
+	for (size_t i = first; i < n; i++)
+		bytes[i - first] = (double)m->points.items[i].live_bytes;
+	for (uint32_t site = 0; m->sites.suppressed && site < m->sites.count;
+	     site++) {
+		struct lw_live_count c;
+
+		if (!m->sites.suppressed[site])
+			continue;
+		for (size_t i = first; i < n; i++)
+			if (lw_model_site_at_point(m, site, i, &c))
+				bytes[i - first] -= (double)c.live_bytes;
+	}
+	*out = lw_judge_series(bytes, n - first, m->points.stride);
+	free(bytes);
+	return 0;
+}
+
+/*
  * The growth limit: the sites that grow, as the findings judge growth (a
  * block made once in the first steps is no site's growth, whatever the
- * run's total does). Returns 0 within it, 1 over it, a negative errno.
+ * run's total does then); and the run's total over the second half of its
+ * steps, for growth spread over sites that each keep one block. Returns 0
+ * within it, 1 over it, a negative errno.
  */
 static int check_growth(FILE *out, const char *path, struct lw_trace_file *tf,
 			const struct lw_growth_report *g, uint64_t max_growth)
@@ -743,6 +780,24 @@ static int check_growth(FILE *out, const char *path, struct lw_trace_file *tf,
 		if (g->sites[sites[i]].bytes_per_step > 0)
 			total += g->sites[sites[i]].bytes_per_step;
 	lw_format_size(limit, max_growth);
+	if (total <= (double)max_growth && g->run.verdict == LW_VERDICT_GROWING) {
+		struct lw_growth late;
+
+		if ((rc = late_run_growth(&tf->model, &late)) < 0) {
+			free(sites);
+			return rc;
+		}
+		if (late.verdict == LW_VERDICT_GROWING &&
+		    late.per_step > (double)max_growth) {
+			put_verdict_lead(out, path);
+			fprintf(out, "GROWING: device memory %s per step (%s per 10,000 steps) over the second half of the run, at no single site (each keeps what it made once: `leakwatch report --sites` lists them), over the %s per step allowed (--max-growth)\n",
+				lw_format_rate(rate, late.per_step),
+				lw_format_rate(per10k, late.per_step * 10000),
+				limit);
+			free(sites);
+			return 1;
+		}
+	}
 	put_verdict_lead(out, path);
 	if (total <= (double)max_growth) {
 		if (count)
@@ -750,11 +805,12 @@ static int check_growth(FILE *out, const char *path, struct lw_trace_file *tf,
 				lw_format_rate(rate, total),
 				lw_format_rate(per10k, total * 10000), count,
 				count == 1 ? "" : "s", limit);
+		else if (g->run.verdict == LW_VERDICT_GROWING)
+			fprintf(out, "ok: no site grows from step to step, and the run's total (%s per step) is within the %s per step allowed\n",
+				lw_format_rate(rate, g->run.per_step), limit);
 		else
 			fprintf(out, "ok: %s, no site grows from step to step\n",
-				lw_verdict_name(g->run.verdict == LW_VERDICT_GROWING
-							? LW_VERDICT_STABLE
-							: g->run.verdict));
+				lw_verdict_name(g->run.verdict));
 		free(sites);
 		return 0;
 	}

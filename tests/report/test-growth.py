@@ -207,6 +207,23 @@ def main():
         r = run([lw, "check", "--fail-on", "all", "step-eval.trace"], tmp)
         if r.returncode != 0:
             fail(f"step-eval --fail-on all: exit {r.returncode}: {r.stdout!r}")
+        # The gate's verdict and its site list agree: blocks made once in
+        # the first steps are no growth; growth spread over sites that each
+        # keep one block (a new one every step) is, said as such.
+        for name in ("step-one-time", "step-new-site"):
+            subprocess.run([args.gen, name, os.path.join(tmp, name + ".trace")],
+                           check=True)
+        r = run([lw, "check", "--max-growth", "0", "step-one-time.trace"], tmp)
+        if r.returncode != 0 or b"ok: " not in r.stdout:
+            fail(f"step-one-time: exit {r.returncode}: {r.stdout!r}")
+        r = run([lw, "check", "--max-growth", "0", "step-new-site.trace"], tmp)
+        out = r.stdout.decode()
+        if r.returncode != 1 or "+4.0 KiB per step" not in out or \
+           "at no single site" not in out or "0 sites" in out:
+            fail(f"step-new-site: exit {r.returncode}: {out!r}")
+        r = run([lw, "check", "--max-growth", "8KiB", "step-new-site.trace"], tmp)
+        if r.returncode != 0:
+            fail(f"step-new-site within 8KiB: exit {r.returncode}: {r.stdout!r}")
         # Several traces: 1 if any grows, 2 if any is unusable.
         r = run([lw, "check", "--max-growth", "0", "step-eval.trace",
                  "step-linear.trace"], tmp)
