@@ -624,6 +624,8 @@ static int parse_fail_on(struct lw_gate *gate, const char *option,
 
 		item += strspn(item, " ");
 		item[strcspn(item, " ")] = 0;
+		if (!item[0])
+			continue;
 		if (strcmp(item, "all") == 0 || strcmp(item, "low") == 0)
 			confidence = LW_CONFIDENCE_LOW;
 		else if (strcmp(item, "medium") == 0)
