@@ -25,9 +25,9 @@
 	"                       [--user-code DIR] TRACE...\n"
 #define LW_SYNOPSIS_CHECK \
 	"leakwatch check [--max-growth SIZE] [--max-reserved-growth SIZE]\n" \
-	"                      [--max-peak SIZE] [--max-reserved-peak SIZE] [--fail-on KINDS]\n" \
-	"                      [--min-steps N] [--suppressions FILE] [--user-code DIR]\n" \
-	"                      TRACE...\n"
+	"                      [--max-peak SIZE] [--max-reserved-peak SIZE]\n" \
+	"                      [--fail-on KINDS] [--min-steps N] [--suppressions FILE]\n" \
+	"                      [--user-code DIR] TRACE...\n"
 #define LW_SYNOPSIS_DIFF \
 	"leakwatch diff [--min-steps N] [--top N] [--suppressions FILE]\n" \
 	"                     [--user-code DIR] BEFORE AFTER\n"
