@@ -24,7 +24,9 @@
 	"                       [--sites] [--min-steps N] [--rules FILE] [--suppressions FILE]\n" \
 	"                       [--user-code DIR] TRACE...\n"
 #define LW_SYNOPSIS_CHECK \
-	"leakwatch check --max-growth SIZE [--min-steps N] [--suppressions FILE]\n" \
+	"leakwatch check [--max-growth SIZE] [--max-reserved-growth SIZE]\n" \
+	"                      [--max-peak SIZE] [--max-reserved-peak SIZE]\n" \
+	"                      [--fail-on KINDS] [--min-steps N] [--suppressions FILE]\n" \
 	"                      [--user-code DIR] TRACE...\n"
 #define LW_SYNOPSIS_DIFF \
 	"leakwatch diff [--min-steps N] [--top N] [--suppressions FILE]\n" \
@@ -32,7 +34,8 @@
 #define LW_SYNOPSIS_RUN \
 	"leakwatch run [--trace PATTERN] [--format FORMAT] [-o FILE] [--top N]\n" \
 	"                     [--frames N] [--native] [--sites] [--no-report]\n" \
-	"                     [--max-growth SIZE]\n" \
+	"                     [--max-growth SIZE] [--max-reserved-growth SIZE]\n" \
+	"                     [--max-peak SIZE] [--max-reserved-peak SIZE] [--fail-on KINDS]\n" \
 	"                     [--min-steps N] [--rules FILE] [--suppressions FILE]\n" \
 	"                     [--user-code DIR] [--torch-allocator async|keep]\n" \
 	"                     [--trace-detail bounded|full] -- CMD [ARGS...]\n"
@@ -154,20 +157,65 @@ void lw_bad_option(int c, char **argv);
 int lw_last_option(int c, char **argv, void (*print_usage)(FILE *out));
 
 /*
- * The growth gate on one trace (`leakwatch check`), its verdict written to
- * out: 0 within max_growth bytes per step (or not enough steps to judge),
- * 1 over it, LW_CHECK_UNJUDGED when nothing can be judged (every
- * allocation failed), a negative errno when the trace cannot be read
- * (reported). Sites that match a suppression in rules (NULL: none) are
- * left out of the verdict.
+ * What the gate of `check` and `run` judges: each limit that was given.
+ * Growth is judged as the findings judge it, by the sites whose memory
+ * grows from step to step; the peaks are the highest step peak of device
+ * memory (allocated) and of PyTorch's reserved pool; fail_on names the
+ * diagnosed kinds (lw_category) and the confidence that fail.
+ */
+struct lw_gate {
+	bool growth, reserved_growth, peak, reserved_peak, fail_on;
+	uint64_t max_growth, max_reserved_growth, max_peak, max_reserved_peak;
+	/* --fail-on: the kinds named, and the least confidence (enum
+	 * lw_confidence) of any leak that fails; -1: none by confidence. */
+	bool fail_kinds[LW_CATEGORY_COUNT];
+	int fail_confidence;
+	char fail_on_text[128];	/* as the user wrote it, for the verdict */
+	size_t min_steps;
+};
+
+/* Whether any limit of gate was given. */
+static inline bool lw_gate_any(const struct lw_gate *gate)
+{
+	return gate->growth || gate->reserved_growth || gate->peak ||
+	       gate->reserved_peak || gate->fail_on;
+}
+
+/*
+ * Parses one gate option's value (option: "--max-growth", ...,
+ * "--fail-on", or an environment variable's name, which says which) into
+ * gate. Prints the problem in one line and returns -EINVAL.
+ */
+int lw_gate_option(struct lw_gate *gate, const char *option,
+		   const char *value);
+
+/* The gate options' getopt_long() entries, for check's and run's tables. */
+#define LW_GATE_LONG_OPTIONS                                                  \
+	{ "max-growth", required_argument, NULL, 'G' },                       \
+	{ "max-reserved-growth", required_argument, NULL, 'g' + 256 },        \
+	{ "max-peak", required_argument, NULL, 'p' + 256 },                   \
+	{ "max-reserved-peak", required_argument, NULL, 'r' + 256 },          \
+	{ "fail-on", required_argument, NULL, 'f' + 256 }
+/* Handles c when it is one of them: 1; 0 when not; -EINVAL (reported). */
+int lw_gate_getopt(struct lw_gate *gate, int c, const char *arg);
+
+/*
+ * The gate on one trace (`leakwatch check`), its verdict written to out:
+ * 0 within every limit, 1 over one, LW_CHECK_UNJUDGED when it cannot be
+ * judged (every allocation failed, a damaged trace, no PyTorch pool for a
+ * reserved limit), LW_CHECK_TOO_FEW_STEPS (fewer than gate->min_steps
+ * steps), a negative errno
+ * when the trace cannot be read (reported). Sites that match a
+ * suppression in rules (NULL: none) are left out of the verdict.
  */
 #define LW_CHECK_UNJUDGED 2
-int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
-		  size_t min_steps, const struct lw_rules *rules,
+/* ... for fewer steps than it needs: the one `run` forgives a helper
+ * process (a compiler, a data loader worker) when another trace of the
+ * run was judged. */
+#define LW_CHECK_TOO_FEW_STEPS 3
+int lw_check_file(FILE *out, const char *path, const struct lw_gate *gate,
+		  const struct lw_rules *rules,
 		  const struct lw_code_dirs *user_code);
-
-/* Parses --max-growth's SIZE; prints the problem and returns -EINVAL. */
-int lw_parse_max_growth(const char *value, uint64_t *out);
 
 /*
  * The merged view of several traces (report and check): per trace growth,

@@ -17,11 +17,13 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "findings.h"
 #include "formats.h"
 #include "growth.h"
 #include "lw-size.h"
 #include "lw-report-config.h"
 #include "output.h"
+#include "torch.h"
 #include "trace-file.h"
 #include "trace-pool.h"
 
@@ -77,16 +79,24 @@ static void check_usage(FILE *out)
 {
 	fputs("usage: " LW_SYNOPSIS_CHECK
 	      "\n"
-	      "Fails when device memory grows from training step to step (STEP marks) by\n"
-	      "more than SIZE per step, in the run as a whole or at any one site. Growth is\n"
-	      "judged on the lower envelope after a warm-up (the first tenth of the steps):\n"
-	      "optimizer state made at the first step, caches that fill and stop (plateau)\n"
-	      "and frees deferred to a periodic pass (sawtooth with a flat floor) are not\n"
-	      "growth. A site that keeps one more allocation per step grows however small.\n"
+	      "A CI gate: fails when a trace passes one of the limits given (at least one).\n"
 	      "\n"
-	      "  --max-growth SIZE   bytes per step allowed: 0, 100 (bytes), 512KiB, 1.5GiB,\n"
-	      "                      10MB (decimal units: kB, MB, GB, TB; binary: KiB, MiB,\n"
-	      "                      GiB, TiB, or K, M, G, T)\n"
+	      "  --max-growth SIZE   device memory growth allowed per step, summed over the\n"
+	      "                      sites that grow (or the run's, where no single site\n"
+	      "                      grows): 0, 100 (bytes), 512KiB, 1.5GiB, 10MB\n"
+	      "                      (decimal units: kB, MB, GB, TB; binary: KiB, MiB, GiB,\n"
+	      "                      TiB, or K, M, G, T); for slow leaks\n"
+	      "  --max-reserved-growth SIZE\n"
+	      "                      growth allowed per step of PyTorch's reserved pool (its\n"
+	      "                      segments): for a pool that keeps growing (rising sizes)\n"
+	      "  --max-peak SIZE     the highest step peak of device memory allowed: for\n"
+	      "                      memory held one step too long\n"
+	      "  --max-reserved-peak SIZE\n"
+	      "                      the highest step peak of PyTorch's reserved pool allowed\n"
+	      "  --fail-on KINDS     fail on diagnosed leaks: kinds, comma-separated\n"
+	      "                      (metric-copy,lingering-previous-step), and/or a\n"
+	      "                      confidence: high (every leak of high confidence),\n"
+	      "                      medium (medium or high), all (every leak)\n"
 	      "  --min-steps N       judge only traces with at least N steps (default 10)\n"
 	      "  --suppressions FILE sites to leave out: lines leak:PATTERN (repeatable;\n"
 	      "                      also $LEAKWATCH_SUPPRESSIONS)\n"
@@ -94,15 +104,22 @@ static void check_usage(FILE *out)
 	      "                      as for `leakwatch report`\n"
 	      "  -h, --help          show this help\n"
 	      "\n"
-	      "A trace with fewer steps than that cannot be judged: check says so in one\n"
-	      "line and counts it as passing.\n"
+	      "Growth is judged from step (STEP marks) to step on the lower envelope after\n"
+	      "a warm-up (the first tenth of the steps), site by site: optimizer state made\n"
+	      "at the first step, blocks made once, caches that fill and stop (plateau) and\n"
+	      "frees deferred to a periodic pass (sawtooth with a flat floor) are not\n"
+	      "growth. A site that keeps one more allocation per step grows however small.\n"
+	      "A gate never passes on nothing: a trace with fewer steps than --min-steps\n"
+	      "cannot be judged (mark steps with leakwatch.step(), or\n"
+	      "LEAKWATCH_STEP_AT=file:line, or run it longer), nor a reserved limit on a\n"
+	      "trace without PyTorch's pool.\n"
 	      "\n"
-	      "Exit status: 0 when every trace is within SIZE (or has too few steps to\n"
-	      "judge), 1 when one grows faster (the offending sites are printed with\n"
-	      "their rate and what it comes to over 10,000 steps), 2 for bad usage or\n"
-	      "an unreadable trace or a verdict that cannot be written, 3 when a trace\n"
-	      "cannot be judged at all (every CUDA allocation of its process failed, or\n"
-	      "it is damaged).\n",
+	      "Exit status: 0 when every trace is within every limit, 1 when one passes a\n"
+	      "limit (each failure in one line with its figures; the growing sites with\n"
+	      "their rate and what it comes to over 10,000 steps), 2 for bad usage or an\n"
+	      "unreadable trace or a verdict that cannot be written, 3 when a trace cannot\n"
+	      "be judged (too few steps, every CUDA allocation of its process failed, it\n"
+	      "is damaged).\n",
 	      out);
 }
 
@@ -118,14 +135,15 @@ static void usage(FILE *out)
 	      "leakwatch shim preloaded, which records every CUDA allocation and free in a\n"
 	      "trace, then reports what was never freed. `leakwatch report` reports on\n"
 	      "traces written before. `leakwatch check` fails (exit 1) when device memory\n"
-	      "grows faster per training step than allowed: a CI gate. `leakwatch diff`\n"
+	      "grows faster per training step, or peaks higher, than allowed, or a leak\n"
+	      "of a kind named is diagnosed: a CI gate. `leakwatch diff`\n"
 	      "compares two runs line by line (exit 1 when a location newly grows).\n"
 	      "\n"
 	      "Exit status: 0 on success, 2 for bad usage or an unreadable trace; `check`\n"
-	      "exits 1 when memory grows too fast and 3 when a trace cannot be judged;\n"
+	      "exits 1 when a trace passes a limit and 3 when it cannot be judged;\n"
 	      "`diff` exits 1 on a regression and 3 when it cannot judge; `run` exits\n"
 	      "with the program's status (128+N if it was killed by signal N; with\n"
-	      "--max-growth, 23 when it grew too fast, 24 when it could not be judged).\n",
+	      "a gate option, 23 when it failed the gate, 24 when it could not be judged).\n",
 	      out);
 }
 
@@ -552,13 +570,147 @@ static int cmd_report(int argc, char **argv)
 /* Most offending sites `check` prints: one screenful. */
 #define CHECK_MAX_SITES 5
 
-int lw_parse_max_growth(const char *value, uint64_t *out)
+/* A gate option's limit: which of the gate's fields it sets. */
+static uint64_t *gate_limit(struct lw_gate *gate, const char *option,
+			    bool **given)
 {
-	if (lw_parse_size(value, out) < 0) {
-		lw_error("--max-growth needs a size such as 0, 100, 512KiB, 1.5GiB or 10MB, not '%s'",
-			 value);
+	const char *name = option + strspn(option, "-");
+
+	if (strcmp(name, "max-growth") == 0 ||
+	    strcmp(name, "LEAKWATCH_MAX_GROWTH") == 0)
+		return *given = &gate->growth, &gate->max_growth;
+	if (strcmp(name, "max-reserved-growth") == 0 ||
+	    strcmp(name, "LEAKWATCH_MAX_RESERVED_GROWTH") == 0)
+		return *given = &gate->reserved_growth,
+		       &gate->max_reserved_growth;
+	if (strcmp(name, "max-peak") == 0 ||
+	    strcmp(name, "LEAKWATCH_MAX_PEAK") == 0)
+		return *given = &gate->peak, &gate->max_peak;
+	if (strcmp(name, "max-reserved-peak") == 0 ||
+	    strcmp(name, "LEAKWATCH_MAX_RESERVED_PEAK") == 0)
+		return *given = &gate->reserved_peak, &gate->max_reserved_peak;
+	return NULL;
+}
+
+/* The kinds --fail-on knows, for its error: "retained-loss, ...". */
+static void known_kinds(char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (int c = 1; c < LW_CATEGORY_COUNT && used < size; c++) {
+		const char *name = lw_category_name((enum lw_category)c);
+		int n;
+
+		if (!name)
+			continue;
+		n = snprintf(buf + used, size - used, "%s%s", used ? ", " : "",
+			     name);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+}
+
+/*
+ * --fail-on LIST: kinds of leak (lw_category_name()), and "high",
+ * "medium", "low" or "all" for every leak of that confidence or more.
+ */
+static int parse_fail_on(struct lw_gate *gate, const char *option,
+			 const char *value)
+{
+	char copy[sizeof(gate->fail_on_text)], *item, *save = NULL;
+	char kinds[512];
+
+	if (snprintf(copy, sizeof(copy), "%s", value) >= (int)sizeof(copy)) {
+		lw_error("%s: the list is too long (at most %zu characters)",
+			 option, sizeof(copy) - 1);
 		return -EINVAL;
 	}
+	memset(gate->fail_kinds, 0, sizeof(gate->fail_kinds));
+	gate->fail_confidence = -1;
+	for (item = strtok_r(copy, ",", &save); item;
+	     item = strtok_r(NULL, ",", &save)) {
+		int c, confidence = -1;
+
+		item += strspn(item, " ");
+		item[strcspn(item, " ")] = 0;
+		if (!item[0])
+			continue;
+		if (strcmp(item, "all") == 0 || strcmp(item, "low") == 0)
+			confidence = LW_CONFIDENCE_LOW;
+		else if (strcmp(item, "medium") == 0)
+			confidence = LW_CONFIDENCE_MEDIUM;
+		else if (strcmp(item, "high") == 0)
+			confidence = LW_CONFIDENCE_HIGH;
+		if (confidence >= 0) {
+			if (gate->fail_confidence < 0 ||
+			    confidence < gate->fail_confidence)
+				gate->fail_confidence = confidence;
+			continue;
+		}
+		for (c = 1; c < LW_CATEGORY_COUNT; c++) {
+			const char *name =
+				lw_category_name((enum lw_category)c);
+
+			if (name && strcmp(name, item) == 0)
+				break;
+		}
+		if (c == LW_CATEGORY_COUNT) {
+			known_kinds(kinds, sizeof(kinds));
+			lw_error("%s: unknown kind '%s' (known kinds: %s; or high, medium, all)",
+				 option, item, kinds);
+			return -EINVAL;
+		}
+		gate->fail_kinds[c] = true;
+	}
+	if (gate->fail_confidence < 0 &&
+	    !memchr(gate->fail_kinds, true, sizeof(gate->fail_kinds))) {
+		lw_error("%s needs kinds of leak or a confidence, such as metric-copy or high, not '%s'",
+			 option, value);
+		return -EINVAL;
+	}
+	snprintf(gate->fail_on_text, sizeof(gate->fail_on_text), "%s", value);
+	gate->fail_on = true;
+	return 0;
+}
+
+int lw_gate_option(struct lw_gate *gate, const char *option,
+		   const char *value)
+{
+	uint64_t *limit;
+	bool *given;
+
+	if (strcmp(option, "--fail-on") == 0 ||
+	    strcmp(option, "LEAKWATCH_FAIL_ON") == 0)
+		return parse_fail_on(gate, option, value);
+	limit = gate_limit(gate, option, &given);
+	if (!limit || lw_parse_size(value, limit) < 0) {
+		lw_error("%s needs a size such as 0, 100, 512KiB, 1.5GiB or 10MB, not '%s'",
+			 option, value);
+		return -EINVAL;
+	}
+	*given = true;
+	return 0;
+}
+
+int lw_gate_getopt(struct lw_gate *gate, int c, const char *arg)
+{
+	static const struct {
+		int c;
+		const char *option;
+	} options[] = {
+		{ 'G', "--max-growth" },
+		{ 'g' + 256, "--max-reserved-growth" },
+		{ 'p' + 256, "--max-peak" },
+		{ 'r' + 256, "--max-reserved-peak" },
+		{ 'f' + 256, "--fail-on" },
+	};
+
+	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++)
+		if (options[i].c == c)
+			return lw_gate_option(gate, options[i].option, arg) < 0
+				       ? -EINVAL : 1;
 	return 0;
 }
 
@@ -577,118 +729,348 @@ static int open_for_check(struct lw_trace_file *tf, const char *path,
 	return rc;
 }
 
+/* "leakwatch: PATH: " */
+static void put_verdict_lead(FILE *out, const char *path)
+{
+	fputs("leakwatch: ", out);
+	lw_put_text_str(out, path);
+	fputs(": ", out);
+}
+
+/*
+ * The run's own growth over the second half of its steps, suppressed
+ * sites left out: memory that grows at no single site (a new site every
+ * step, each keeping one block) still grows there, while blocks made once
+ * in the first steps are behind it. Returns 0 or -ENOMEM.
+ */
+static int late_run_growth(const struct lw_model *m, struct lw_growth *out)
+{
+	size_t n = m->points.count, first = n / 2;
+	double *bytes;
+
+	out->verdict = LW_VERDICT_NOT_ENOUGH_STEPS;
+	out->per_step = 0;
+	if (n - first < 2)
+		return 0;
+	bytes = malloc((n - first) * sizeof(*bytes));
+	if (!bytes)
+		return -ENOMEM;
+	for (size_t i = first; i < n; i++)
+		bytes[i - first] = (double)m->points.items[i].live_bytes;
+	for (uint32_t site = 0; m->sites.suppressed && site < m->sites.count;
+	     site++) {
+		struct lw_live_count c;
+
+		if (!m->sites.suppressed[site])
+			continue;
+		for (size_t i = first; i < n; i++)
+			if (lw_model_site_at_point(m, site, i, &c))
+				bytes[i - first] -= (double)c.live_bytes;
+	}
+	*out = lw_judge_series(bytes, n - first, m->points.stride);
+	free(bytes);
+	return 0;
+}
+
+/*
+ * The growth limit: the sites that grow, as the findings judge growth (a
+ * block made once in the first steps is no site's growth, whatever the
+ * run's total does then); and the run's total over the second half of its
+ * steps, for growth spread over sites that each keep one block. Returns 0
+ * within it, 1 over it, a negative errno.
+ */
+static int check_growth(FILE *out, const char *path, struct lw_trace_file *tf,
+			const struct lw_growth_report *g, uint64_t max_growth)
+{
+	char rate[LW_SIZE_BUF], per10k[LW_SIZE_BUF], limit[LW_SIZE_BUF];
+	uint32_t *sites = NULL;
+	size_t count = 0;
+	double total = 0;
+	int rc = lw_growing_sites(g, &sites, &count);
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < count; i++)
+		if (g->sites[sites[i]].bytes_per_step > 0)
+			total += g->sites[sites[i]].bytes_per_step;
+	lw_format_size(limit, max_growth);
+	if (total <= (double)max_growth && g->run.verdict == LW_VERDICT_GROWING) {
+		struct lw_growth late;
+
+		if ((rc = late_run_growth(&tf->model, &late)) < 0) {
+			free(sites);
+			return rc;
+		}
+		if (late.verdict == LW_VERDICT_GROWING &&
+		    late.per_step > (double)max_growth) {
+			put_verdict_lead(out, path);
+			fprintf(out, "GROWING: device memory %s per step (%s per 10,000 steps) over the second half of the run, at no single site (each keeps what it made once: `leakwatch report --sites` lists them), over the %s per step allowed (--max-growth)\n",
+				lw_format_rate(rate, late.per_step),
+				lw_format_rate(per10k, late.per_step * 10000),
+				limit);
+			free(sites);
+			return 1;
+		}
+	}
+	put_verdict_lead(out, path);
+	if (total <= (double)max_growth) {
+		if (count)
+			fprintf(out, "ok: growing by %s per step (%s per 10,000 steps) at %zu site%s, within the %s per step allowed\n",
+				lw_format_rate(rate, total),
+				lw_format_rate(per10k, total * 10000), count,
+				count == 1 ? "" : "s", limit);
+		else if (g->run.verdict == LW_VERDICT_GROWING)
+			fprintf(out, "ok: no site grows from step to step, and the run's total (%s per step) is within the %s per step allowed\n",
+				lw_format_rate(rate, g->run.per_step), limit);
+		else
+			fprintf(out, "ok: %s, no site grows from step to step\n",
+				lw_verdict_name(g->run.verdict));
+		free(sites);
+		return 0;
+	}
+	fprintf(out, "GROWING: device memory %s per step (%s per 10,000 steps) at %zu site%s, over the %s per step allowed (--max-growth)\n",
+		lw_format_rate(rate, total),
+		lw_format_rate(per10k, total * 10000), count,
+		count == 1 ? "" : "s", limit);
+	for (size_t i = 0; i < count; i++) {
+		const struct lw_site_growth *sg = &g->sites[sites[i]];
+
+		if (i == CHECK_MAX_SITES) {
+			fprintf(out, "  ... and %zu more (leakwatch report lists them)\n",
+				count - CHECK_MAX_SITES);
+			break;
+		}
+		fprintf(out, "  #%zu %s per step (%s per 10,000 steps), %+.3g allocation%s per step\n",
+			i + 1, lw_format_rate(rate, sg->bytes_per_step),
+			lw_format_rate(per10k, sg->bytes_per_step * 10000),
+			sg->count_per_step,
+			sg->count_per_step == 1 ? "" : "s");
+		rc = lw_put_site_location(out, &tf->report, sites[i]);
+		if (rc < 0)
+			break;
+	}
+	free(sites);
+	return rc < 0 ? rc : 1;
+}
+
+/* The highest step peak of device memory (reserved: PyTorch's pool), and
+ * the step it ended. */
+static uint64_t highest_step_peak(const struct lw_model *m, bool reserved,
+				  uint64_t *step)
+{
+	uint64_t most = 0;
+
+	*step = 0;
+	for (size_t i = 0; i < m->points.count; i++) {
+		const struct lw_step_point *p = &m->points.items[i];
+		uint64_t peak = reserved ? p->peak_reserved_bytes
+					 : p->peak_bytes;
+
+		if (peak > most) {
+			most = peak;
+			*step = p->step;
+		}
+	}
+	return most;
+}
+
+/* A peak limit: 0 within it, 1 over it. */
+static int check_peak(FILE *out, const char *path, const struct lw_model *m,
+		      bool reserved, uint64_t max)
+{
+	char peak[LW_SIZE_BUF], limit[LW_SIZE_BUF];
+	uint64_t step, most = highest_step_peak(m, reserved, &step);
+	const char *what = reserved ? "PyTorch's reserved memory"
+				    : "device memory";
+
+	lw_format_size(peak, most);
+	lw_format_size(limit, max);
+	put_verdict_lead(out, path);
+	if (most <= max) {
+		fprintf(out, "ok: %s peaked at %s (step %" PRIu64 "), within the %s allowed\n",
+			what, peak, step, limit);
+		return 0;
+	}
+	fprintf(out, "FAIL: %s peaked at %s at step %" PRIu64 ", over the %s allowed (%s)\n",
+		what, peak, step, limit,
+		reserved ? "--max-reserved-peak" : "--max-peak");
+	return 1;
+}
+
+/* The reserved growth limit: 0 within it, 1 over it, a negative errno. */
+static int check_reserved_growth(FILE *out, const char *path,
+				 const struct lw_model *m, size_t min_steps,
+				 uint64_t max)
+{
+	char rate[LW_SIZE_BUF], per10k[LW_SIZE_BUF], limit[LW_SIZE_BUF];
+	struct lw_growth g;
+	int rc = lw_torch_reserved_growth(m, min_steps, &g);
+
+	if (rc < 0)
+		return rc;
+	lw_format_size(limit, max);
+	put_verdict_lead(out, path);
+	if (g.verdict != LW_VERDICT_GROWING || g.per_step <= (double)max) {
+		if (g.verdict == LW_VERDICT_GROWING)
+			fprintf(out, "ok: PyTorch's reserved memory grows by %s per step, within the %s per step allowed\n",
+				lw_format_rate(rate, g.per_step), limit);
+		else
+			fprintf(out, "ok: PyTorch's reserved memory: %s\n",
+				lw_verdict_name(g.verdict));
+		return 0;
+	}
+	fprintf(out, "FAIL: PyTorch's reserved memory grows by %s per step (%s per 10,000 steps), over the %s per step allowed (--max-reserved-growth)\n",
+		lw_format_rate(rate, g.per_step),
+		lw_format_rate(per10k, g.per_step * 10000), limit);
+	return 1;
+}
+
+/* Whether --fail-on names finding f: its kind, or its confidence for a
+ * leak. Suppressed findings never fail. */
+static bool fails_on(const struct lw_gate *gate, const struct lw_finding *f)
+{
+	if (f->suppressed)
+		return false;
+	if ((unsigned)f->category < LW_CATEGORY_COUNT &&
+	    gate->fail_kinds[f->category])
+		return true;
+	return f->leak && gate->fail_confidence >= 0 &&
+	       (int)f->confidence >= gate->fail_confidence;
+}
+
+/* --fail-on: each diagnosed finding it names fails, one line each. */
+static int check_fail_on(FILE *out, const char *path, struct lw_trace_file *tf,
+			 const struct lw_gate *gate)
+{
+	const struct lw_diagnosis *d;
+	size_t failed = 0;
+	int rc = lw_trace_file_analyse(tf);
+
+	if (rc < 0)
+		return rc;
+	d = &tf->report.analysis->diagnosis;
+	for (size_t i = 0; i < d->finding_count; i++) {
+		const struct lw_finding *f = &d->findings[i];
+		struct lw_named_frame at;
+		bool found = false;
+
+		if (!fails_on(gate, f))
+			continue;
+		if ((rc = lw_site_location(&tf->report, f->site, &at, &found)) < 0)
+			return rc;
+		put_verdict_lead(out, path);
+		fprintf(out, "FAIL: %s (%s confidence)",
+			lw_category_name(f->category),
+			lw_confidence_name(f->confidence));
+		if (found) {
+			fputs(" at ", out);
+			lw_put_frame_label(out, &at, lw_put_text);
+		}
+		fputs(" (--fail-on ", out);
+		lw_put_text_str(out, gate->fail_on_text);
+		fputs(")\n", out);
+		failed++;
+	}
+	if (!failed) {
+		put_verdict_lead(out, path);
+		fputs("ok: no leak diagnosed of what --fail-on ", out);
+		lw_put_text_str(out, gate->fail_on_text);
+		fputs(" names\n", out);
+	}
+	return failed ? 1 : 0;
+}
+
 /*
  * check of a trace open_for_check() read into tf, with its result rc (and
  * its problem in message when rc < 0). Closes tf.
  */
 static int check_opened(FILE *out, const char *path, struct lw_trace_file *tf,
 			int rc, char *message, size_t message_size,
-			uint64_t max_growth, size_t min_steps)
+			const struct lw_gate *gate)
 {
 	struct lw_growth_report g = { 0 };
-	char rate[LW_SIZE_BUF], per10k[LW_SIZE_BUF];
-	char limit[LW_SIZE_BUF];
-	uint32_t *sites = NULL;
-	size_t count = 0, over = 0;
-	bool run_over;
+	const struct lw_model *m = &tf->model;
+	size_t min_steps = gate->min_steps;
+	int verdict = 0;
 
 	if (rc < 0)
 		goto out;
 	tf->report.min_steps = min_steps;
 	if (tf->result.damaged) {
 		lw_trace_file_damage(tf, message, message_size);
-		fputs("leakwatch: ", out);
-		lw_put_text_str(out, path);
-		fputs(": cannot judge growth: the trace is ", out);
+		put_verdict_lead(out, path);
+		fputs("cannot judge: the trace is ", out);
 		lw_put_text_str(out, message);
 		putc('\n', out);
 		rc = LW_CHECK_UNJUDGED;
 		goto out;
 	}
-	if (tf->model.meta.failed_allocations && !tf->model.counts.allocations) {
-		const struct lw_failed_allocation *f = &tf->model.meta.failed[0];
+	if (m->meta.failed_allocations && !m->counts.allocations) {
+		const struct lw_failed_allocation *f = &m->meta.failed[0];
 		const char *name = lw_alloc_error_name(f->api, f->error);
 
-		fputs("leakwatch: ", out);
-		lw_put_text_str(out, path);
-		fprintf(out, ": cannot judge growth: every CUDA allocation failed (%" PRIu64 " calls; the first: %s returned %s%s%" PRIu64 "%s)\n",
-			tf->model.meta.failed_allocations, lw_api_name(f->api),
+		put_verdict_lead(out, path);
+		fprintf(out, "cannot judge: every CUDA allocation failed (%" PRIu64 " calls; the first: %s returned %s%s%" PRIu64 "%s)\n",
+			m->meta.failed_allocations, lw_api_name(f->api),
 			name ? name : "", name ? " (" : "error ", f->error,
 			name ? ")" : "");
 		rc = LW_CHECK_UNJUDGED;
 		goto out;
 	}
-	rc = lw_model_growth(&tf->model, min_steps, &g);
-	if (rc == 0)
-		rc = lw_growing_sites(&g, &sites, &count);
+	rc = lw_model_growth(m, min_steps, &g);
 	if (rc < 0) {
 		snprintf(message, message_size, "%s", strerror(-rc));
 		goto out;
 	}
-	fputs("leakwatch: ", out);
-	lw_put_text_str(out, path);
+	/* A gate never passes on nothing: too few steps is no verdict. */
 	if (g.run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS) {
-		fprintf(out, ": not enough steps to judge growth (%" PRIu64 " step%s, at least %zu needed): passing\n",
-		       tf->model.counts.steps, tf->model.counts.steps == 1 ? "" : "s",
-		       min_steps);
+		put_verdict_lead(out, path);
+		fprintf(out, "cannot judge: %" PRIu64 " step%s, at least %zu needed: mark each step (leakwatch.step(), or LEAKWATCH_STEP_AT=file:line for a loop), run it longer, or lower --min-steps\n",
+			m->counts.steps, m->counts.steps == 1 ? "" : "s",
+			min_steps);
+		rc = LW_CHECK_TOO_FEW_STEPS;
 		goto out;
 	}
-	for (size_t i = 0; i < count; i++)
-		over += g.sites[sites[i]].bytes_per_step > (double)max_growth;
-	run_over = g.run.verdict == LW_VERDICT_GROWING &&
-		   (over || g.run.per_step > (double)max_growth);
-	snprintf(limit, sizeof(limit), "%s", lw_format_size(rate, max_growth));
-	if (!run_over) {
-		if (g.run.verdict == LW_VERDICT_GROWING)
-			fprintf(out, ": ok: growing by %s per step (%s per 10,000 steps), within the %s per step allowed\n",
-			       lw_format_rate(rate, g.run.per_step),
-			       lw_format_rate(per10k, g.run.per_step * 10000),
-			       limit);
-		else
-			fprintf(out, ": ok: %s, no growth from step to step\n",
-			       lw_verdict_name(g.run.verdict));
+	if ((gate->reserved_growth || gate->reserved_peak) &&
+	    !m->torch.segments) {
+		put_verdict_lead(out, path);
+		fprintf(out, "cannot judge %s: the trace holds no segment of PyTorch's caching allocator (its pool is seen in a PyTorch program under its native allocator, or with expandable_segments)\n",
+			gate->reserved_growth ? "--max-reserved-growth"
+					      : "--max-reserved-peak");
+		rc = LW_CHECK_UNJUDGED;
 		goto out;
 	}
-	rc = 1;
-	fprintf(out, ": GROWING: device memory %s per step (%s per 10,000 steps); %zu site%s over the %s per step allowed\n",
-	       lw_format_rate(rate, g.run.per_step),
-	       lw_format_rate(per10k, g.run.per_step * 10000), over,
-	       over == 1 ? "" : "s", limit);
-	for (size_t i = 0, shown = 0; i < count; i++) {
-		const struct lw_site_growth *sg = &g.sites[sites[i]];
-		int prc;
-
-		if (sg->bytes_per_step <= (double)max_growth)
-			continue;
-		if (shown++ == CHECK_MAX_SITES) {
-			fprintf(out, "  ... and %zu more (leakwatch report lists them)\n",
-			       over - CHECK_MAX_SITES);
-			break;
-		}
-		fprintf(out, "  #%zu %s per step (%s per 10,000 steps), %+.3g allocation%s per step\n",
-		       shown, lw_format_rate(rate, sg->bytes_per_step),
-		       lw_format_rate(per10k, sg->bytes_per_step * 10000),
-		       sg->count_per_step,
-		       sg->count_per_step == 1 ? "" : "s");
-		prc = lw_put_site_location(out, &tf->report, sites[i]);
-		if (prc < 0) {
-			rc = prc;
-			snprintf(message, message_size, "%s", strerror(-rc));
-			break;
-		}
-	}
+	if (gate->growth &&
+	    (rc = check_growth(out, path, tf, &g, gate->max_growth)) > 0)
+		verdict = 1;
+	if (rc >= 0 && gate->reserved_growth &&
+	    (rc = check_reserved_growth(out, path, m, min_steps,
+					gate->max_reserved_growth)) > 0)
+		verdict = 1;
+	if (rc >= 0 && gate->peak &&
+	    check_peak(out, path, m, false, gate->max_peak) > 0)
+		verdict = 1;
+	if (rc >= 0 && gate->reserved_peak &&
+	    check_peak(out, path, m, true, gate->max_reserved_peak) > 0)
+		verdict = 1;
+	if (rc >= 0 && gate->fail_on &&
+	    (rc = check_fail_on(out, path, tf, gate)) > 0)
+		verdict = 1;
+	if (rc < 0)
+		snprintf(message, message_size, "%s", strerror(-rc));
+	else
+		rc = verdict;
 out:
 	fflush(out);
 	if (rc < 0)
 		put_file_error(path, message);
-	free(sites);
 	lw_growth_report_fini(&g);
 	lw_trace_file_close(tf);
 	return rc;
 }
 
-int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
-		  size_t min_steps, const struct lw_rules *rules,
+int lw_check_file(FILE *out, const char *path, const struct lw_gate *gate,
+		  const struct lw_rules *rules,
 		  const struct lw_code_dirs *user_code)
 {
 	struct lw_trace_file tf;
@@ -697,7 +1079,7 @@ int lw_check_file(FILE *out, const char *path, uint64_t max_growth,
 				sizeof(message));
 
 	return check_opened(out, path, &tf, rc, message, sizeof(message),
-			    max_growth, min_steps);
+			    gate);
 }
 
 /* The traces of `check`: read on pool threads, judged in order. */
@@ -710,8 +1092,7 @@ struct check_files {
 	const char *const *paths;
 	const struct lw_rules *rules;
 	const struct lw_code_dirs *user_code;
-	uint64_t max_growth;
-	size_t min_steps;
+	const struct lw_gate *gate;
 	struct check_slot *slots;
 	size_t ahead;
 	bool unreadable, over, unjudged;
@@ -732,10 +1113,10 @@ static void judge_check(void *ctx, size_t i, int rc)
 	struct check_slot *slot = &c->slots[i % c->ahead];
 
 	rc = check_opened(stdout, c->paths[i], &slot->tf, rc, slot->message,
-			  sizeof(slot->message), c->max_growth, c->min_steps);
+			  sizeof(slot->message), c->gate);
 	if (rc < 0)
 		c->unreadable = true;
-	else if (rc == LW_CHECK_UNJUDGED)
+	else if (rc == LW_CHECK_UNJUDGED || rc == LW_CHECK_TOO_FEW_STEPS)
 		c->unjudged = true;
 	else if (rc > 0)
 		c->over = true;
@@ -748,7 +1129,7 @@ static int cmd_check(int argc, char **argv)
 		.use = judge_check,
 	};
 	static const struct option long_options[] = {
-		{ "max-growth", required_argument, NULL, 'G' },
+		LW_GATE_LONG_OPTIONS,
 		{ "min-steps", required_argument, NULL, 'S' },
 		{ "suppressions", required_argument, NULL, 'P' },
 		{ "user-code", required_argument, NULL, 'C' },
@@ -758,22 +1139,22 @@ static int cmd_check(int argc, char **argv)
 	struct lw_output_options options = { .format = &lw_text_renderer };
 	struct check_files checks;
 	struct lw_rules rules;
-	const char *max_text = NULL, *output = NULL;
-	size_t min_steps = LW_DEFAULT_MIN_STEPS;
-	uint64_t max_growth = 0;
+	const char *output = NULL;
+	struct lw_gate gate = { .min_steps = LW_DEFAULT_MIN_STEPS };
 	bool unreadable = false, over = false, unjudged = false;
 	int c, status = LW_EXIT_USAGE;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", long_options, NULL)) != -1) {
+		int grc = lw_gate_getopt(&gate, c, optarg);
+
+		if (grc < 0)
+			goto out;
+		if (grc > 0)
+			continue;
 		switch (c) {
-		case 'G':
-			max_text = optarg;
-			if (lw_parse_max_growth(optarg, &max_growth) < 0)
-				goto out;
-			break;
 		case 'S':
-			if (lw_parse_min_steps(optarg, &min_steps) < 0)
+			if (lw_parse_min_steps(optarg, &gate.min_steps) < 0)
 				goto out;
 			break;
 		case 'P':
@@ -786,12 +1167,12 @@ static int cmd_check(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (!max_text) {
-		lw_error("check: --max-growth SIZE is required (usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...)");
+	if (!lw_gate_any(&gate)) {
+		lw_error("check: a limit is required: --max-growth, --max-reserved-growth, --max-peak, --max-reserved-peak or --fail-on (usage: leakwatch check --max-growth SIZE [OPTIONS] TRACE...)");
 		goto out;
 	}
 	if (optind >= argc) {
-		lw_error("check: no trace given (usage: leakwatch check --max-growth SIZE [--min-steps N] TRACE...)");
+		lw_error("check: no trace given (usage: leakwatch check --max-growth SIZE [OPTIONS] TRACE...)");
 		goto out;
 	}
 	if (lw_load_rules(&options, &rules) < 0 ||
@@ -803,8 +1184,7 @@ static int cmd_check(int argc, char **argv)
 		.paths = (const char *const *)argv + optind,
 		.rules = options.report.rules,
 		.user_code = options.report.user_code,
-		.max_growth = max_growth,
-		.min_steps = min_steps,
+		.gate = &gate,
 		.ahead = lw_trace_pool_threads((size_t)(argc - optind)) + 1,
 	};
 	checks.slots = calloc(checks.ahead, sizeof(*checks.slots));
@@ -822,7 +1202,7 @@ static int cmd_check(int argc, char **argv)
 	unjudged = checks.unjudged;
 	if (argc - optind > 1)
 		lw_merged_view(stdout, (const char *const *)argv + optind,
-			       (size_t)(argc - optind), min_steps,
+			       (size_t)(argc - optind), gate.min_steps,
 			       options.report.user_code);
 	lw_rules_fini(&rules);
 	status = unreadable ? LW_EXIT_USAGE

@@ -50,9 +50,14 @@ void lw_run_usage(FILE *out)
 	      "  -o, --output FILE   write the report to FILE\n"
 	      "  --top N, --frames N, --native, --sites  as for `leakwatch report`\n"
 	      "  --no-report         only list the traces written\n"
-	      "  --max-growth SIZE   also judge growth as `leakwatch check` does; when\n"
-	      "                      CMD succeeded but grew faster, exit with 23\n"
-	      "  --min-steps N       steps needed before growth is judged (default 10)\n"
+	      "  --max-growth SIZE, --max-reserved-growth SIZE, --max-peak SIZE,\n"
+	      "  --max-reserved-peak SIZE, --fail-on KINDS\n"
+	      "                      also judge the traces as `leakwatch check` does (also\n"
+	      "                      $LEAKWATCH_MAX_GROWTH, $LEAKWATCH_MAX_RESERVED_GROWTH,\n"
+	      "                      $LEAKWATCH_MAX_PEAK, $LEAKWATCH_MAX_RESERVED_PEAK,\n"
+	      "                      $LEAKWATCH_FAIL_ON); when CMD succeeded but failed\n"
+	      "                      the gate, exit with 23\n"
+	      "  --min-steps N       steps needed before a trace is judged (default 10)\n"
 	      "  --rules FILE, --suppressions FILE, --user-code DIR\n"
 	      "                      as for `leakwatch report`\n"
 	      "  --torch-allocator async|keep\n"
@@ -72,10 +77,10 @@ void lw_run_usage(FILE *out)
 	      "The shim is $LEAKWATCH_LIB, or " LIBRARY_NAME " from the build tree or the\n"
 	      "installation. The exit status is CMD's (128+N if a signal N killed it; 127\n"
 	      "if CMD was not found, 126 if it could not be run; 2 for bad usage; 23 when\n"
-	      "CMD exited 0 but grew faster than --max-growth; 24 when CMD exited 0,\n"
-	      "--max-growth was given and growth could not be judged: no trace was\n"
-	      "written, a trace could not be written or is damaged, or every CUDA\n"
-	      "allocation failed).\n",
+	      "CMD exited 0 but failed the gate; 24 when CMD exited 0, a gate was\n"
+	      "asked for and could not judge: no trace was written, a trace could not\n"
+	      "be written or is damaged, every CUDA allocation failed, or no trace has\n"
+	      "--min-steps steps).\n",
 	      out);
 }
 
@@ -177,6 +182,14 @@ static int set_environment(const char *library, const char *trace_pattern,
 	 * change the status this command reads as the program's. */
 	if (rc == 0)
 		rc = unsetenv("LEAKWATCH_MAX_GROWTH");
+	if (rc == 0)
+		rc = unsetenv("LEAKWATCH_MAX_RESERVED_GROWTH");
+	if (rc == 0)
+		rc = unsetenv("LEAKWATCH_MAX_PEAK");
+	if (rc == 0)
+		rc = unsetenv("LEAKWATCH_MAX_RESERVED_PEAK");
+	if (rc == 0)
+		rc = unsetenv("LEAKWATCH_FAIL_ON");
 	if (rc == 0 && torch_allocator)
 		rc = setenv("LEAKWATCH_TORCH_ALLOCATOR", torch_allocator, 1);
 	if (rc == 0 && trace_detail)
@@ -426,21 +439,23 @@ static int exit_status(int status)
 }
 
 /*
- * Reports the traces the run wrote; with gate, also judges their growth
- * against max_growth (on stderr). Returns 0, or the exit status the gate
- * asks for: LW_EXIT_GROWTH when one grew too fast, LW_EXIT_UNJUDGED when
- * one could not be judged (no trace was written, its trace could not be
- * written or is damaged, or every allocation failed).
+ * Reports the traces the run wrote; with a gate (its limits in gate, its
+ * steps needed in options), also judges them as `check` does (on stderr).
+ * Returns 0, or the exit status the gate asks for: LW_EXIT_GROWTH when one
+ * failed it, LW_EXIT_UNJUDGED when one could not be judged (no trace was
+ * written, its trace could not be written or is damaged, too few steps,
+ * or every allocation failed).
  */
 static int report_traces(struct lw_output *file, const char *manifest,
 			 bool no_report,
-			 const struct lw_output_options *options, bool gate,
-			 uint64_t max_growth)
+			 const struct lw_output_options *options,
+			 const struct lw_gate *gate_limits)
 {
+	bool gate = lw_gate_any(gate_limits);
 	FILE *out = file->file ? file->file : stderr;
 	char *text = NULL, **paths = NULL;
 	size_t count = 0, failed = 0;
-	bool over = false, unjudged = false;
+	bool over = false, unjudged = false, judged = false, few = false;
 	int rc;
 
 	rc = read_manifest(manifest, &text, &paths, &count, &failed);
@@ -460,7 +475,7 @@ static int report_traces(struct lw_output *file, const char *manifest,
 	/* A gate that saw nothing does not pass: a program can allocate
 	 * where the shim never ran. */
 	if (count == 0 && failed == 0 && gate) {
-		lw_error("growth cannot be judged: no trace was written: no CUDA allocation reached the shim (the program made none, or the shim was not loaded where it did: LD_PRELOAD dropped by a launcher or a set-user-ID program, a statically linked program, CUDA reached by other means)");
+		lw_error("cannot judge: no trace was written: no CUDA allocation reached the shim (the program made none, or the shim was not loaded where it did: LD_PRELOAD dropped by a launcher or a set-user-ID program, a statically linked program, CUDA reached by other means)");
 		unjudged = true;
 	} else if (count == 0 && failed == 0) {
 		lw_error("no trace was written (the program made no CUDA allocation)");
@@ -482,15 +497,21 @@ static int report_traces(struct lw_output *file, const char *manifest,
 	/* Never over a trace of the run, were -o one of them. */
 	lw_output_close(file, rc >= 0, (const char *const *)paths, count);
 	for (size_t i = 0; gate && i < count; i++) {
-		rc = lw_check_file(stderr, paths[i], max_growth,
-				   options->report.min_steps,
+		rc = lw_check_file(stderr, paths[i], gate_limits,
 				   options->report.rules,
 				   options->report.user_code);
 		over |= rc == 1;
+		judged |= rc == 0 || rc == 1;
+		few |= rc == LW_CHECK_TOO_FEW_STEPS;
 		unjudged |= rc == LW_CHECK_UNJUDGED;
 	}
+	/* A helper process's trace (a compiler, a data loader worker) has no
+	 * steps of its own: the run is judged by those that do, and by none
+	 * is no verdict. */
+	if (few && !judged)
+		unjudged = true;
 	if (gate && failed) {
-		lw_error("growth cannot be judged: %zu trace%s could not be written",
+		lw_error("cannot judge: %zu trace%s could not be written",
 			 failed, failed == 1 ? "" : "s");
 		unjudged = true;
 	}
@@ -507,7 +528,7 @@ static int run_command(int argc, char **argv,
 		{ "trace", required_argument, NULL, 't' },
 		LW_OUTPUT_LONG_OPTIONS,
 		{ "no-report", no_argument, NULL, 'R' },
-		{ "max-growth", required_argument, NULL, 'G' },
+		LW_GATE_LONG_OPTIONS,
 		{ "torch-allocator", required_argument, NULL, 'A' },
 		{ "trace-detail", required_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
@@ -516,8 +537,13 @@ static int run_command(int argc, char **argv,
 	const char *trace_pattern = NULL, *output = NULL, *torch_allocator = NULL;
 	const char *trace_detail = NULL;
 	char library[PATH_MAX], manifest[PATH_MAX], manifest_dir[PATH_MAX];
-	bool no_report = false, gate = false;
-	uint64_t max_growth = 0;
+	bool no_report = false;
+	struct lw_gate gate = { 0 };
+	static const char *const gate_variables[] = {
+		"LEAKWATCH_MAX_GROWTH", "LEAKWATCH_MAX_RESERVED_GROWTH",
+		"LEAKWATCH_MAX_PEAK", "LEAKWATCH_MAX_RESERVED_PEAK",
+		"LEAKWATCH_FAIL_ON",
+	};
 	struct lw_output file = { 0 };
 	struct lw_rules rules;
 	int c, rc, status = 0, exit_code;
@@ -526,6 +552,8 @@ static int run_command(int argc, char **argv,
 	/* "+": stop at the first argument that is not an option (CMD). */
 	while ((c = getopt_long(argc, argv, "+:o:h", long_options, NULL)) != -1) {
 		rc = lw_output_option(c, optarg, options, &output);
+		if (rc == 0)
+			rc = lw_gate_getopt(&gate, c, optarg);
 		if (rc < 0)
 			return LW_EXIT_USAGE;
 		if (rc > 0)
@@ -553,11 +581,6 @@ static int run_command(int argc, char **argv,
 			}
 			trace_detail = optarg;
 			break;
-		case 'G':
-			if (lw_parse_max_growth(optarg, &max_growth) < 0)
-				return LW_EXIT_USAGE;
-			gate = true;
-			break;
 		default:
 			return lw_last_option(c, argv, lw_run_usage);
 		}
@@ -566,17 +589,32 @@ static int run_command(int argc, char **argv,
 		lw_error("run: no command given (usage: leakwatch run [OPTIONS] -- CMD [ARGS...])");
 		return LW_EXIT_USAGE;
 	}
-	/* The bare-mode variable, when no --max-growth says otherwise. */
-	if (!gate && getenv("LEAKWATCH_MAX_GROWTH")) {
-		const char *value = getenv("LEAKWATCH_MAX_GROWTH");
+	/* The gate's variables, each where its option did not say
+	 * otherwise (a bad value fails before the run). */
+	for (size_t i = 0; i < sizeof(gate_variables) / sizeof(*gate_variables);
+	     i++) {
+		const char *value = getenv(gate_variables[i]);
+		struct lw_gate given = gate;
 
-		if (lw_parse_size(value, &max_growth) < 0) {
-			lw_error("LEAKWATCH_MAX_GROWTH needs a size such as 0, 512KiB or 1MiB, not '%s'",
-				 value);
+		if (!value)
+			continue;
+		if (lw_gate_option(&given, gate_variables[i], value) < 0)
 			return LW_EXIT_USAGE;
-		}
-		gate = true;
+		if (i == 0 && !gate.growth)
+			gate.growth = true, gate.max_growth = given.max_growth;
+		else if (i == 1 && !gate.reserved_growth)
+			gate.reserved_growth = true,
+			gate.max_reserved_growth = given.max_reserved_growth;
+		else if (i == 2 && !gate.peak)
+			gate.peak = true, gate.max_peak = given.max_peak;
+		else if (i == 3 && !gate.reserved_peak)
+			gate.reserved_peak = true,
+			gate.max_reserved_peak = given.max_reserved_peak;
+		else if (i == 4 && !gate.fail_on)
+			gate = given;
 	}
+	gate.min_steps = options->report.min_steps ? options->report.min_steps
+						   : LW_DEFAULT_MIN_STEPS;
 	if (trace_pattern && !trace_pattern[0]) {
 		lw_error("--trace needs a file name pattern");
 		return LW_EXIT_USAGE;
@@ -637,7 +675,7 @@ static int run_command(int argc, char **argv,
 		exit_code = 126;
 	} else {
 		int verdict = report_traces(&file, manifest, no_report,
-					    options, gate, max_growth);
+					    options, &gate);
 		exit_code = exit_status(status);
 		/* The program's own failure is never masked. */
 		if (verdict && exit_code == 0)

@@ -10,7 +10,16 @@
 Under --leakwatch a test marked `leakwatch` is run `steps` times in a row
 (its fixtures set up once), with a step mark after each run; the test fails
 when the device memory held after each run grows by more than max_growth
-per run. The series is judged by the shim's leakwatch_judge_growth(), the
+per run, or (fail_on=, as `leakwatch check --fail-on`) when what its runs
+left live is diagnosed as a leak of a kind named ("metric-copy",
+"high", "medium", "all"; default: $LEAKWATCH_FAIL_ON, else none). A test
+whose runs cannot be judged (too few runs after the warm-up, or the shim
+not tracking) fails too: a gate never passes on nothing. max_peak=,
+max_reserved_peak= and max_reserved_growth= (defaults: $LEAKWATCH_MAX_PEAK,
+$LEAKWATCH_MAX_RESERVED_PEAK, $LEAKWATCH_MAX_RESERVED_GROWTH) judge PyTorch's
+caching allocator through torch.cuda's statistics: the highest peak of a
+run (its peak statistics are reset before each run), and the reserved pool's
+growth from run to run; a test that does not use it cannot be judged. The series is judged by the shim's leakwatch_judge_growth(), the
 judge of `leakwatch check` and of the report, which judges the test's steps
 (a phase of the trace) the same way, so that both give one verdict: memory
 made by the first runs (caches, optimizer state), memory freed every few
@@ -181,9 +190,12 @@ def _reexec(config):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        "leakwatch(max_growth='0', steps=20, warmup=None): under "
-        "--leakwatch, run the test `steps` times and fail it when GPU "
-        "memory grows by more than max_growth per run")
+        "leakwatch(max_growth='0', steps=20, warmup=None, fail_on=None, "
+        "max_peak=None, max_reserved_peak=None, max_reserved_growth=None): "
+        "under --leakwatch, run the test `steps` times and fail it when "
+        "GPU memory grows by more than max_growth per run, what its "
+        "runs left is a leak of a kind fail_on names, or PyTorch's "
+        "allocator passes a peak or reserved growth limit")
     if not config.getoption("leakwatch"):
         return
     _name_user_code(config.getoption("leakwatch_user_code"))
@@ -340,19 +352,75 @@ def _section(item, shim, series, per_step, limit, steps, warmup):
     return "\n".join(lines)
 
 
+_CONFIDENCE = {"all": 0, "low": 0, "medium": 1, "high": 2}
+
+
+def _known_kinds():
+    """The kinds `leakwatch check --fail-on` knows, from its own error."""
+    cli = _paths.command()
+    if not cli:
+        return None
+    p = subprocess.run([cli, "check", "--fail-on", "?", "/dev/null"],
+                       capture_output=True, text=True, timeout=60)
+    m = re.search(r"known kinds: ([^;]*);", p.stderr)
+    return m.group(1).split(", ") if m else None
+
+
+def parse_fail_on(value):
+    """(kinds, least confidence or None) of a fail_on list, as `leakwatch
+    check --fail-on` reads it; ValueError naming an unknown kind."""
+    kinds, least = set(), None
+    items = [i.strip() for i in str(value).split(",") if i.strip()]
+    known = None
+    for item in items:
+        if item in _CONFIDENCE:
+            c = _CONFIDENCE[item]
+            least = c if least is None else min(least, c)
+            continue
+        if known is None:
+            known = _known_kinds() or []
+        if known and item not in known:
+            raise ValueError(f"unknown kind {item!r} (known kinds: "
+                             f"{', '.join(known)}; or high, medium, all)")
+        kinds.add(item)
+    if not items:
+        raise ValueError(f"fail_on={value!r} names no kind or confidence")
+    return kinds, least
+
+
 def _marker_options(item, marker):
-    """(max_growth in bytes, steps, warmup) of a leakwatch marker;
+    """(max_growth in bytes, steps, warmup, fail_on) of a leakwatch marker;
     pytest.UsageError, one line naming the test and the value, when one is
     bad."""
     opts = dict(marker.kwargs)
 
     def bad(what):
         return pytest.UsageError(f"{item.nodeid}: leakwatch marker: {what}")
-    unknown = sorted(set(opts) - {"max_growth", "steps", "warmup"})
+    unknown = sorted(set(opts) - {"max_growth", "steps", "warmup",
+                                  "fail_on", *_POOL_LIMITS})
     if unknown or marker.args:
         what = (f"unknown argument {unknown[0]}=" if unknown else
                 f"positional argument {marker.args[0]!r}")
-        raise bad(f"{what} (it takes max_growth=, steps=, warmup=)")
+        raise bad(f"{what} (it takes max_growth=, steps=, warmup=, "
+                  "fail_on=, max_peak=, max_reserved_peak=, "
+                  "max_reserved_growth=)")
+    pool = {}
+    for name, variable in _POOL_LIMITS.items():
+        value = opts.get(name, os.environ.get(variable))
+        if value is None:
+            continue
+        try:
+            pool[name] = parse_size(value)
+        except ValueError as e:
+            raise bad(f"{'' if name in opts else variable + ': '}"
+                      f"{name}: {e}") from None
+    fail_on = opts.get("fail_on", os.environ.get("LEAKWATCH_FAIL_ON"))
+    if fail_on is not None:
+        try:
+            fail_on = (str(fail_on), *parse_fail_on(fail_on))
+        except ValueError as e:
+            what = "" if "fail_on" in opts else "LEAKWATCH_FAIL_ON: "
+            raise bad(f"{what}{e}") from None
     try:
         limit = parse_size(opts.get("max_growth", 0))
     except ValueError as e:
@@ -376,7 +444,128 @@ def _marker_options(item, marker):
     if steps < warmup + 2:
         raise bad(f"steps={steps} leaves nothing to judge after "
                   f"warmup={warmup}")
-    return limit, steps, warmup
+    return limit, steps, warmup, fail_on, pool
+
+
+# The limits on PyTorch's allocator a marker takes, and their variables.
+_POOL_LIMITS = {"max_peak": "LEAKWATCH_MAX_PEAK",
+                "max_reserved_peak": "LEAKWATCH_MAX_RESERVED_PEAK",
+                "max_reserved_growth": "LEAKWATCH_MAX_RESERVED_GROWTH"}
+
+
+class _PoolStats:
+    """Each run's peaks and the reserved pool after it, from PyTorch's
+    caching allocator (torch.cuda's statistics: the peak of a run is
+    PyTorch's, reset before it), for the max_peak, max_reserved_peak and
+    max_reserved_growth limits of a marker."""
+
+    def __init__(self, limits):
+        self.limits = limits
+        self.cuda = None
+        self.reset = False
+        self.peaks, self.reserved_peaks, self.reserved = [], [], []
+
+    def _find(self):
+        torch = sys.modules.get("torch")
+        if self.limits and self.cuda is None and torch is not None:
+            try:
+                if torch.cuda.is_initialized():
+                    self.cuda = torch.cuda
+            except Exception:  # noqa: BLE001 - a broken torch: no stats
+                self.cuda = None
+
+    def before(self):
+        self._find()
+        if self.cuda is not None:
+            self.cuda.reset_peak_memory_stats()
+        self.reset = self.cuda is not None
+
+    def after(self):
+        # A run whose peaks were not reset before it (the one that started
+        # CUDA) holds the process's, not its own: not counted.
+        if self.reset:
+            self.cuda.synchronize()
+            self.peaks.append(self.cuda.max_memory_allocated())
+            self.reserved_peaks.append(self.cuda.max_memory_reserved())
+            self.reserved.append(self.cuda.memory_reserved())
+
+    def judge(self, shim, warmup, steps):
+        """Fails the test over a limit, or when it cannot be judged."""
+        names = ", ".join(f"{k}=" for k in self.limits)
+        if not self.peaks:
+            pytest.fail(f"leakwatch: cannot judge {names}: the test's runs "
+                        "did not use PyTorch's CUDA allocator",
+                        pytrace=False)
+        for name, runs in (("max_peak", self.peaks),
+                           ("max_reserved_peak", self.reserved_peaks)):
+            if name not in self.limits:
+                continue
+            top = max(runs)
+            if top > self.limits[name]:
+                what = "device memory" if name == "max_peak" else \
+                    "PyTorch's reserved memory"
+                pytest.fail(f"leakwatch: FAIL: {what} peaked at "
+                            f"{format_size(top)[1:]} in run "
+                            f"{steps - len(runs) + runs.index(top) + 1}, "
+                            "over the "
+                            f"{format_size(self.limits[name])[1:]} allowed "
+                            f"({name}=)", pytrace=False)
+        if "max_reserved_growth" in self.limits:
+            skip = max(0, warmup - max(1, steps // 10) -
+                       (steps - len(self.reserved)))
+            verdict, rate = shim.judge(self.reserved[skip:])
+            if verdict == "not-enough-steps":
+                pytest.fail(f"leakwatch: cannot judge max_reserved_growth=: "
+                            f"{len(self.reserved) - skip} runs after the "
+                            "warm-up, at least 5 needed", pytrace=False)
+            if verdict == "growing" and \
+               rate > self.limits["max_reserved_growth"]:
+                pytest.fail(f"leakwatch: FAIL: PyTorch's reserved memory "
+                            f"grows by {format_size(rate)} per run, over "
+                            f"the {format_size(self.limits['max_reserved_growth'])[1:]}"
+                            " allowed (max_reserved_growth=)",
+                            pytrace=False)
+
+
+def _check_fail_on(item, fail_on, runs):
+    """Fails the test when what its runs left live (its phase's sites) is
+    diagnosed as a leak that fail_on names."""
+    text, kinds, least = fail_on
+    trace = _trace_path()
+    cli = _paths.command()
+    if not cli or not os.path.exists(trace):
+        pytest.fail(f"leakwatch: cannot judge fail_on={text!r}: "
+                    f"{'no leakwatch command' if not cli else 'no trace'} "
+                    f"({trace})", pytrace=False)
+    p = subprocess.run([cli, "report", "--format", "json", trace],
+                       capture_output=True, text=True, timeout=300)
+    try:
+        rep = json.loads(p.stdout)
+    except ValueError:
+        pytest.fail(f"leakwatch: cannot judge fail_on={text!r}: "
+                    f"leakwatch report failed: {p.stderr.strip()}",
+                    pytrace=False)
+    phase = next((ph for ph in reversed(rep.get("phases", []))
+                  if ph.get("name") == item.nodeid), None)
+    ours = {s["id"] for s in (phase or {}).get("sites", [])}
+    for f in rep.get("findings", []):
+        if f.get("suppressed") or f.get("site") not in ours:
+            continue
+        named = f.get("category") in kinds or (
+            f.get("leak") and least is not None and
+            _CONFIDENCE.get(f.get("confidence"), -1) >= least)
+        if not named:
+            continue
+        loc = f.get("location") or {}
+        at = loc.get("function") or "??"
+        if loc.get("file"):
+            at += f" ({loc['file']}:{loc.get('line') or '?'})"
+        item.add_report_section("call", "leakwatch", "\n".join(
+            [f"what the test's runs left live, by site ({trace}):"] +
+            _test_sites(cli, trace, item.nodeid, runs)))
+        pytest.fail(f"leakwatch: FAIL: {f.get('category')} "
+                    f"({f.get('confidence')} confidence) at {at} "
+                    f"(fail_on={text!r})", pytrace=False)
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -395,20 +584,24 @@ def pytest_pyfunc_call(pyfuncitem):
     marker = pyfuncitem.get_closest_marker("leakwatch")
     if not shim or marker is None:
         return None
-    limit, steps, warmup = _marker_options(pyfuncitem, marker)
+    limit, steps, warmup, fail_on, pool = _marker_options(pyfuncitem, marker)
     func = pyfuncitem.obj
     args = {name: pyfuncitem.funcargs[name]
             for name in pyfuncitem._fixtureinfo.argnames}
     series = []
+    stats = _PoolStats(pool)
     shim.phase_begin(pyfuncitem.nodeid.encode("utf-8", "replace"))
     try:
         for _ in range(steps):
+            stats.before()
             func(**args)
+            stats.after()
             shim.step()
             live = shim.device_live()
             if live is None:
-                pytest.skip("leakwatch is not tracking (its trace could "
-                            "not be written)")
+                pytest.fail("leakwatch: cannot judge: leakwatch is not "
+                            "tracking (its trace could not be written)",
+                            pytrace=False)
             series.append(live[0])
         # The report ignores the first tenth of a series: the default
         # warm-up.
@@ -422,6 +615,15 @@ def pytest_pyfunc_call(pyfuncitem):
             shim.search()
     finally:
         shim.phase_end()
+    # A gate never passes on nothing.
+    if verdict == "not-enough-steps":
+        pytest.fail(f"leakwatch: cannot judge: {len(judged)} runs after "
+                    f"the warm-up of {warmup}, at least 5 needed: raise "
+                    "steps= or lower warmup=", pytrace=False)
+    if fail_on:
+        _check_fail_on(pyfuncitem, fail_on, steps)
+    if pool:
+        stats.judge(shim, warmup, steps)
     if failed:
         pyfuncitem.add_report_section(
             "call", "leakwatch",

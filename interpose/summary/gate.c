@@ -7,10 +7,17 @@
  * (common/lw-growth.c), after at least LEAKWATCH_MIN_STEPS steps (default
  * 10). Any other status is passed on untouched: the program's own failure
  * always wins. A gate that could judge nothing (every allocation failed,
- * or the trace could not be written) exits LW_EXIT_UNJUDGED (24) instead of
- * passing. A program that marks no steps is not judged here (the report
+ * the trace could not be written, fewer steps than it needs) exits
+ * LW_EXIT_UNJUDGED (24) instead of passing: a gate never passes on
+ * nothing. A program that marks no steps is not judged here (the report
  * infers steps from the trace; the shim does not): the gate says so and
  * names the command that judges it.
+ *
+ * The other limits of `leakwatch check` (LEAKWATCH_MAX_RESERVED_GROWTH,
+ * LEAKWATCH_MAX_PEAK, LEAKWATCH_MAX_RESERVED_PEAK, LEAKWATCH_FAIL_ON) need
+ * the whole trace (PyTorch's pool, the diagnosis), which the program's
+ * process does not read: where only the shim is loaded, it says once, at
+ * the exit of the process that traced, which command judges them.
  *
  * Only an on_exit() handler learns the exit status. This one is registered
  * from the library's constructor, which runs before the C library registers
@@ -42,6 +49,8 @@
 
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static int gate_on;
+/* Limits only `leakwatch run` or `leakwatch check` judge, by name. */
+static char other_limits[160];
 static uint64_t max_growth, min_steps = LW_DEFAULT_MIN_STEPS;
 static uint64_t steps, stride = 1;
 static size_t point_count;
@@ -52,7 +61,7 @@ static char limit_text[64];	/* as the user wrote it */
 
 void lw_gate_trace_opened(const char *path)
 {
-	if (!gate_on)
+	if (!gate_on && !other_limits[0])
 		return;
 	pthread_mutex_lock(&gate_lock);
 	snprintf(trace, sizeof(trace), "%s", path);
@@ -61,7 +70,7 @@ void lw_gate_trace_opened(const char *path)
 
 void lw_gate_trace_failed(const char *path)
 {
-	if (!gate_on)
+	if (!gate_on && !other_limits[0])
 		return;
 	pthread_mutex_lock(&gate_lock);
 	snprintf(trace, sizeof(trace), "%s", path);
@@ -106,7 +115,7 @@ static void say(const char *line)
 /* Ends the process with LW_EXIT_UNJUDGED when it would exit 0. */
 static void unjudged(int status, const char *why)
 {
-	char line[768];
+	char line[1024];
 
 	snprintf(line, sizeof(line),
 		 "leakwatch: LEAKWATCH_MAX_GROWTH: growth cannot be judged: "
@@ -131,6 +140,18 @@ static void gate_at_exit(int status, void *arg)
 	pthread_mutex_lock(&gate_lock);
 	if (!trace[0]) {
 		/* Nothing was recorded here (a launcher, a worker). */
+		pthread_mutex_unlock(&gate_lock);
+		return;
+	}
+	if (other_limits[0]) {
+		snprintf(line, sizeof(line),
+			 "leakwatch: %s: not judged by the shim alone (it needs "
+			 "the whole trace): run the program under `leakwatch "
+			 "run`, or judge its trace with `leakwatch check` "
+			 "(%s)\n", other_limits, trace);
+		say(line);
+	}
+	if (!gate_on) {
 		pthread_mutex_unlock(&gate_lock);
 		return;
 	}
@@ -161,27 +182,24 @@ static void gate_at_exit(int status, void *arg)
 		snprintf(command, sizeof(command),
 			 "leakwatch check --max-growth %s --min-steps %llu %s",
 			 limit_text, (unsigned long long)min_steps, trace);
+	/* A gate never passes on nothing. */
 	if (steps == 0) {
 		snprintf(line, sizeof(line),
-			 "leakwatch: LEAKWATCH_MAX_GROWTH: the program marked no "
-			 "steps, so growth was not judged and the exit status "
-			 "is the program's; `%s` infers steps from the trace and "
-			 "judges them (as `leakwatch run --max-growth` does), or "
-			 "mark steps (leakwatch_mark_step(), leakwatch.step())\n",
-			 command);
+			 "the program marked no steps: mark them "
+			 "(leakwatch.step(), leakwatch_mark_step(), or "
+			 "LEAKWATCH_STEP_AT=file:line for a loop), or judge the "
+			 "trace with `%s`, which infers steps", command);
 		pthread_mutex_unlock(&gate_lock);
-		say(line);
+		unjudged(status, line);
 		return;
 	}
 	if (steps < min_steps) {
 		snprintf(line, sizeof(line),
-			 "leakwatch: LEAKWATCH_MAX_GROWTH: not enough steps to "
-			 "judge growth (%llu, at least %llu needed); the exit "
-			 "status is the program's\n",
-			 (unsigned long long)steps,
-			 (unsigned long long)min_steps);
+			 "%llu step%s, at least %llu needed (LEAKWATCH_MIN_STEPS): "
+			 "run it longer", (unsigned long long)steps,
+			 steps == 1 ? "" : "s", (unsigned long long)min_steps);
 		pthread_mutex_unlock(&gate_lock);
-		say(line);
+		unjudged(status, line);
 		return;
 	}
 	g = lw_judge_series(points, point_count, stride);
@@ -219,22 +237,21 @@ static void gate_at_exit(int status, void *arg)
  * of this file). A bad value means no gate, and a warning at the first
  * allocation (with the other settings').
  */
-__attribute__((constructor)) static void gate_init(void)
+/* LEAKWATCH_MAX_GROWTH and LEAKWATCH_MIN_STEPS: 1 when the growth gate
+ * is asked for and its values parse. */
+static int growth_settings(void)
 {
 	const char *value = getenv("LEAKWATCH_MAX_GROWTH");
 	const char *steps_value = getenv("LEAKWATCH_MIN_STEPS");
 
-	if (!value || getauxval(AT_SECURE))
-		return;
-	if (getenv("LEAKWATCH_DISABLE") &&
-	    lw_parse_bool(getenv("LEAKWATCH_DISABLE")) == 1)
-		return;
+	if (!value)
+		return 0;
 	if (lw_parse_size(value, &max_growth) < 0) {
 		lw_config_defer_problem("LEAKWATCH_MAX_GROWTH",
 					"LEAKWATCH_MAX_GROWTH='%.64s' is not a "
 					"size (such as 0, 512KiB or 1MiB); "
 					"growth is not judged", value);
-		return;
+		return 0;
 	}
 	snprintf(limit_text, sizeof(limit_text), "%s", value);
 	if (steps_value) {
@@ -248,10 +265,47 @@ __attribute__((constructor)) static void gate_init(void)
 						"not a positive number of steps; "
 						"growth is not judged",
 						steps_value);
-			return;
+			return 0;
 		}
 		min_steps = n;
 	}
+	return 1;
+}
+
+__attribute__((constructor)) static void gate_init(void)
+{
+	static const char *const others[] = {
+		"LEAKWATCH_MAX_RESERVED_GROWTH", "LEAKWATCH_MAX_PEAK",
+		"LEAKWATCH_MAX_RESERVED_PEAK", "LEAKWATCH_FAIL_ON",
+	};
+	size_t used = 0;
+	int growth;
+
+	if (getauxval(AT_SECURE))
+		return;
+	if (getenv("LEAKWATCH_DISABLE") &&
+	    lw_parse_bool(getenv("LEAKWATCH_DISABLE")) == 1)
+		return;
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		int n;
+
+		if (!getenv(others[i]))
+			continue;
+		/* The pytest plugin judges LEAKWATCH_FAIL_ON itself, in the
+		 * pytest it started again with the shim. */
+		if (strcmp(others[i], "LEAKWATCH_FAIL_ON") == 0 &&
+		    getenv("LEAKWATCH_PYTEST_REEXEC"))
+			continue;
+		n = snprintf(other_limits + used, sizeof(other_limits) - used,
+			     "%s%s", used ? ", " : "", others[i]);
+		if (n > 0 && (size_t)n < sizeof(other_limits) - used)
+			used += (size_t)n;
+	}
+	growth = growth_settings();
+	if (!growth && !used)
+		return;
 	if (on_exit(gate_at_exit, NULL) == 0)
-		gate_on = 1;
+		gate_on = growth;
+	else
+		other_limits[0] = 0;
 }

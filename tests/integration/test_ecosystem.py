@@ -660,6 +660,60 @@ def pytest_plugin():
     check("cannot be preloaded" in run.stdout + run.stderr, run.stderr)
 
 
+def pytest_gate():
+    """A marked test the plugin cannot judge fails (a gate never passes on
+    nothing), with one line saying why (too few runs; a peak limit on a
+    test that does not use PyTorch); fail_on fails a test whose kept
+    tensor is a diagnosed leak though it grows within max_growth, names
+    the kind and the line, and passes a test that keeps nothing; a bad
+    fail_on is a usage error naming the kind."""
+    py = pytest_python()
+    if not py:
+        print("no python with pytest: skipped")
+        sys.exit(77)
+    tests = os.path.join(os.path.dirname(os.environ["LW_PYTEST_TESTS"]),
+                         "test_gate_marker.py")
+    kept_line = next(i for i, line in enumerate(open(tests), 1)
+                     if "# @kept" in line)
+    base = [py, "-m", "pytest", "-p", "pytest_leakwatch", "-p",
+            "no:cacheprovider", "-q", "-rA", tests, "--leakwatch"]
+    run = Run(base, env=plugin_env(), preload=False)
+    out = run.stdout
+    check_eq(run.returncode, 1, f"three tests fail: {out}\n{run.stderr}")
+    check(re.search(r"^FAILED \S*::test_too_few_runs_to_judge", out, re.M)
+          and re.search(r"^leakwatch: cannot judge: 3 runs after the warm-up "
+                        r"of 4, at least 5 needed", out, re.M),
+          f"cannot judge: {out}")
+    check(re.search(r"^FAILED \S*::test_kept_within_growth_but_a_leak", out,
+                    re.M) and
+          re.search(r"^leakwatch: FAIL: \S+ \(\w+ confidence\) at "
+                    r"test_kept_within_growth_but_a_leak \(\S*"
+                    rf"test_gate_marker.py:{kept_line}\) \(fail_on='all'\)",
+                    out, re.M), f"fail_on names the kind and line: {out}")
+    check(re.search(r"^PASSED \S*::test_frees_everything$", out, re.M),
+          f"a test that keeps nothing passes fail_on: {out}")
+    check(re.search(r"^FAILED \S*::test_peak_without_pytorch", out, re.M)
+          and re.search(r"^leakwatch: cannot judge max_peak=: the test's "
+                        r"runs did not use PyTorch's CUDA allocator", out,
+                        re.M), f"max_peak without PyTorch: {out}")
+    # The variable stands for fail_on=, judged by the plugin, so the shim
+    # it preloaded does not say that it leaves it to `leakwatch check`.
+    env = dict(plugin_env(), LEAKWATCH_FAIL_ON="all")
+    run = Run(base[:-1] + ["-k", "frees_everything", "--leakwatch"],
+              env=env, preload=False)
+    check_eq(run.returncode, 0, f"LEAKWATCH_FAIL_ON=all: {run.stdout}")
+    check("not judged by the shim alone" not in run.stdout + run.stderr,
+          f"the shim's note under the plugin: {run.stderr}")
+    # A bad kind is a usage error.
+    env = dict(plugin_env(), LEAKWATCH_FAIL_ON="nosuchkind")
+    run = Run(base, env=env, preload=False)
+    out = run.stdout + run.stderr
+    check_eq(run.returncode, 4, f"bad LEAKWATCH_FAIL_ON: {out}")
+    check("LEAKWATCH_FAIL_ON: unknown kind 'nosuchkind' (known kinds: "
+          in out and "metric-copy" in out and "Traceback" not in out,
+          f"names the kind and the known ones: {out}")
+
+
 def pytest_bad_marker():
     """A bad leakwatch marker value is a one-line usage error (exit 4)
     before any test runs, not a traceback through the plugin."""
@@ -675,6 +729,7 @@ def pytest_bad_marker():
                          ("steps=8, warmup=7", "steps=8 leaves nothing"),
                          ('max_growht="1MiB"',
                           "unknown argument max_growht= (it takes"),
+                         ('fail_on="nosuchkind"', "unknown kind 'nosuchkind'"),
                          ('"1MiB"', "positional argument '1MiB'")):
         path = os.path.join(tmp, "test_marked.py")
         with open(path, "w") as f:
@@ -696,6 +751,7 @@ def pytest_bad_marker():
 if __name__ == "__main__":
     sys.exit(main({f.__name__: f for f in [
         rank_names, two_ranks, dataloader_workers, live_every, signal_flush,
-        signal_respected, pytest_plugin, pytest_bad_marker, holders,
+        signal_respected, pytest_plugin, pytest_bad_marker, pytest_gate,
+        holders,
         holders_run_no_program_code, gate_names_growth, pytest_per_test,
         summary_names_dead_code, snapshot_returns, notebook_cells]}))

@@ -778,7 +778,7 @@ def failed_allocations():
     p = subprocess.run([CLI, "check", "--max-growth", "100", run.trace()],
                        capture_output=True, text=True, timeout=60)
     check_eq(p.returncode, 3, f"check cannot judge: {p.stdout}{p.stderr}")
-    check("cannot judge growth: every CUDA allocation failed" in p.stdout,
+    check("cannot judge: every CUDA allocation failed" in p.stdout,
           p.stdout)
     for mark in ("1", "0"):
         p = subprocess.run([CLI, "run", "--max-growth", "100", "--", *loop,
@@ -905,11 +905,13 @@ def bare_gate_suggestion():
     gate, cli = re.search(rate, run.stderr), re.search(rate, p.stdout)
     check(gate and cli and gate.group(1) == cli.group(1) == "+1.0 MiB",
           f"the same rate from the gate and check: {run.stderr} / {p.stdout}")
-    # No steps marked: the bare gate does not judge, and says what does.
+    # No steps marked: the bare gate cannot judge (it never passes on
+    # nothing), and says what does.
     loop = [prog("unchecked_loop"), "60", "1024", "0"]
     run = Run(loop, env={"LEAKWATCH_MAX_GROWTH": "100"})
-    check_eq(run.returncode, 0, f"no steps: {run.stderr}")
-    check("marked no steps" in run.stderr, run.stderr)
+    check_eq(run.returncode, 24, f"no steps: {run.stderr}")
+    check("marked no steps" in run.stderr and "leakwatch.step()" in
+          run.stderr, run.stderr)
     m = re.search(r"`(leakwatch check [^`]*)`", run.stderr)
     check(m, f"a command is suggested: {run.stderr}")
     p = subprocess.run([CLI, *m.group(1).split()[1:]], capture_output=True,
@@ -919,6 +921,97 @@ def bare_gate_suggestion():
                        text=True, timeout=120)
     check_eq((p.returncode, q.returncode), (1, 23),
              f"check and run agree: {p.stdout} / {q.stderr}")
+
+
+def gate_no_steps():
+    """A gate never passes on nothing: a run with too few steps is not
+    judged, by `run` (24), the bare gate (24) or `check` (3), each with
+    one line saying why; `run` judges a run by the traces that have steps
+    when some do."""
+    short = [prog("leaky_loop"), "3", "1000"]  # 3 steps, 10 needed
+    probe = Run([prog("no_cuda")])
+
+    def lw(*argv, env=None):
+        return subprocess.run([CLI, *argv], cwd=probe.dir,
+                              env={**clean_env(), **(env or {})},
+                              capture_output=True, text=True, timeout=120)
+    for gate in (["--max-growth", "0"], ["--max-peak", "1TiB"],
+                 ["--fail-on", "all"]):
+        p = lw("run", *gate, "--", *short)
+        check_eq(p.returncode, 24, f"run {gate}, 3 steps: {p.stderr}")
+        lines = [ln for ln in p.stderr.splitlines() if "cannot judge" in ln]
+        check(len(lines) == 1 and "3 steps, at least 10 needed" in lines[0]
+              and "leakwatch.step()" in lines[0], f"run {gate}: {p.stderr}")
+    # A helper process with too few steps (a compiler, a worker) beside
+    # one that has them: the run is judged by the latter; by none, not.
+    long = [prog("leaky_loop"), "40", "1000"]
+    both = ["sh", "-c", '"$0" "$@" && exec "$0" 3 1000', *long]
+    p = lw("run", "--max-growth", "1MiB", "--", *both)
+    check_eq(p.returncode, 0, f"one judged, one short: {p.stderr}")
+    check("3 steps, at least 10 needed" in p.stderr and "ok: " in p.stderr,
+          f"each trace's line: {p.stderr}")
+    p = lw("run", "--max-growth", "1MiB", "--", "sh", "-c",
+           '"$0" 3 1000 && "$0" 4 1000', long[0])
+    check_eq(p.returncode, 24, f"two short traces: {p.stderr}")
+    # The variables stand for the options.
+    p = lw("run", "--", *short, env={"LEAKWATCH_MAX_PEAK": "1TiB"})
+    check_eq(p.returncode, 24, f"LEAKWATCH_MAX_PEAK, 3 steps: {p.stderr}")
+    p = lw("run", "--", *short)
+    check_eq(p.returncode, 0, f"no gate: the program's status: {p.stderr}")
+    # The bare gate: 3 marked steps, 10 needed.
+    run = Run(short, env={"LEAKWATCH_MAX_GROWTH": "0"})
+    check_eq(run.returncode, 24, f"bare gate, 3 steps: {run.stderr}")
+    check("growth cannot be judged: 3 steps, at least 10 needed"
+          in run.stderr, run.stderr)
+    p = lw("check", "--max-growth", "0", run.trace())
+    check_eq(p.returncode, 3, f"check, 3 steps: {p.stdout}")
+    check_eq(p.stdout.count("\n"), 1, f"one line: {p.stdout}")
+    # The program's own failure still wins.
+    run = Run(["sh", "-c", '"$0" "$@"; exit 5', *short],
+              env={"LEAKWATCH_MAX_GROWTH": "0"})
+    check_eq(run.returncode, 5, f"the program's status kept: {run.stderr}")
+
+
+def gate_limits_from_environment():
+    """`run` reads each limit from its variable where no option says
+    otherwise, refuses a bad one before the run, and the bare shim says
+    once that it leaves those limits to `run` and `check`."""
+    probe = Run([prog("no_cuda")])
+    leaky = [prog("leaky_loop"), "40", "4096"]
+
+    def lw(*argv, env=None):
+        return subprocess.run([CLI, *argv], cwd=probe.dir,
+                              env={**clean_env(), **(env or {})},
+                              capture_output=True, text=True, timeout=120)
+    p = lw("run", "--", *leaky, env={"LEAKWATCH_MAX_PEAK": "64KiB"})
+    check_eq(p.returncode, 23, f"LEAKWATCH_MAX_PEAK 64KiB: {p.stderr}")
+    check("FAIL: device memory peaked at" in p.stderr and
+          "(--max-peak)" in p.stderr, p.stderr)
+    p = lw("run", "--max-peak", "1TiB", "--", *leaky,
+           env={"LEAKWATCH_MAX_PEAK": "64KiB"})
+    check_eq(p.returncode, 0, f"--max-peak over the variable: {p.stderr}")
+    p = lw("run", "--", *leaky, env={"LEAKWATCH_FAIL_ON": "all"})
+    check_eq(p.returncode, 23, f"LEAKWATCH_FAIL_ON=all: {p.stderr}")
+    check("FAIL: " in p.stderr and "(--fail-on all)" in p.stderr, p.stderr)
+    for name, value in (("LEAKWATCH_FAIL_ON", "nosuchkind"),
+                        ("LEAKWATCH_MAX_PEAK", "banana"),
+                        ("LEAKWATCH_MAX_RESERVED_GROWTH", "-1")):
+        p = lw("run", "--", "sh", "-c", "touch ran", env={name: value})
+        check_eq(p.returncode, 2, f"{name}={value}: {p.stderr}")
+        check(p.stderr.count("\n") == 1 and name in p.stderr and
+              value in p.stderr, f"{name}={value}: {p.stderr}")
+        check(not os.path.exists(os.path.join(probe.dir, "ran")),
+              f"{name}={value}: the program ran")
+    # Bare shim: said once, at the exit of the process that traced; the
+    # status stays the program's.
+    run = Run(leaky, env={"LEAKWATCH_FAIL_ON": "all",
+                          "LEAKWATCH_MAX_PEAK": "1"})
+    check_eq(run.returncode, 0, f"bare shim, LEAKWATCH_FAIL_ON: {run.stderr}")
+    lines = [ln for ln in run.stderr.splitlines()
+             if "not judged by the shim alone" in ln]
+    check(len(lines) == 1 and "LEAKWATCH_FAIL_ON" in lines[0] and
+          "LEAKWATCH_MAX_PEAK" in lines[0] and "leakwatch check" in lines[0]
+          and run.trace() in lines[0], f"the note: {run.stderr}")
 
 
 def exec_format_hint():
@@ -1356,5 +1449,6 @@ if __name__ == "__main__":
         manifest, run_daemon_after_exit,
         failed_allocations,
         run_unwritable, suppressions,
-        bare_gate_suggestion, diff_cannot_judge,
+        bare_gate_suggestion, gate_no_steps, gate_limits_from_environment,
+        diff_cannot_judge,
         exec_format_hint, report_directory, demo, teardown_not_lingering]}))

@@ -251,6 +251,48 @@ void scenario_step_cache_fill(struct out *o)
 	step_loop(o, CACHE_FILL, STEPS);
 }
 
+/*
+ * Growth at no single site: every step a new call stack keeps one 4 KiB
+ * block (code made anew each step), 60 steps. No site grows; the run
+ * does, to the end.
+ */
+void scenario_step_new_site(struct out *o)
+{
+	struct sim s;
+
+	sim_start(&s, o);
+	for (unsigned i = 0; i < 60; i++) {
+		uint64_t frames[3] = { 0x402000 + 0x10 * i, 0x403000,
+				       0x7f1234029d90 };
+
+		rec_stack(o, 6 + i, frames, 3);
+		sim_temporaries(&s);
+		sim_keep(&s, 4 * KiB, 6 + i);
+		sim_step_end(&s);
+	}
+	sim_finish(&s);
+}
+
+/*
+ * Blocks made once, early: in the second of 60 steps, one 512-byte
+ * block at each of two sites, kept. No growth.
+ */
+void scenario_step_one_time(struct out *o)
+{
+	struct sim s;
+
+	sim_start(&s, o);
+	for (unsigned i = 0; i < 60; i++) {
+		sim_temporaries(&s);
+		if (i == 1) {
+			sim_keep(&s, 512, 3);
+			sim_keep(&s, 512, 4);
+		}
+		sim_step_end(&s);
+	}
+	sim_finish(&s);
+}
+
 /* Too short to judge: a leak over 5 steps. */
 void scenario_step_few(struct out *o)
 {

@@ -16,6 +16,8 @@ void scenario_step_grad_accum(struct out *o);
 void scenario_step_eval(struct out *o);
 void scenario_step_cache_fill(struct out *o);
 void scenario_step_few(struct out *o);
+void scenario_step_new_site(struct out *o);
+void scenario_step_one_time(struct out *o);
 void scenario_step_long(struct out *o);
 void scenario_step_phase_leak(struct out *o);
 void scenario_step_phase_epochs(struct out *o);

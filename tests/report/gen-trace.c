@@ -901,6 +901,8 @@ static const struct {
 	{ "step-eval", scenario_step_eval },
 	{ "step-cache-fill", scenario_step_cache_fill },
 	{ "step-few", scenario_step_few },
+	{ "step-new-site", scenario_step_new_site },
+	{ "step-one-time", scenario_step_one_time },
 	{ "step-long", scenario_step_long },
 	{ "step-phase-leak", scenario_step_phase_leak },
 	{ "step-phase-epochs", scenario_step_phase_epochs },
