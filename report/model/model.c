@@ -227,6 +227,8 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	if (s->totals.allocations == 0)
 		s->first_birth_step = m->counts.steps;
 	s->last_birth_step = m->counts.steps;
+	if (s->totals.live_count)
+		s->births_onto_live++;
 	mark_dirty(m, s, site);
 	s->totals.live_bytes += size;
 	s->totals.live_count++;

@@ -77,6 +77,10 @@ struct lw_site {
 	uint64_t tail_gc_frees;
 	uint64_t first_birth_step;	/* of its first allocation */
 	uint64_t last_birth_step;	/* of its latest one */
+	/* Births while an earlier allocation of the site was still live:
+	 * a buffer remade from itself (torch.cat([acc, x])) is born onto
+	 * its predecessor; a step's input is not. */
+	uint64_t births_onto_live;
 	/* Its slot in the shares of open phase instance phase_instance. */
 	uint32_t phase_instance;
 	uint32_t phase_slot;
