@@ -2,6 +2,7 @@
 #include "torch.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -66,19 +67,12 @@ int lw_torch_context(void *ctx, uint64_t api, int64_t device, uint64_t stream)
 	return 0;
 }
 
-void lw_torch_block_born(struct lw_torch_memory *t, uint64_t size)
-{
-	t->blocks++;
-	t->allocated_bytes += size;
-	if (t->allocated_bytes > t->peak_allocated_bytes)
-		t->peak_allocated_bytes = t->allocated_bytes;
-}
-
 /* A live segment: its key (address or handle) and size. */
 struct live_segment {
 	uint64_t key;
 	uint64_t size;
 	uint8_t used;
+	uint8_t used_once;	/* a block was born at its start */
 };
 
 static const struct lw_addr_table_kind segment_kind = {
@@ -89,6 +83,120 @@ static const struct lw_addr_table_kind segment_kind = {
 	.max_load = 128,
 };
 
+/*
+ * Freed blocks kept for telling a stranded block (struct lw_torch_memory's
+ * stranded_misses): the latest this many, so that a block birth costs a
+ * short scan whatever the trace holds. A block the pool could reuse is
+ * reused within a step; one held back by another stream's work waits.
+ */
+#define FREED_MAX 128
+
+/* Forgets the freed blocks that overlap [addr, addr + size): reused, or
+ * their segment given back. */
+static void freed_drop(struct lw_torch_memory *t, uint64_t addr, uint64_t size)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < t->freed_count; i++) {
+		const struct lw_torch_freed *f = &t->freed[i];
+
+		if (f->addr < addr + size && addr < f->addr + f->size)
+			continue;
+		t->freed[j++] = *f;
+	}
+	t->freed_count = j;
+}
+
+void lw_torch_block_born(struct lw_model *m, uint64_t addr, uint64_t size)
+{
+	struct lw_torch_memory *t = &m->torch;
+	struct live_segment *seg;
+
+	t->blocks++;
+	if (getenv("LW_DEBUG_POOL"))
+		fprintf(stderr, "block %lx size %lu\n", (unsigned long)addr, (unsigned long)size);
+	t->allocated_bytes += size;
+	if (t->allocated_bytes > t->peak_allocated_bytes) {
+		t->peak_allocated_bytes = t->allocated_bytes;
+		t->free_at_peak_bytes = t->reserved_bytes > t->allocated_bytes
+						? t->reserved_bytes -
+							  t->allocated_bytes
+						: 0;
+	}
+	if (size > t->step_max_request)
+		t->step_max_request = size;
+	/* A new segment was made for this block (it starts one no block
+	 * has used yet) while a block of its size, freed earlier, was not
+	 * reused: the pool could not hand that one out. */
+	seg = lw_addr_table_find(&t->live_segments, &segment_kind, addr);
+	if (seg && !seg->used_once) {
+		seg->used_once = 1;
+		for (size_t i = 0; i < t->freed_count; i++) {
+			if (t->freed[i].size != size)
+				continue;
+			if (getenv("LW_DEBUG_POOL"))
+				fprintf(stderr, "stranded: size %lu seg %lu freed@%lx step %lu\n", (unsigned long)size, (unsigned long)seg->size, (unsigned long)t->freed[i].addr, (unsigned long)m->counts.steps);
+			t->stranded_misses++;
+			t->stranded_bytes += seg->size;
+			break;
+		}
+	}
+	freed_drop(t, addr, size);
+}
+
+void lw_torch_block_freed(struct lw_model *m, uint64_t addr, uint64_t size)
+{
+	struct lw_torch_memory *t = &m->torch;
+
+	t->allocated_bytes -= size;
+	if (t->freed_count == t->freed_capacity) {
+		size_t n = t->freed_capacity ? t->freed_capacity * 2 : 16;
+
+		if (t->freed_capacity >= FREED_MAX) {
+			/* The oldest half goes. */
+			memmove(t->freed, t->freed + FREED_MAX / 2,
+				(FREED_MAX / 2) * sizeof(*t->freed));
+			t->freed_count = FREED_MAX / 2;
+		} else {
+			struct lw_torch_freed *f =
+				realloc(t->freed, n * sizeof(*f));
+
+			if (!f)
+				return; /* a hint lost, not an error */
+			t->freed = f;
+			t->freed_capacity = n;
+		}
+	}
+	t->freed[t->freed_count++] = (struct lw_torch_freed){
+		.addr = addr, .size = size,
+	};
+}
+
+void lw_torch_account(struct lw_model *m)
+{
+	struct lw_torch_memory *t = &m->torch;
+	uint64_t live = m->counts.live_device_bytes;
+	uint64_t outside = live > t->allocated_bytes
+				   ? live - t->allocated_bytes : 0;
+	uint64_t in_use = t->reserved_bytes + outside;
+
+	if (t->allocated_bytes > t->step_peak_allocated) {
+		t->step_peak_allocated = t->allocated_bytes;
+		t->step_free_at_peak = t->reserved_bytes > t->allocated_bytes
+					       ? t->reserved_bytes -
+							 t->allocated_bytes
+					       : 0;
+	}
+	if (outside > t->step_peak_outside)
+		t->step_peak_outside = outside;
+	if (outside > t->peak_outside_bytes)
+		t->peak_outside_bytes = outside;
+	if (in_use > t->step_peak_in_use)
+		t->step_peak_in_use = in_use;
+	if (in_use > t->peak_in_use_bytes)
+		t->peak_in_use_bytes = in_use;
+}
+
 int lw_torch_segment_free(void *ctx, uint64_t key)
 {
 	struct lw_torch_memory *t = &((struct lw_model *)ctx)->torch;
@@ -98,6 +206,7 @@ int lw_torch_segment_free(void *ctx, uint64_t key)
 	if (!s)
 		return 0;
 	t->reserved_bytes -= s->size;
+	freed_drop(t, key, s->size);
 	lw_addr_table_remove(&t->live_segments, &segment_kind, s);
 	return 0;
 }
@@ -120,6 +229,9 @@ int lw_torch_segment(void *ctx, uint64_t key, uint64_t size, int64_t device)
 		t->peak_reserved_bytes = t->reserved_bytes;
 	if (t->reserved_bytes > t->step_peak_reserved)
 		t->step_peak_reserved = t->reserved_bytes;
+	/* The block it was made for comes next. */
+	s->used_once = 0;
+	lw_torch_account(ctx);
 	return 0;
 }
 
@@ -212,6 +324,7 @@ int lw_torch_reserved_growth(const struct lw_model *m, uint64_t min_steps,
 void lw_torch_fini(struct lw_model *m)
 {
 	lw_addr_table_clear(&m->torch.live_segments, &segment_kind);
+	free(m->torch.freed);
 	free(m->oom.live.items);
 	free(m->oom.grew.items);
 }

@@ -43,9 +43,19 @@ int lw_torch_segment_free(void *ctx, uint64_t key);
 int lw_torch_oom(void *ctx, uint64_t size, uint64_t allocated,
 		 uint64_t reserved, int64_t device);
 
-/* A block of the caching allocator born (its free goes through the
- * model's forget()). */
-void lw_torch_block_born(struct lw_torch_memory *torch, uint64_t size);
+/* A block of the caching allocator born, and freed (through the model's
+ * forget()). */
+void lw_torch_block_born(struct lw_model *model, uint64_t addr,
+			 uint64_t size);
+void lw_torch_block_freed(struct lw_model *model, uint64_t addr,
+			  uint64_t size);
+
+/*
+ * The memory account after any change to the device memory the model
+ * counts: the step's and the run's peaks of allocated, outside the pool,
+ * in use (struct lw_step_point).
+ */
+void lw_torch_account(struct lw_model *model);
 
 /*
  * How the native allocator's reserved memory (its segments) grew over the
