@@ -275,7 +275,7 @@ static int put_pool_evidence(FILE *out, const struct lw_report *r,
 {
 	const struct lw_pool *p = r->analysis ? &r->analysis->diagnosis.pool
 					      : NULL;
-	char a[LW_SIZE_BUF], b[LW_SIZE_BUF];
+	char a[LW_SIZE_BUF], b[LW_SIZE_BUF], c[LW_SIZE_BUF], d[LW_SIZE_BUF];
 
 	if (f->evidence.bytes_per_step > 0) {
 		fprintf(out, "reserved memory grows by %s per step",
@@ -302,8 +302,8 @@ static int put_pool_evidence(FILE *out, const struct lw_report *r,
 		fprintf(out, "; the largest request of a step: %s at the first, %s at the last (%s to %s)",
 			lw_format_size(a, p->first_request),
 			lw_format_size(b, p->last_request),
-			lw_format_size((char[LW_SIZE_BUF]){ 0 }, p->min_request),
-			lw_format_size((char[LW_SIZE_BUF]){ 0 }, p->max_request));
+			lw_format_size(c, p->min_request),
+			lw_format_size(d, p->max_request));
 	if (p->expandable)
 		fputs("; expandable_segments:True is on", out);
 	return 0;
