@@ -1291,9 +1291,6 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	put_key(out, k, "torch_allocator");
 	put_torch(out, m);
 	putc(',', out);
-	put_key(out, k, "memory_account");
-	put_memory_account(out, r, &d.pool);
-	putc(',', out);
 	put_key(out, k, "failed_allocations");
 	fprintf(out, "%" PRIu64 ",", meta->failed_allocations);
 	put_key(out, k, "failed_allocation_errors");
@@ -1313,6 +1310,9 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	fprintf(out, "%d,", LW_JSON_SCHEMA_VERSION);
 	put_key(out, k, "python_paths");
 	put_pypaths(out, m, k);
+	putc(',', out);
+	put_key(out, k, "memory_account");
+	put_memory_account(out, r, &d.pool);
 	newline(out, in);
 	putc('}', out);
 	if (!nested)
