@@ -145,7 +145,6 @@ struct lw_step_point {
 /* A block of PyTorch's pool freed and not yet reused. */
 struct lw_torch_freed {
 	uint64_t addr, size;
-	uint16_t context;	/* its stream */
 };
 
 /*
@@ -173,10 +172,12 @@ struct lw_torch_memory {
 	uint64_t peak_outside_bytes;
 	uint64_t peak_in_use_bytes;
 	uint64_t free_at_peak_bytes;
-	/* Misses of the pool (a new segment) for a block the size of one
-	 * freed earlier in the same pool and stream and not reused since:
-	 * a block held back by work queued on another stream
-	 * (record_stream), and the bytes those segments reserved. */
+	/* Misses of the pool (a new segment, its first block at its start)
+	 * for a block the size of one freed earlier and not reused since:
+	 * a block held back by work queued on another stream (record_stream;
+	 * the profiler hook reports the free when the tensor dies, the pool
+	 * reuses it once that work is done), and the bytes those segments
+	 * reserved. Seen only in the blocks a trace writes one by one. */
 	uint64_t stranded_misses;
 	uint64_t stranded_bytes;
 	/* Blocks freed and not reused since (torch.c), for the above. */

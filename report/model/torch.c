@@ -2,7 +2,6 @@
 #include "torch.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -113,8 +112,6 @@ void lw_torch_block_born(struct lw_model *m, uint64_t addr, uint64_t size)
 	struct live_segment *seg;
 
 	t->blocks++;
-	if (getenv("LW_DEBUG_POOL"))
-		fprintf(stderr, "block %lx size %lu\n", (unsigned long)addr, (unsigned long)size);
 	t->allocated_bytes += size;
 	if (t->allocated_bytes > t->peak_allocated_bytes) {
 		t->peak_allocated_bytes = t->allocated_bytes;
@@ -134,8 +131,6 @@ void lw_torch_block_born(struct lw_model *m, uint64_t addr, uint64_t size)
 		for (size_t i = 0; i < t->freed_count; i++) {
 			if (t->freed[i].size != size)
 				continue;
-			if (getenv("LW_DEBUG_POOL"))
-				fprintf(stderr, "stranded: size %lu seg %lu freed@%lx step %lu\n", (unsigned long)size, (unsigned long)seg->size, (unsigned long)t->freed[i].addr, (unsigned long)m->counts.steps);
 			t->stranded_misses++;
 			t->stranded_bytes += seg->size;
 			break;

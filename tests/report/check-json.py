@@ -320,8 +320,9 @@ def check_report(r, where):
         check(list(f) == FINDING_KEYS, f"{where}: finding keys {list(f)}")
         check(f["category"] in CATEGORIES and
               f["confidence"] in ("low", "medium", "high") and
-              f["leak"] == (f["category"] != "not-a-leak") and
-              (f["fix"] is None) == (not f["leak"]) and
+              f["leak"] == (f["category"] not in ("not-a-leak",
+                                                  "pool-fragmentation")) and
+              (f["fix"] is None) == (f["category"] == "not-a-leak") and
               isinstance(f["reason"], str) and
               list(f["evidence"]) == EVIDENCE_KEYS and
               f["evidence"]["sites"] >= 1, f"{where}: finding {f}")
