@@ -13,7 +13,9 @@
  *    tensors do not grow (a run that leaks tensors grows its pool for
  *    them): reserved outgrows what the tensors need; or
  *  - the run's peak of reserved is at least twice its peak of allocated,
- *    and at least EXCESS_MIN above it.
+ *    and at least EXCESS_MIN above it; or
+ *  - at least STRANDED_MIN new segments, EXCESS_MIN in all, were made for
+ *    blocks of a size freed earlier and not yet reusable (stranded).
  * The pattern of requests behind it comes from the largest block each
  * step asked for, and from the pool's misses (see struct lw_torch_memory).
  */
@@ -169,7 +171,9 @@ int lw_pool_judge(const struct lw_model *m, uint64_t min_steps,
 	out->excess = out->peak_reserved >= 2 * out->peak_allocated &&
 		      out->peak_reserved - out->peak_allocated >= EXCESS_MIN &&
 		      g->run.verdict != LW_VERDICT_GROWING;
-	out->fragmented = out->grows || out->excess;
+	out->stranded = t->stranded_misses >= STRANDED_MIN &&
+			t->stranded_bytes >= EXCESS_MIN;
+	out->fragmented = out->grows || out->excess || out->stranded;
 	if (out->fragmented)
 		out->pattern = t->stranded_misses >= STRANDED_MIN
 				       ? LW_POOL_PATTERN_STRANDED

@@ -32,11 +32,11 @@ enum lw_pool_pattern {
 struct lw_pool {
 	bool seen;		/* the native pool's segments are in the trace */
 	bool expandable;	/* expandable_segments:True */
-	/* The verdict: reserved grows faster than the steps' peaks of
-	 * allocated (grows), or stands far above the peak of allocated
-	 * (excess). */
+	/* The verdict: reserved grows along with what it holds free at the
+	 * steps' peaks (grows), stands far above the peak of allocated
+	 * (excess), or was reserved for blocks held back (stranded). */
 	bool fragmented;
-	bool grows, excess;
+	bool grows, excess, stranded;
 	enum lw_pool_pattern pattern;
 	struct lw_growth reserved;	/* the steps' peaks of reserved */
 	struct lw_growth allocated;	/* the steps' peaks of allocated */

@@ -1086,10 +1086,12 @@ static void put_memory_account(FILE *out, const struct lw_report *r,
 		fputs("null", out);
 	fprintf(out, ", \"expandable_segments\": %s"
 		     ", \"reserved_grows\": %s, \"reserved_excess\": %s"
+		     ", \"reserved_stranded\": %s"
 		     ", \"reserved_bytes_per_step\": ",
 		pool->expandable ? "true" : "false",
 		pool->grows ? "true" : "false",
-		pool->excess ? "true" : "false");
+		pool->excess ? "true" : "false",
+		pool->stranded ? "true" : "false");
 	put_rate(out, pool->reserved.verdict == LW_VERDICT_GROWING
 			      ? pool->reserved.per_step : 0);
 	fprintf(out, ", \"largest_request_bytes\": %" PRIu64

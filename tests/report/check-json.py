@@ -63,7 +63,8 @@ ACCOUNT_KEYS = ["allocated_bytes_at_end", "peak_allocated_bytes",
                 "peak_outside_pool_bytes", "peak_in_use_bytes",
                 "device_total_bytes", "pool"]
 POOL_KEYS = ["verdict", "leak", "pattern", "expandable_segments",
-             "reserved_grows", "reserved_excess", "reserved_bytes_per_step",
+             "reserved_grows", "reserved_excess", "reserved_stranded",
+             "reserved_bytes_per_step",
              "largest_request_bytes", "stranded_misses", "stranded_bytes",
              "fix"]
 TORCH_KEYS = ["conf", "source", "tensors_visible", "expandable_segments",
