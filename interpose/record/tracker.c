@@ -477,6 +477,7 @@ static __attribute__((noinline)) void answer_request_locked(void)
 	lw_holders_schedule();
 	settle_locked();
 	flush_locked();
+	lw_live_view_pool(tc.torch_live_bytes, lw_segments_live_bytes());
 	lw_live_view_print_now(device_live_bytes(), device_live_count(),
 			       trace_path, growing_now);
 }
@@ -1026,6 +1027,7 @@ static void write_step_locked(enum lw_step_source source)
 	lw_bounded_steps_begin(device_live_bytes(), tc.torch_live_bytes);
 	flush_locked();
 	lw_gate_step(device_live_bytes());
+	lw_live_view_pool(tc.torch_live_bytes, lw_segments_live_bytes());
 	lw_live_view_step(device_live_bytes(), device_live_count(),
 			  growing_now);
 }

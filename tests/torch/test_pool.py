@@ -31,6 +31,7 @@ LW_TORCH_PYTHON, LEAKWATCH_BUILD, LW_REAL_GPU).
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -86,6 +87,7 @@ def run(tmp, config, argv, real_gpu, extra=None):
     with open(out) as f:
         doc = json.load(f)
     rep = max(doc.get("reports", [doc]), key=lambda x: x["allocations"])
+    run.stderr = r.stderr
     return rep, trace
 
 
@@ -117,7 +119,7 @@ def scenario(tmp, case, config, real_gpu):
     rec = os.path.join(tmp, "program.json")
     rep, trace = run(tmp, config, [SCENARIOS, case, str(STEPS), rec,
                                    os.environ["LW_SCRIPTS"], "released"],
-                     real_gpu)
+                     real_gpu, {"LEAKWATCH_LIVE_EVERY": "10"})
     with open(rec) as f:
         program = json.load(f)
     account = rep["memory_account"]
@@ -138,6 +140,13 @@ def scenario(tmp, case, config, real_gpu):
               for p in rep["step_series"]), "each step's account")
     check([f for f in rep["findings"] if f["leak"]] == [],
           f"leaks: {rep['findings']}")
+    # The live view's line, every 10 steps, with the pool's two levels.
+    live = [line for line in run.stderr.splitlines()
+            if line.startswith("leakwatch: step ")]
+    check(len(live) == STEPS // 10 and
+          all(re.search(r"; PyTorch's pool: \S+ \S+ allocated of \S+ \S+ "
+                        r"reserved$", line) for line in live),
+          f"live view: {live}")
     return rep, trace, program
 
 
