@@ -75,7 +75,6 @@ static const char *const generic_fixes[LW_CATEGORY_COUNT] = {
 	[LW_CATEGORY_CYCLE_DELAYED] = "break the reference cycle (a weak reference), or collect garbage at step ends",
 	[LW_CATEGORY_GROWTH] = "find what keeps these blocks alive from step to step (the line above made them) and drop the reference once used",
 	[LW_CATEGORY_NOT_A_LEAK] = "nothing to fix",
-	[LW_CATEGORY_CACHE_GROWTH] = "not a leak of tensors: to keep the cache from growing, set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, call torch.cuda.empty_cache() where a phase ends, or use fewer distinct tensor shapes (pad or bucket the sizes of inputs)",
 	[LW_CATEGORY_GROWING_BUFFER] = "stop making one buffer larger every step: keep each step's piece apart (on the host if it is for later) and join them once, or allocate the whole buffer once",
 	[LW_CATEGORY_KEPT_EXCEPTION] = "keep the error's message, not the exception object: its traceback keeps every frame it passed through, and their buffers",
 	[LW_CATEGORY_UNCOLLECTED_CYCLE] = "break the reference cycle (a weak reference), or let the cycle collector run",

@@ -197,6 +197,9 @@ static int add_fix(struct lw_rules *r, char *p, unsigned line, char *message,
 	for (c = 1; c < LW_CATEGORY_COUNT; c++)
 		if (strcmp(category_names[c], name) == 0)
 			break;
+	/* The pool's verdict was named cache-growth before. */
+	if (c == LW_CATEGORY_COUNT && strcmp(name, "cache-growth") == 0)
+		c = LW_CATEGORY_CACHE_GROWTH;
 	if (c == LW_CATEGORY_COUNT)
 		return bad_line(message, size, line, "unknown category", name);
 	text = rest_of_line(p);
