@@ -745,6 +745,7 @@ static int put_pool(FILE *out, const struct lw_report *r)
 	uint64_t live = lw_model_device_live_bytes(m);
 	size_t n = lw_model_point_count(m);
 	char a[LW_SIZE_BUF], b[LW_SIZE_BUF], c[LW_SIZE_BUF], e[LW_SIZE_BUF];
+	bool said = false;
 	int rc;
 
 	if (!d->pool.seen)
@@ -756,6 +757,7 @@ static int put_pool(FILE *out, const struct lw_report *r)
 
 		if (f->category != LW_CATEGORY_CACHE_GROWTH)
 			continue;
+		said = true;
 		fputs("<p class=\"lw-pool-verdict\"><strong>Not a leak: ", out);
 		put_html_str(out, lw_category_name(f->category));
 		fputs("</strong> (", out);
@@ -769,6 +771,14 @@ static int put_pool(FILE *out, const struct lw_report *r)
 		free(evidence);
 		fputs("</div>\n<div class=\"lw-fix\">Fix: ", out);
 		put_html_str(out, f->fix);
+		fputs("</div>\n", out);
+	}
+	if (d->pool.fragmented && !said) {
+		fputs("<p class=\"lw-pool-verdict\"><strong>Not a leak: "
+		      "pool-fragmentation</strong>: ", out);
+		put_html_str(out, lw_pool_pattern_text(&d->pool));
+		fputs("</p>\n<div class=\"lw-fix\">Fix: ", out);
+		put_html_str(out, lw_pool_fix(&d->pool));
 		fputs("</div>\n", out);
 	}
 	if (!d->pool.fragmented)

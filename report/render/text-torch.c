@@ -139,6 +139,7 @@ int lw_put_pool_text(FILE *out, const struct lw_report *r)
 	size_t n = lw_model_point_count(m);
 	char a[LW_SIZE_BUF], b[LW_SIZE_BUF], c[LW_SIZE_BUF], e[LW_SIZE_BUF],
 		u[LW_SIZE_BUF];
+	bool said = false;
 	int rc;
 
 	if (!pool->seen)
@@ -151,6 +152,7 @@ int lw_put_pool_text(FILE *out, const struct lw_report *r)
 
 		if (f->category != LW_CATEGORY_CACHE_GROWTH)
 			continue;
+		said = true;
 		fprintf(out, "  %s (%s confidence): %s\n",
 			lw_category_name(f->category),
 			lw_confidence_name(f->confidence), f->reason);
@@ -161,6 +163,12 @@ int lw_put_pool_text(FILE *out, const struct lw_report *r)
 		free(evidence);
 		fprintf(out, "      fix: %s\n", f->fix);
 	}
+	/* A verdict with no block site to lead it (the hook reported no
+	 * block): the pool's words alone. */
+	if (pool->fragmented && !said)
+		fprintf(out, "  %s: %s\n      fix: %s\n",
+			lw_category_name(LW_CATEGORY_CACHE_GROWTH),
+			lw_pool_pattern_text(pool), lw_pool_fix(pool));
 	if (!pool->fragmented)
 		fprintf(out, "  no fragmentation: reserved stays near what the "
 			     "tensors need%s\n",
