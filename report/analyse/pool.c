@@ -93,7 +93,9 @@ static enum lw_pool_pattern request_pattern(const double *v, size_t n)
 		ups += v[i] > v[i - 1];
 		downs += v[i] < v[i - 1];
 	}
-	if (n >= 3 && ups >= 3 * downs && 2 * ups >= n - 1 && v[n - 1] > v[0])
+	/* Rising, steadily or by buckets: it ends well above where it began
+	 * and seldom drops. */
+	if (n >= 3 && ups && 3 * downs <= ups && v[n - 1] >= 1.25 * v[0])
 		return LW_POOL_PATTERN_RISING;
 	if (n >= 3 && 4 * (ups + downs) >= n - 1)
 		return LW_POOL_PATTERN_VARYING;
@@ -117,8 +119,13 @@ int lw_pool_judge(const struct lw_model *m, uint64_t min_steps,
 	out->expandable = view.expandable_segments;
 	out->peak_reserved = t->peak_reserved_bytes;
 	out->peak_allocated = t->peak_allocated_bytes;
-	out->stranded_misses = t->stranded_misses;
-	out->stranded_bytes = t->stranded_bytes;
+	/* A bounded trace leaves out the blocks a step made and freed, any of
+	 * which may have reused a freed block: held back blocks are told only
+	 * where every block is written. */
+	if (!m->short_lived.records) {
+		out->stranded_misses = t->stranded_misses;
+		out->stranded_bytes = t->stranded_bytes;
+	}
 	out->reserved.verdict = out->allocated.verdict =
 		LW_VERDICT_NOT_ENOUGH_STEPS;
 	reserved = malloc((n ? n : 1) * sizeof(*reserved));
@@ -171,11 +178,11 @@ int lw_pool_judge(const struct lw_model *m, uint64_t min_steps,
 	out->excess = out->peak_reserved >= 2 * out->peak_allocated &&
 		      out->peak_reserved - out->peak_allocated >= EXCESS_MIN &&
 		      g->run.verdict != LW_VERDICT_GROWING;
-	out->stranded = t->stranded_misses >= STRANDED_MIN &&
-			t->stranded_bytes >= EXCESS_MIN;
+	out->stranded = out->stranded_misses >= STRANDED_MIN &&
+			out->stranded_bytes >= EXCESS_MIN;
 	out->fragmented = out->grows || out->excess || out->stranded;
 	if (out->fragmented)
-		out->pattern = t->stranded_misses >= STRANDED_MIN
+		out->pattern = out->stranded_misses >= STRANDED_MIN
 				       ? LW_POOL_PATTERN_STRANDED
 				       : request_pattern(requests, k);
 	free(reserved);
