@@ -917,7 +917,7 @@ static int cache_growth(const struct lw_report *r,
 	int rc;
 
 	out->category = LW_CATEGORY_NONE;
-	if ((rc = lw_pool_judge(m, r->min_steps, g, pool)) < 0)
+	if ((rc = lw_pool_judge(m, r->min_steps, g->run.verdict, pool)) < 0)
 		return rc;
 	if (!pool->fragmented)
 		return 0;

@@ -12,9 +12,9 @@
 #include <stdint.h>
 
 #include "growth.h"
-#include "pool.h"
 #include "report.h"
 #include "rules.h"
+#include "torch.h"
 
 enum lw_confidence {
 	LW_CONFIDENCE_LOW,
