@@ -18,6 +18,7 @@
 
 #include "lw-test.h"
 #include "model.h"
+#include "torch.h"
 #include "trace-builder.h"
 #include "trace-reader.h"
 
@@ -493,6 +494,7 @@ static void test_pool_account(void)
 	struct out o = { 0 };
 	struct lw_trace_result res;
 	struct lw_model m;
+	struct lw_pool pool;
 	const struct lw_step_point *p;
 
 	std_header(&o);
@@ -550,6 +552,15 @@ static void test_pool_account(void)
 	REQUIRE(m.torch.stranded_bytes == 90 * mib);
 	REQUIRE(m.torch.peak_outside_bytes == 8 * mib);
 	REQUIRE(m.torch.peak_in_use_bytes == 148 * mib);
+	/* The pool's verdict: held back blocks, named so, whatever the run's
+	 * tensors do; not when the run's tensors grow. */
+	REQUIRE(lw_pool_judge(&m, 1, LW_VERDICT_STABLE, &pool) == 0);
+	REQUIRE(pool.seen && pool.fragmented && pool.stranded);
+	REQUIRE(pool.pattern == LW_POOL_PATTERN_STRANDED);
+	REQUIRE(pool.stranded_misses == 3 && pool.stranded_bytes == 90 * mib);
+	REQUIRE(strstr(lw_pool_fix(&pool), "record_stream") &&
+		strstr(lw_pool_pattern_text(&pool), "record_stream"));
+	REQUIRE(pool.peak_reserved == 140 * mib && pool.max_request == 30 * mib);
 	lw_model_fini(&m);
 	free(o.data);
 }
