@@ -1026,7 +1026,7 @@ static void write_step_locked(enum lw_step_source source)
 	 * first step's end on: the first step (the warm-up) is whole. */
 	lw_bounded_steps_begin(device_live_bytes(), tc.torch_live_bytes);
 	flush_locked();
-	lw_gate_step(device_live_bytes());
+	lw_gate_step(device_live_bytes() - lw_kept_step_input_bytes());
 	lw_live_view_pool(tc.torch_live_bytes, lw_segments_live_bytes());
 	lw_live_view_step(device_live_bytes(), device_live_count(),
 			  growing_now);

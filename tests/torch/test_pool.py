@@ -11,7 +11,7 @@ Cases:
                   allocator a pool-fragmentation verdict (no leak, no
                   growing-buffer) at the rising line, naming
                   expandable_segments:True, and `check --max-growth 0`
-                  passes; under expandable_segments:True the pool's growth
+                  and the bare gate (LEAKWATCH_MAX_GROWTH=0) pass; under expandable_segments:True the pool's growth
                   is gone (reserved within a few MiB of allocated, no
                   verdict) and the account says it is on.
   variable_batch  scenarios.py's batch sizes varying within a range: no
@@ -159,6 +159,18 @@ def curriculum(tmp, config, real_gpu):
     gate = cli("check", "--max-growth", "0", trace)
     check(gate.returncode == 0, f"check --max-growth 0: {gate.returncode} "
           f"{gate.stdout} {gate.stderr}")
+    # The bare gate in the shim judges the same: no growth.
+    bare = [os.environ["LW_TORCH_PYTHON"], SCENARIOS, "curriculum",
+            str(STEPS), os.path.join(tmp, "bare.json"),
+            os.environ["LW_SCRIPTS"], "released"]
+    if not real_gpu:
+        bare = [os.environ["LW_FAKEGPU"]] + bare
+    r = subprocess.run(bare, env=environment(config, {
+        "LD_PRELOAD": os.environ["LW_LIB"], "LEAKWATCH_MAX_GROWTH": "0",
+        "LEAKWATCH_OUT": os.path.join(tmp, "bare.trace")}),
+        capture_output=True, text=True, timeout=600)
+    check(r.returncode == 0 and "within the 0 B allowed" in r.stderr,
+          f"LEAKWATCH_MAX_GROWTH=0: {r.returncode} {r.stderr[-2000:]}")
     found = pool_findings(rep)
     print(f"{config}: allocated {account['allocated_bytes_at_end']} at the "
           f"end, {account['peak_allocated_bytes']} at the peak; reserved "
