@@ -16,6 +16,8 @@ static bool any_wanted;
 /* The reasons (LW_KEPT_WANT_*) asked for now, and those a search was
  * asked for before. */
 static uint8_t wanted_reasons, served_reasons;
+/* lw_kept_step_input_bytes(): at the last step end. */
+static uint64_t step_input_bytes;
 
 void lw_kept_configure(unsigned steps)
 {
@@ -56,6 +58,13 @@ void lw_kept_account(struct lw_stack_entry *s, uint32_t birth_step,
 		return;
 	k = &s->kept;
 	if (sign > 0) {
+		k->births++;
+		/* The caller counted this block live already. */
+		k->births_onto_live += s->device_live_count > 1;
+	} else if (step > birth_step + 1) {
+		k->late_frees++;
+	}
+	if (sign > 0) {
 		if (!list(s, step))
 			return;
 		k->step_bytes += bytes;
@@ -80,17 +89,32 @@ static bool grew_long_enough(const struct lw_kept *k, uint32_t step)
 	return k->highs >= MIN_HIGHS && step - k->first_high >= min_steps;
 }
 
+/* A step's input made larger every step, as the report's growth.c tells
+ * it: one block at a time, never born while another of its blocks lives,
+ * never freed later than the next step. */
+static bool step_input(const struct lw_stack_entry *s)
+{
+	const struct lw_kept *k = &s->kept;
+
+	return k->births >= 3 && 4 * k->births_onto_live < k->births &&
+	       !k->late_frees && s->device_live_count <= 1;
+}
+
 bool lw_kept_step_end(uint32_t step, uint64_t device_live)
 {
 	bool wanted = false;
 
+	step_input_bytes = 0;
 	for (size_t i = 0; i < listed_count; i++) {
 		struct lw_kept *k = &listed[i]->kept;
+		bool input = step_input(listed[i]);
 
 		k->bytes += k->step_bytes;
 		k->count += k->step_count;
 		k->step_bytes = k->step_count = 0;
 		k->listed_step = 0;
+		if (input)
+			step_input_bytes += listed[i]->device_live_bytes;
 		if (k->count) {
 			k->streak = k->streak_step + 1 == step ? k->streak + 1 : 1;
 			k->streak_step = step;
@@ -116,7 +140,7 @@ bool lw_kept_step_end(uint32_t step, uint64_t device_live)
 		/* As many blocks as ever, but more bytes: a buffer made
 		 * anew, larger, each time (torch.cat onto itself). Asked for
 		 * like a growth, for its newest block. */
-		else if (k->count && k->count == k->max_count &&
+		else if (!input && k->count && k->count == k->max_count &&
 			 k->bytes > k->max_bytes &&
 			 k->bytes > k->size_max_bytes) {
 			if (!k->size_highs++)
@@ -171,6 +195,11 @@ bool lw_kept_first_of_its_reason(void)
 	return any_wanted && (wanted_reasons & ~served_reasons);
 }
 
+uint64_t lw_kept_step_input_bytes(void)
+{
+	return step_input_bytes;
+}
+
 bool lw_kept_growing(const struct lw_stack_entry *s, uint32_t steps)
 {
 	const struct lw_kept *k = &s->kept;
@@ -221,4 +250,5 @@ void lw_kept_reset(void)
 	listed_count = 0;
 	any_wanted = false;
 	wanted_reasons = served_reasons = 0;
+	step_input_bytes = 0;
 }

@@ -42,6 +42,11 @@ struct lw_kept {
 	uint32_t size_highs, first_size_high;
 	uint64_t size_max_bytes, size_searched_bytes;
 	bool linger_asked;	/* a search was asked for that */
+	/* Its births (after the first step), those while one of its blocks
+	 * was still live, and frees more than one step after their birth:
+	 * a step's input made larger every step is born onto nothing and
+	 * freed by the next step (kept.c's step_input()). */
+	uint32_t births, births_onto_live, late_frees;
 	uint8_t wanted;		/* LW_KEPT_WANT_*: a holder search is asked */
 };
 
@@ -89,6 +94,14 @@ void lw_kept_clear_wanted(void);
 bool lw_kept_growth_asked(void);
 
 bool lw_kept_first_of_its_reason(void);
+
+/*
+ * Device memory live at the last step end in the steps' own inputs made
+ * larger every step (one block at a time, each freed before the next is
+ * made and by the next step): the step's working memory, which the gate
+ * leaves out of the run's growth, as the report does.
+ */
+uint64_t lw_kept_step_input_bytes(void);
 
 /*
  * Whether the stack grows: it set new highs at step ends (three or more)

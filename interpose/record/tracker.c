@@ -485,6 +485,7 @@ static __attribute__((noinline)) void answer_request_locked(void)
 	lw_holders_schedule();
 	settle_locked();
 	flush_locked();
+	lw_live_view_pool(tc.torch_live_bytes, lw_segments_live_bytes());
 	lw_live_view_print_now("SIGUSR2: ", device_live_bytes(),
 			       device_live_count(), trace_path, growing_now);
 }
@@ -1033,7 +1034,8 @@ static void write_step_locked(enum lw_step_source source)
 	 * first step's end on: the first step (the warm-up) is whole. */
 	lw_bounded_steps_begin(device_live_bytes(), tc.torch_live_bytes);
 	flush_locked();
-	lw_gate_step(device_live_bytes());
+	lw_gate_step(device_live_bytes() - lw_kept_step_input_bytes());
+	lw_live_view_pool(tc.torch_live_bytes, lw_segments_live_bytes());
 	lw_live_view_step(device_live_bytes(), device_live_count(),
 			  growing_now);
 }
@@ -1378,6 +1380,8 @@ int lw_snapshot_taken(char *path, size_t path_size, struct lw_snapshot *out)
 		growing_now(&out->growing_sites, &out->fastest);
 		if (path && path_size)
 			snprintf(path, path_size, "%s", trace_path);
+		lw_live_view_pool(tc.torch_live_bytes,
+				  lw_segments_live_bytes());
 		lw_live_view_print_now("snapshot: ", out->live_bytes,
 				       out->live_count, trace_path,
 				       growing_now);

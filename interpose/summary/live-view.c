@@ -19,6 +19,8 @@ static uint64_t first_bytes, first_step, last_bytes, last_step;
  * ends, never on what a step happens to hold in the middle of it. */
 static uint64_t end_bytes;
 static int have_first;
+/* PyTorch's pool now: what its tensors use, what it reserved. */
+static uint64_t pool_allocated, pool_reserved;
 
 void lw_live_view_configure(unsigned every, int use_signal)
 {
@@ -114,6 +116,21 @@ static void format_line(char *line, size_t size, const char *lead,
 		len += (size_t)n;
 	}
 	format_sites(line + len, size - len, growth);
+	len = strlen(line);
+	if (pool_reserved && len < size) {
+		char a[32], r[32];
+
+		lw_format_size(a, pool_allocated);
+		lw_format_size(r, pool_reserved);
+		snprintf(line + len, size - len,
+			 "; PyTorch's pool: %s allocated of %s reserved", a, r);
+	}
+}
+
+void lw_live_view_pool(uint64_t allocated, uint64_t reserved)
+{
+	pool_allocated = allocated;
+	pool_reserved = reserved;
 }
 
 static void remember(uint64_t live_bytes)
@@ -165,6 +182,7 @@ void lw_live_view_print_now(const char *lead, uint64_t live_bytes,
 void lw_live_view_reset(void)
 {
 	steps = first_step = last_step = end_bytes = 0;
+	pool_allocated = pool_reserved = 0;
 	have_first = 0;
 	lw_live_requested = 0;
 }

@@ -37,6 +37,11 @@ typedef void lw_live_growth_fn(unsigned *sites, double *fastest);
 void lw_live_view_step(uint64_t live_bytes, uint64_t live_count,
 		       lw_live_growth_fn *growth);
 
+/* PyTorch's pool as it stands (its blocks and its segments), for the next
+ * line: set before lw_live_view_step() and lw_live_view_print_now(). Under
+ * the tracker's lock. */
+void lw_live_view_pool(uint64_t allocated, uint64_t reserved);
+
 /* Whether a signal asked for a line (and clears the request). */
 static inline int lw_live_view_take_request(void)
 {

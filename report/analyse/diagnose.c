@@ -75,7 +75,6 @@ static const char *const generic_fixes[LW_CATEGORY_COUNT] = {
 	[LW_CATEGORY_CYCLE_DELAYED] = "break the reference cycle (a weak reference), or collect garbage at step ends",
 	[LW_CATEGORY_GROWTH] = "find what keeps these blocks alive from step to step (the line above made them) and drop the reference once used",
 	[LW_CATEGORY_NOT_A_LEAK] = "nothing to fix",
-	[LW_CATEGORY_CACHE_GROWTH] = "not a leak of tensors: to keep the cache from growing, set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, call torch.cuda.empty_cache() where a phase ends, or use fewer distinct tensor shapes (pad or bucket the sizes of inputs)",
 	[LW_CATEGORY_GROWING_BUFFER] = "stop making one buffer larger every step: keep each step's piece apart (on the host if it is for later) and join them once, or allocate the whole buffer once",
 	[LW_CATEGORY_KEPT_EXCEPTION] = "keep the error's message, not the exception object: its traceback keeps every frame it passed through, and their buffers",
 	[LW_CATEGORY_UNCOLLECTED_CYCLE] = "break the reference cycle (a weak reference), or let the cycle collector run",
@@ -902,46 +901,53 @@ static bool has_python_frame(const struct lw_model *m, uint32_t site)
 }
 
 /*
- * The run's cache-growth finding, when PyTorch's reserved memory grows and
- * the run's live memory (its tensors) does not. Its lead is the PyTorch
- * block site with no finding of its own that allocated most, whose
- * churn of shapes the cache keeps up with.
+ * The pool's verdict (pool.h), as a finding that is no leak. Its lead is
+ * the PyTorch block site with no finding of its own whose requests drive
+ * the pool: a step's input made larger every step when there is one, else
+ * the site that allocated most.
  */
 static int cache_growth(const struct lw_report *r,
 			const struct lw_growth_report *g,
-			const struct lw_finding *fs, struct lw_finding *out)
+			const struct lw_finding *fs, struct lw_pool *pool,
+			struct lw_finding *out)
 {
 	const struct lw_model *m = r->model;
-	struct lw_growth reserved;
 	uint32_t lead = LW_NO_SITE;
+	bool input = false;
 	int rc;
 
 	out->category = LW_CATEGORY_NONE;
-	if (g->run.verdict == LW_VERDICT_GROWING ||
-	    g->run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS)
-		return 0;
-	if ((rc = lw_torch_reserved_growth(m, r->min_steps, &reserved)) < 0)
+	if ((rc = lw_pool_judge(m, r->min_steps, g->run.verdict, pool)) < 0)
 		return rc;
-	if (reserved.verdict != LW_VERDICT_GROWING)
+	if (!pool->fragmented)
 		return 0;
-	for (uint32_t i = 0; i < m->sites.count; i++)
-		if (m->sites.items[i].torch_block &&
-		    fs[i].category == LW_CATEGORY_NONE &&
-		    (lead == LW_NO_SITE ||
-		     m->sites.items[i].totals.bytes_allocated >
-			     m->sites.items[lead].totals.bytes_allocated))
+	for (uint32_t i = 0; i < m->sites.count; i++) {
+		const struct lw_site *s = &m->sites.items[i];
+		bool in = g->sites[i].step_input;
+
+		if (!s->torch_block || fs[i].category != LW_CATEGORY_NONE ||
+		    (input && !in))
+			continue;
+		if (lead == LW_NO_SITE || (in && !input) ||
+		    s->totals.bytes_allocated >
+			    m->sites.items[lead].totals.bytes_allocated)
 			lead = i;
+		input |= in;
+	}
 	if (lead == LW_NO_SITE)
 		return 0;
 	out->category = LW_CATEGORY_CACHE_GROWTH;
-	out->confidence = LW_CONFIDENCE_MEDIUM;
+	out->confidence = pool->grows && pool->excess ? LW_CONFIDENCE_HIGH
+						      : LW_CONFIDENCE_MEDIUM;
 	out->site = lead;
 	out->evidence = fs[lead].evidence;
-	/* The cache's growth, not the site's. */
-	out->evidence.bytes_per_step = reserved.per_step;
+	/* The pool's growth, not the site's. */
+	out->evidence.bytes_per_step = pool->grows ? pool->reserved.per_step
+						   : 0;
 	out->evidence.count_per_step = 0;
 	out->evidence.sites = 1;
-	out->reason = "PyTorch's reserved memory (the segments its caching allocator holds) grows from step to step while its allocated memory (the tensors) does not: fragmentation, or a cache that keeps up with new shapes";
+	out->reason = lw_pool_pattern_text(pool);
+	out->fix = lw_pool_fix(pool);
 	return 0;
 }
 
@@ -975,7 +981,7 @@ static int collect(const struct lw_report *r, const struct lw_growth_report *g,
 	size_t n = 0;
 	int rc;
 
-	if ((rc = cache_growth(r, g, fs, &cache)) < 0)
+	if ((rc = cache_growth(r, g, fs, &d->pool, &cache)) < 0)
 		return rc;
 	n = cache.category != LW_CATEGORY_NONE;
 	for (uint32_t i = 0; i < m->sites.count; i++)
@@ -986,9 +992,8 @@ static int collect(const struct lw_report *r, const struct lw_growth_report *g,
 	if (cache.category != LW_CATEGORY_NONE) {
 		cache.leak = false;
 		cache.suppressed = d->sites[cache.site].suppressed;
-		cache.fix = r->rules && r->rules->fixes[cache.category]
-				    ? r->rules->fixes[cache.category]
-				    : generic_fixes[cache.category];
+		if (r->rules && r->rules->fixes[cache.category])
+			cache.fix = r->rules->fixes[cache.category];
 		cache.weight = cache.evidence.bytes_per_step *
 			       (double)(m->counts.steps ? m->counts.steps : 1);
 		d->findings[d->finding_count++] = cache;

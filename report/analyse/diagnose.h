@@ -14,6 +14,7 @@
 #include "growth.h"
 #include "report.h"
 #include "rules.h"
+#include "torch.h"
 
 enum lw_confidence {
 	LW_CONFIDENCE_LOW,
@@ -94,6 +95,9 @@ struct lw_diagnosis {
 	size_t finding_count;
 	size_t suppressed_count;
 	uint64_t suppressed_bytes;	/* live at the report point */
+	/* PyTorch's pool, judged apart from leaks; its verdict is the
+	 * finding of LW_CATEGORY_CACHE_GROWTH, when it holds. */
+	struct lw_pool pool;
 };
 
 /*

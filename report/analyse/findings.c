@@ -266,6 +266,49 @@ static int put_held(FILE *out, const struct lw_report *r,
 	return 0;
 }
 
+/*
+ * The pool's verdict in numbers: how reserved grew against the steps'
+ * peaks of allocated, both peaks, and the requests behind the pattern.
+ */
+static int put_pool_evidence(FILE *out, const struct lw_report *r,
+			     const struct lw_finding *f)
+{
+	const struct lw_pool *p = r->analysis ? &r->analysis->diagnosis.pool
+					      : NULL;
+	char a[LW_SIZE_BUF], b[LW_SIZE_BUF], c[LW_SIZE_BUF], d[LW_SIZE_BUF];
+
+	if (f->evidence.bytes_per_step > 0) {
+		fprintf(out, "reserved memory grows by %s per step",
+			lw_format_rate(a, f->evidence.bytes_per_step));
+		if (p && p->allocated.verdict == LW_VERDICT_GROWING &&
+		    p->allocated.per_step > 0)
+			fprintf(out, ", the steps' peak of allocated by %s",
+				lw_format_rate(b, p->allocated.per_step));
+		else
+			fputs("; allocated memory does not", out);
+		fputs("; ", out);
+	}
+	if (!p)
+		return 0;
+	fprintf(out, "reserved %s at its peak for %s allocated at its peak",
+		lw_format_size(a, p->peak_reserved),
+		lw_format_size(b, p->peak_allocated));
+	if (p->pattern == LW_POOL_PATTERN_STRANDED)
+		fprintf(out, "; %" PRIu64 " new segment%s (%s) for a size freed and not yet reusable",
+			p->stranded_misses,
+			p->stranded_misses == 1 ? "" : "s",
+			lw_format_size(a, p->stranded_bytes));
+	else if (p->max_request)
+		fprintf(out, "; the largest request of a step: %s at the first, %s at the last (%s to %s)",
+			lw_format_size(a, p->first_request),
+			lw_format_size(b, p->last_request),
+			lw_format_size(c, p->min_request),
+			lw_format_size(d, p->max_request));
+	if (p->expandable)
+		fputs("; expandable_segments:True is on", out);
+	return 0;
+}
+
 static int put_evidence(FILE *out, const struct lw_report *r,
 			const struct lw_finding *f)
 {
@@ -275,12 +318,9 @@ static int put_evidence(FILE *out, const struct lw_report *r,
 	const char *sep = "";
 	bool live_said = false;
 
-	if (f->category == LW_CATEGORY_CACHE_GROWTH) {
-		fprintf(out, "reserved memory grows by %s per step; "
-			     "allocated memory does not",
-			lw_format_rate(a, ev->bytes_per_step));
-		sep = "; ";
-	} else if (ev->bytes_per_step > 0 && f->leak) {
+	if (f->category == LW_CATEGORY_CACHE_GROWTH)
+		return put_pool_evidence(out, r, f);
+	if (ev->bytes_per_step > 0 && f->leak) {
 		fprintf(out, "%s per step (%s per 10,000 steps), %+.3g allocation%s per step",
 			lw_format_rate(a, ev->bytes_per_step),
 			lw_format_rate(b, ev->bytes_per_step * 10000),

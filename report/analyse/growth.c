@@ -106,6 +106,25 @@ static void held(const struct lw_model *m, struct lw_growth_report *out)
 	}
 }
 
+/*
+ * A step's input made larger every step (a curriculum's rising sequence
+ * length), not a buffer kept and remade: one allocation at a time, each
+ * freed before the site makes the next (a buffer remade from itself is
+ * born while its predecessor lives) and at most one step mark after its
+ * birth (the mark falls between its birth and its free when the step
+ * ends at optimizer.step()). What it holds at a step's mark is the step's
+ * own working memory, growth of neither the site nor the run.
+ */
+static bool step_input(const struct lw_model *m, uint32_t site,
+		       const struct lw_site_growth *sg)
+{
+	const struct lw_site *s = &m->sites.items[site];
+
+	return sg->count_per_step < 0.25 && sg->held_count <= 1 &&
+	       s->frees * 2 >= m->counts.steps && s->lifetime_max <= 1 &&
+	       s->births_onto_live * 4 < s->totals.allocations;
+}
+
 static int judge(const struct lw_model *m, uint64_t min_steps,
 		 struct lw_growth_report *out)
 {
@@ -114,6 +133,7 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 	size_t n = m->points.count;
 	double *bytes = NULL, *counts = NULL;
 	bool judge = m->counts.steps >= min_steps && m->counts.steps > 0;
+	bool any_growing = false;
 
 	out->run.verdict = LW_VERDICT_NOT_ENOUGH_STEPS;
 	out->run.per_step = 0;
@@ -137,23 +157,6 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 		free(segments);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n; i++)
-		bytes[i] = (double)m->points.items[i].live_bytes;
-	/* Suppressed sites' memory is not the run's growth either. */
-	for (uint32_t site = 0; m->sites.suppressed && site < m->sites.count;
-	     site++) {
-		struct lw_live_count c;
-
-		if (!m->sites.suppressed[site])
-			continue;
-		for (size_t i = 0; i < n; i++)
-			if (lw_model_site_at_point(m, site, i, &c))
-				bytes[i] -= (double)c.live_bytes;
-	}
-	out->run = lw_judge_series(bytes, n, m->points.stride);
-	if (out->run.verdict != LW_VERDICT_GROWING)
-		grows_in_a_phase(bytes, segments, (size_t)segment_count,
-				 m->points.stride, &out->run);
 	for (uint32_t site = 0; site < m->sites.count; site++) {
 		struct lw_site_growth *sg = &out->sites[site];
 		struct lw_growth gb, gc, pb, pc;
@@ -192,9 +195,34 @@ static int judge(const struct lw_model *m, uint64_t min_steps,
 			}
 		}
 		if (sg->verdict == LW_VERDICT_GROWING &&
+		    step_input(m, site, sg)) {
+			sg->step_input = true;
+			sg->verdict = LW_VERDICT_STABLE;
+		}
+		if (sg->verdict == LW_VERDICT_GROWING &&
 		    !lw_model_site_suppressed(m, site))
-			out->run.verdict = LW_VERDICT_GROWING;
+			any_growing = true;
 	}
+	for (size_t i = 0; i < n; i++)
+		bytes[i] = (double)m->points.items[i].live_bytes;
+	/* Suppressed sites' memory is not the run's growth either, nor a
+	 * step's input that straddles the step's mark. */
+	for (uint32_t site = 0; site < m->sites.count; site++) {
+		struct lw_live_count c;
+
+		if (!lw_model_site_suppressed(m, site) &&
+		    !out->sites[site].step_input)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (lw_model_site_at_point(m, site, i, &c))
+				bytes[i] -= (double)c.live_bytes;
+	}
+	out->run = lw_judge_series(bytes, n, m->points.stride);
+	if (out->run.verdict != LW_VERDICT_GROWING)
+		grows_in_a_phase(bytes, segments, (size_t)segment_count,
+				 m->points.stride, &out->run);
+	if (any_growing)
+		out->run.verdict = LW_VERDICT_GROWING;
 	free(bytes);
 	free(counts);
 	free(segments);

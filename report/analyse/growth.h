@@ -33,6 +33,10 @@ struct lw_site_growth {
 	/* A suppression matched it: left out of the run's verdict and of
 	 * lw_growing_sites(). */
 	bool suppressed;
+	/* A step's input made larger every step and freed before the next
+	 * is made (growth.c): its verdict is "stable", and its memory is
+	 * left out of the run's. */
+	bool step_input;
 };
 
 struct lw_growth_report {

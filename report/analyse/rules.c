@@ -28,7 +28,7 @@ static const char *const category_names[LW_CATEGORY_COUNT] = {
 	[LW_CATEGORY_CYCLE_DELAYED] = "cycle-delayed-frees",
 	[LW_CATEGORY_GROWTH] = "growth",
 	[LW_CATEGORY_NOT_A_LEAK] = "not-a-leak",
-	[LW_CATEGORY_CACHE_GROWTH] = "cache-growth",
+	[LW_CATEGORY_CACHE_GROWTH] = "pool-fragmentation",
 	[LW_CATEGORY_GROWING_BUFFER] = "growing-buffer",
 	[LW_CATEGORY_KEPT_EXCEPTION] = "kept-exception",
 	[LW_CATEGORY_UNCOLLECTED_CYCLE] = "uncollected-cycle",
@@ -197,6 +197,9 @@ static int add_fix(struct lw_rules *r, char *p, unsigned line, char *message,
 	for (c = 1; c < LW_CATEGORY_COUNT; c++)
 		if (strcmp(category_names[c], name) == 0)
 			break;
+	/* The pool's verdict was named cache-growth before. */
+	if (c == LW_CATEGORY_COUNT && strcmp(name, "cache-growth") == 0)
+		c = LW_CATEGORY_CACHE_GROWTH;
 	if (c == LW_CATEGORY_COUNT)
 		return bad_line(message, size, line, "unknown category", name);
 	text = rest_of_line(p);

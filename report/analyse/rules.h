@@ -26,7 +26,8 @@ enum lw_category {
 	LW_CATEGORY_CYCLE_DELAYED,
 	LW_CATEGORY_GROWTH,
 	LW_CATEGORY_NOT_A_LEAK,
-	/* PyTorch's cache (reserved) grows, its tensors do not: not a leak. */
+	/* PyTorch's pool reserves what its tensors do not use (pool.h):
+	 * not a leak; named pool-fragmentation. */
 	LW_CATEGORY_CACHE_GROWTH,
 	/* One buffer made anew, larger, every step (torch.cat onto itself). */
 	LW_CATEGORY_GROWING_BUFFER,

@@ -29,6 +29,16 @@ static void merge_step_points(struct lw_model *m)
 			b.lingering_bytes = a->lingering_bytes;
 		if (a->peak_reserved_bytes > b.peak_reserved_bytes)
 			b.peak_reserved_bytes = a->peak_reserved_bytes;
+		if (a->peak_allocated_bytes > b.peak_allocated_bytes) {
+			b.peak_allocated_bytes = a->peak_allocated_bytes;
+			b.free_at_peak_bytes = a->free_at_peak_bytes;
+		}
+		if (a->peak_outside_bytes > b.peak_outside_bytes)
+			b.peak_outside_bytes = a->peak_outside_bytes;
+		if (a->peak_in_use_bytes > b.peak_in_use_bytes)
+			b.peak_in_use_bytes = a->peak_in_use_bytes;
+		if (a->max_request_bytes > b.max_request_bytes)
+			b.max_request_bytes = a->max_request_bytes;
 		m->points.items[i] = b;
 	}
 	for (uint32_t j = 0; j < m->points.series_count; j++) {
@@ -138,6 +148,25 @@ int lw_points_add(struct lw_model *m)
 	p->reserved_bytes = m->torch.reserved_bytes;
 	p->peak_reserved_bytes = m->torch.step_peak_reserved;
 	m->torch.step_peak_reserved = m->torch.reserved_bytes;
+	{
+		struct lw_torch_memory *t = &m->torch;
+		uint64_t live = m->counts.live_device_bytes;
+
+		p->peak_allocated_bytes = t->step_peak_allocated;
+		p->free_at_peak_bytes = t->step_free_at_peak;
+		p->outside_bytes = live > t->allocated_bytes
+					   ? live - t->allocated_bytes : 0;
+		p->peak_outside_bytes = t->step_peak_outside;
+		p->peak_in_use_bytes = t->step_peak_in_use;
+		p->max_request_bytes = t->step_max_request;
+		/* The next step's account starts from what is live now. */
+		t->step_peak_allocated = 0;
+		t->step_free_at_peak = 0;
+		t->step_peak_outside = 0;
+		t->step_peak_in_use = 0;
+		t->step_max_request = 0;
+		lw_torch_account(m);
+	}
 
 	for (size_t d = 0; d < m->points.dirty_count; d++) {
 		struct lw_site *s = &m->sites.items[m->points.dirty[d]];

@@ -82,8 +82,12 @@ static void add_entry(struct lw_model *m, const struct lw_short_lived_entry *e)
 		s->torch_block = e->torch_block;
 		s->first_birth_step = m->counts.steps;
 	}
-	if (s->torch_block)
+	if (s->torch_block) {
 		m->torch.blocks += e->count;
+		/* A stack's requests of the interval, by their mean size. */
+		if (e->count && e->bytes / e->count > m->torch.step_max_request)
+			m->torch.step_max_request = e->bytes / e->count;
+	}
 	s->last_birth_step = m->counts.steps;
 	s->totals.allocations += e->count;
 	s->totals.bytes_allocated += e->bytes;
@@ -137,8 +141,22 @@ int lw_model_on_short_lived(void *ctx, const struct lw_trace_short_lived *rec)
 	}
 	if (rec->peak > m->points.peak)
 		m->points.peak = rec->peak;
-	if (rec->torch_peak > m->torch.peak_allocated_bytes)
+	if (rec->torch_peak > m->torch.peak_allocated_bytes) {
 		m->torch.peak_allocated_bytes = rec->torch_peak;
+		m->torch.free_at_peak_bytes =
+			m->torch.reserved_bytes > rec->torch_peak
+				? m->torch.reserved_bytes - rec->torch_peak
+				: 0;
+	}
+	/* The step's account: the interval's peak of PyTorch's blocks, with
+	 * the pool as it stands now (its segments are all written). */
+	if (rec->torch_peak > m->torch.step_peak_allocated) {
+		m->torch.step_peak_allocated = rec->torch_peak;
+		m->torch.step_free_at_peak =
+			m->torch.reserved_bytes > rec->torch_peak
+				? m->torch.reserved_bytes - rec->torch_peak
+				: 0;
+	}
 	if (!m->have_program_end)
 		m->counts.gc_passes += rec->gc_passes;
 	for (size_t i = 0; rec->summed && i < m->short_lived.count; i++)

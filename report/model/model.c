@@ -164,7 +164,8 @@ static int forget(struct lw_model *m, const struct lw_live *e)
 {
 	unaccount(m, e);
 	if (m->sites.items[e->site].torch_block)
-		m->torch.allocated_bytes -= e->size;
+		lw_torch_block_freed(m, e->addr, e->size);
+	lw_torch_account(m);
 	if (e->phase) {
 		struct lw_open_phase *op = lw_model_open_phase(m, e->phase);
 
@@ -223,10 +224,12 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	if (s->totals.allocations == 0)
 		s->torch_block = m->torch.api == LW_API_TORCH_BLOCK;
 	if (s->torch_block)
-		lw_torch_block_born(&m->torch, size);
+		lw_torch_block_born(m, addr, size);
 	if (s->totals.allocations == 0)
 		s->first_birth_step = m->counts.steps;
 	s->last_birth_step = m->counts.steps;
+	if (s->totals.live_count)
+		s->births_onto_live++;
 	mark_dirty(m, s, site);
 	s->totals.live_bytes += size;
 	s->totals.live_count++;
@@ -256,6 +259,7 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 			m->peak.cur_event = m->counts.events;
 		}
 	}
+	lw_torch_account(m);
 	m->counts.allocations++;
 	m->counts.events++;
 	return 0;

@@ -77,6 +77,10 @@ struct lw_site {
 	uint64_t tail_gc_frees;
 	uint64_t first_birth_step;	/* of its first allocation */
 	uint64_t last_birth_step;	/* of its latest one */
+	/* Births while an earlier allocation of the site was still live:
+	 * a buffer remade from itself (torch.cat([acc, x])) is born onto
+	 * its predecessor; a step's input is not. */
+	uint64_t births_onto_live;
 	/* Its slot in the shares of open phase instance phase_instance. */
 	uint32_t phase_instance;
 	uint32_t phase_slot;
@@ -123,6 +127,24 @@ struct lw_step_point {
 	uint64_t allocated_bytes;
 	uint64_t reserved_bytes;
 	uint64_t peak_reserved_bytes;
+	/* The memory account of the step (since the previous point): the
+	 * most allocated, and what the pool held free at that moment
+	 * (reserved minus allocated: the pool's fragmentation, see
+	 * docs/reference.md); device memory outside the pool (live device
+	 * memory that is no block of it: other libraries, raw cudaMalloc)
+	 * at the point and at its most; the most the process held on the
+	 * device (reserved plus outside); the largest block requested. */
+	uint64_t peak_allocated_bytes;
+	uint64_t free_at_peak_bytes;
+	uint64_t outside_bytes;
+	uint64_t peak_outside_bytes;
+	uint64_t peak_in_use_bytes;
+	uint64_t max_request_bytes;
+};
+
+/* A block of PyTorch's pool freed and not yet reused. */
+struct lw_torch_freed {
+	uint64_t addr, size;
 };
 
 /*
@@ -139,6 +161,28 @@ struct lw_torch_memory {
 	uint64_t peak_allocated_bytes;
 	uint64_t peak_reserved_bytes;
 	uint64_t step_peak_reserved;	/* the most since the last point */
+	/* The account since the last point (struct lw_step_point). */
+	uint64_t step_peak_allocated;
+	uint64_t step_free_at_peak;
+	uint64_t step_peak_outside;
+	uint64_t step_peak_in_use;
+	uint64_t step_max_request;
+	/* The run's: the most outside the pool, the most in use (reserved
+	 * plus outside), and the pool's free bytes at the allocated peak. */
+	uint64_t peak_outside_bytes;
+	uint64_t peak_in_use_bytes;
+	uint64_t free_at_peak_bytes;
+	/* Misses of the pool (a new segment, its first block at its start)
+	 * for a block the size of one freed earlier and not reused since:
+	 * a block held back by work queued on another stream (record_stream;
+	 * the profiler hook reports the free when the tensor dies, the pool
+	 * reuses it once that work is done), and the bytes those segments
+	 * reserved. Seen only in the blocks a trace writes one by one. */
+	uint64_t stranded_misses;
+	uint64_t stranded_bytes;
+	/* Blocks freed and not reused since (torch.c), for the above. */
+	struct lw_torch_freed *freed;
+	size_t freed_count, freed_capacity;
 	/* At the PROGRAM_END mark (what the program's own code last saw;
 	 * finalization frees much afterwards). */
 	uint64_t program_end_allocated;

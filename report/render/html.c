@@ -731,6 +731,97 @@ static int put_findings(FILE *out, const struct lw_report *r,
 	return rc;
 }
 
+/* Rows of the pool's account by step in the page: evenly spaced, the last
+ * step always among them. */
+#define POOL_ROWS 50
+
+/* PyTorch's pool: its verdict, apart from the leaks, and the memory
+ * account at the peak, at the end and by step. */
+static int put_pool(FILE *out, const struct lw_report *r)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_torch_memory *t = lw_model_torch(m);
+	const struct lw_diagnosis *d = &r->analysis->diagnosis;
+	uint64_t live = lw_model_device_live_bytes(m);
+	size_t n = lw_model_point_count(m);
+	char a[LW_SIZE_BUF], b[LW_SIZE_BUF], c[LW_SIZE_BUF], e[LW_SIZE_BUF];
+	bool said = false;
+	int rc;
+
+	if (!d->pool.seen)
+		return 0;
+	fputs("<h3>PyTorch's pool</h3>\n<div class=\"lw-pool\">", out);
+	for (size_t i = 0; i < d->finding_count; i++) {
+		const struct lw_finding *f = &d->findings[i];
+		char *evidence;
+
+		if (f->category != LW_CATEGORY_CACHE_GROWTH)
+			continue;
+		said = true;
+		fputs("<p class=\"lw-pool-verdict\"><strong>Not a leak: ", out);
+		put_html_str(out, lw_category_name(f->category));
+		fputs("</strong> (", out);
+		put_html_str(out, lw_confidence_name(f->confidence));
+		fputs(" confidence): ", out);
+		put_html_str(out, f->reason);
+		fputs("</p>\n<div class=\"lw-evidence\">Evidence: ", out);
+		if ((rc = lw_evidence_string(r, f, &evidence)) < 0)
+			return rc;
+		put_html_str(out, evidence);
+		free(evidence);
+		fputs("</div>\n<div class=\"lw-fix\">Fix: ", out);
+		put_html_str(out, f->fix);
+		fputs("</div>\n", out);
+	}
+	if (d->pool.fragmented && !said) {
+		fputs("<p class=\"lw-pool-verdict\"><strong>Not a leak: "
+		      "pool-fragmentation</strong>: ", out);
+		put_html_str(out, lw_pool_pattern_text(&d->pool));
+		fputs("</p>\n<div class=\"lw-fix\">Fix: ", out);
+		put_html_str(out, lw_pool_fix(&d->pool));
+		fputs("</div>\n", out);
+	}
+	if (!d->pool.fragmented)
+		fprintf(out, "<p class=\"lw-none\">No fragmentation: reserved "
+			     "stays near what the tensors need%s.</p>\n",
+			d->pool.expandable
+				? " (expandable_segments:True is on)" : "");
+	fputs("<table class=\"lw-account\"><tr><th></th><th>allocated</th>"
+	      "<th>reserved</th><th>free at the peak of allocated</th>"
+	      "<th>outside the pool</th></tr>\n", out);
+	fprintf(out, "<tr><td>the run's peak</td><td>%s</td><td>%s</td>"
+		     "<td>%s</td><td>%s</td></tr>\n",
+		lw_format_size(a, t->peak_allocated_bytes),
+		lw_format_size(b, t->peak_reserved_bytes),
+		lw_format_size(c, t->free_at_peak_bytes),
+		lw_format_size(e, t->peak_outside_bytes));
+	fprintf(out, "<tr><td>the end</td><td>%s</td><td>%s</td><td></td>"
+		     "<td>%s</td></tr>\n",
+		lw_format_size(a, t->allocated_bytes),
+		lw_format_size(b, t->reserved_bytes),
+		lw_format_size(c, live > t->allocated_bytes
+					  ? live - t->allocated_bytes : 0));
+	for (size_t k = 0; k < POOL_ROWS && k < n; k++) {
+		size_t i = n <= POOL_ROWS ? k
+			 : k == POOL_ROWS - 1 ? n - 1
+					      : k * (n - 1) / (POOL_ROWS - 1);
+		const struct lw_step_point *p = lw_model_point(m, i);
+
+		fprintf(out, "<tr><td>step %" PRIu64 "</td><td>%s</td>"
+			     "<td>%s</td><td>%s</td><td>%s</td></tr>\n",
+			p->step, lw_format_size(a, p->peak_allocated_bytes),
+			lw_format_size(b, p->peak_reserved_bytes),
+			lw_format_size(c, p->free_at_peak_bytes),
+			lw_format_size(e, p->peak_outside_bytes));
+	}
+	fprintf(out, "</table>\n<p class=\"lw-note\">In use on the device "
+		     "at the most: %s (reserved plus outside the pool); the "
+		     "device's total is not recorded. Steps show the most "
+		     "within each step.</p>\n</div>\n",
+		lw_format_size(a, t->peak_in_use_bytes));
+	return 0;
+}
+
 static int html_report(struct lw_render_run *run, const struct lw_report *r,
 		       size_t index)
 {
@@ -753,7 +844,8 @@ static int html_report(struct lw_render_run *run, const struct lw_report *r,
 		goto out;
 	fprintf(out, "<section class=\"lw-report\" id=\"lw-report-%zu\">\n", index);
 	put_verdict(out, r, &findings);
-	if ((rc = put_findings(out, r, &findings)) < 0)
+	if ((rc = put_findings(out, r, &findings)) < 0 ||
+	    (rc = put_pool(out, r)) < 0)
 		goto out;
 	fputs("<h3>Device memory per step</h3>\n<div class=\"lw-memory\"></div>\n"
 	      "<h3>Growth by location</h3>\n<div class=\"lw-sites\"></div>\n",
@@ -796,6 +888,7 @@ static const char html_head[] =
 ".lw-findings li{margin:.4em 0}.lw-fix{color:#064}\n"
 ".lw-legend{font:12px monospace}.lw-legend span{display:inline-block;width:1em;height:.6em;margin-right:.4em}\n"
 ".lw-none{color:#666}\n"
+".lw-account td,.lw-account th{padding:0 .8em;text-align:right}\n"
 ".lw-breakdown summary{cursor:pointer;color:#555}.lw-breakdown li{margin:.3em 0}\n"
 ".lw-stack{list-style:none;padding-left:1.5em;margin:.1em 0;font-size:12px}\n"
 "</style></head><body>\n<h1>leakwatch report</h1>\n";

@@ -1042,6 +1042,70 @@ static void put_string_list(FILE *out, const struct lw_bytes *items,
 	putc(']', out);
 }
 
+/*
+ * The memory account of the run (the step series has each step's): PyTorch's
+ * pool and what lies outside it, and the pool's verdict; null unless
+ * PyTorch was loaded.
+ */
+static void put_memory_account(FILE *out, const struct lw_report *r,
+			       const struct lw_pool *pool)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_torch_memory *t = lw_model_torch(m);
+	uint64_t live = lw_model_device_live_bytes(m);
+	struct lw_torch_view v;
+
+	lw_torch_view(m, &v);
+	if (!v.present) {
+		fputs("null", out);
+		return;
+	}
+	fprintf(out, "{\"allocated_bytes_at_end\": %" PRIu64
+		     ", \"peak_allocated_bytes\": %" PRIu64
+		     ", \"reserved_bytes_at_end\": %" PRIu64
+		     ", \"peak_reserved_bytes\": %" PRIu64
+		     ", \"pool_free_at_peak_bytes\": %" PRIu64
+		     ", \"outside_pool_bytes_at_end\": %" PRIu64
+		     ", \"peak_outside_pool_bytes\": %" PRIu64
+		     ", \"peak_in_use_bytes\": %" PRIu64
+		     ", \"device_total_bytes\": null",
+		t->allocated_bytes, t->peak_allocated_bytes, t->reserved_bytes,
+		t->peak_reserved_bytes, t->free_at_peak_bytes,
+		live > t->allocated_bytes ? live - t->allocated_bytes : 0,
+		t->peak_outside_bytes, t->peak_in_use_bytes);
+	fputs(", \"pool\": ", out);
+	if (!pool->seen) {
+		fputs("null}", out);
+		return;
+	}
+	fprintf(out, "{\"verdict\": %s, \"leak\": false, \"pattern\": ",
+		pool->fragmented ? "\"pool-fragmentation\"" : "null");
+	if (pool->fragmented)
+		fprintf(out, "\"%s\"", lw_pool_pattern_name(pool->pattern));
+	else
+		fputs("null", out);
+	fprintf(out, ", \"expandable_segments\": %s"
+		     ", \"reserved_grows\": %s, \"reserved_excess\": %s"
+		     ", \"reserved_stranded\": %s"
+		     ", \"reserved_bytes_per_step\": ",
+		pool->expandable ? "true" : "false",
+		pool->grows ? "true" : "false",
+		pool->excess ? "true" : "false",
+		pool->stranded ? "true" : "false");
+	put_rate(out, pool->reserved.verdict == LW_VERDICT_GROWING
+			      ? pool->reserved.per_step : 0);
+	fprintf(out, ", \"largest_request_bytes\": %" PRIu64
+		     ", \"stranded_misses\": %" PRIu64
+		     ", \"stranded_bytes\": %" PRIu64 ", \"fix\": ",
+		pool->max_request, pool->stranded_misses,
+		pool->stranded_bytes);
+	if (pool->fragmented)
+		put_str(out, lw_pool_fix(pool));
+	else
+		fputs("null", out);
+	fputs("}}", out);
+}
+
 /* One point a line: a long run gives thousands. */
 static void put_step_series(FILE *out, const struct lw_model *m,
 			    unsigned indent)
@@ -1058,10 +1122,19 @@ static void put_step_series(FILE *out, const struct lw_model *m,
 			     ", \"lingering_bytes\": %" PRIu64
 			     ", \"allocated_bytes\": %" PRIu64
 			     ", \"reserved_bytes\": %" PRIu64
-			     ", \"peak_reserved_bytes\": %" PRIu64 "}",
+			     ", \"peak_reserved_bytes\": %" PRIu64
+			     ", \"peak_allocated_bytes\": %" PRIu64
+			     ", \"pool_free_at_peak_bytes\": %" PRIu64
+			     ", \"outside_pool_bytes\": %" PRIu64
+			     ", \"peak_outside_pool_bytes\": %" PRIu64
+			     ", \"peak_in_use_bytes\": %" PRIu64
+			     ", \"largest_request_bytes\": %" PRIu64 "}",
 			p->step, p->live_bytes, p->live_count, p->peak_bytes,
 			p->lingering_bytes, p->allocated_bytes,
-			p->reserved_bytes, p->peak_reserved_bytes);
+			p->reserved_bytes, p->peak_reserved_bytes,
+			p->peak_allocated_bytes, p->free_at_peak_bytes,
+			p->outside_bytes, p->peak_outside_bytes,
+			p->peak_in_use_bytes, p->max_request_bytes);
 	}
 	if (lw_model_point_count(m))
 		newline(out, indent);
@@ -1239,6 +1312,9 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	fprintf(out, "%d,", LW_JSON_SCHEMA_VERSION);
 	put_key(out, k, "python_paths");
 	put_pypaths(out, m, k);
+	putc(',', out);
+	put_key(out, k, "memory_account");
+	put_memory_account(out, r, &d.pool);
 	newline(out, in);
 	putc('}', out);
 	if (!nested)

@@ -50,6 +50,12 @@ void lw_put_torch_text(FILE *out, const struct lw_model *model);
  * out; up to top sites per list (0: all). Returns 0 or -ENOMEM. */
 int lw_put_oom_text(FILE *out, const struct lw_report *report, size_t top);
 
+/* The text report's section on PyTorch's pool: its verdict (the finding
+ * of LW_CATEGORY_CACHE_GROWTH, no leak) and the memory account, overall
+ * and by step. Nothing unless the pool's segments are in the trace.
+ * Returns 0 or -ENOMEM. */
+int lw_put_pool_text(FILE *out, const struct lw_report *report);
+
 /* lw_format_size(), lw_format_rate(): lw-size.h. */
 
 /*

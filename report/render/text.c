@@ -1017,13 +1017,16 @@ static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 	if (rc < 0 || d.finding_count == 0)
 		goto out;
 	for (size_t i = 0; i < d.finding_count; i++) {
-		if (d.findings[i].suppressed && d.findings[i].leak)
+		if ((d.findings[i].suppressed && d.findings[i].leak) ||
+		    d.findings[i].category == LW_CATEGORY_CACHE_GROWTH)
 			continue;
 		if (d.findings[i].leak)
 			leaks++;
 		else
 			others++;
 	}
+	if (!leaks && !others && !d.suppressed_count)
+		goto out; /* the pool's verdict has a section of its own */
 	fprintf(out, "\nDiagnosis: %zu leak%s", leaks, leaks == 1 ? "" : "s");
 	if (others)
 		fprintf(out, ", %zu not a leak", others);
@@ -1034,7 +1037,8 @@ static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 	for (size_t i = 0; i < d.finding_count && rc == 0; i++) {
 		const struct lw_finding *f = &d.findings[i];
 
-		if (f->suppressed && f->leak)
+		if ((f->suppressed && f->leak) ||
+		    f->category == LW_CATEGORY_CACHE_GROWTH)
 			continue;
 		if (!f->leak && !in_others) {
 			fputs("  Not leaks (no need to chase them):\n", out);
@@ -1132,6 +1136,7 @@ int lw_render_text(FILE *out, const struct lw_report *r,
 
 	put_summary(out, r, when);
 	if ((rc = put_diagnosis(out, r, options->top)) < 0 ||
+	    (rc = lw_put_pool_text(out, r)) < 0 ||
 	    (rc = put_growth(out, r, options->top, options->sites)) < 0 ||
 	    (rc = put_phase_survivors(out, r, options->top)) < 0 ||
 	    (rc = put_peak_attribution(out, r, options->top)) < 0 ||

@@ -92,7 +92,7 @@ def clean_steps():
 
 def cache_growth():
     """A larger activation every step, freed each time: the cache grows,
-    the tensors do not. A cache-growth finding, not a leak, whose fix
+    the tensors do not. A pool-fragmentation finding, not a leak, whose fix
     names expandable segments; under expandable segments the same program
     is no leak either."""
     run, c = torch_steps("fragment", 20, {})
@@ -101,7 +101,7 @@ def cache_growth():
     check(rep["torch_allocator"]["reserved_bytes_at_end"] == c["reserved"]
           and c["reserved"] > 10 * c["peak_allocated"] // 2,
           f"reserved grew: {c}")
-    growth = [f for f in rep["findings"] if f["category"] == "cache-growth"]
+    growth = [f for f in rep["findings"] if f["category"] == "pool-fragmentation"]
     check_eq(len(growth), 1, f"findings {rep['findings']}")
     check_eq(growth[0]["leak"], False, "not a leak")
     check("expandable_segments:True" in growth[0]["fix"] and
@@ -109,12 +109,12 @@ def cache_growth():
     check(growth[0]["evidence"]["bytes_per_step"] > 0, "reserved per step")
     check_eq([f for f in rep["findings"] if f["leak"]], [], "leaks")
     text = report(run.trace(), fmt="text")
-    check("cache-growth" in text and "reserved memory grows by" in text,
+    check("pool-fragmentation" in text and "reserved memory grows by" in text,
           f"text: {text}")
     # Steady shapes: no finding.
     run, _ = torch_steps("clean", 20, {})
     check_eq([f["category"] for f in report(run.trace())["findings"]
-              if f["category"] == "cache-growth"], [], "steady shapes")
+              if f["category"] == "pool-fragmentation"], [], "steady shapes")
     return 0
 
 

@@ -46,11 +46,27 @@ REPORT_KEYS = [
     "schema_version",
     # Where the Python code came from, as the interpreter said.
     "python_paths",
+    # PyTorch's pool and what lies outside it; the pool's verdict.
+    "memory_account",
 ]
 VERDICTS = ("growing", "plateau", "sawtooth-flat", "stable", "not-enough-steps")
 POINT_KEYS = ["step", "live_bytes", "live_count", "peak_bytes",
               "lingering_bytes", "allocated_bytes", "reserved_bytes",
-              "peak_reserved_bytes"]
+              "peak_reserved_bytes",
+              # The step's memory account.
+              "peak_allocated_bytes", "pool_free_at_peak_bytes",
+              "outside_pool_bytes", "peak_outside_pool_bytes",
+              "peak_in_use_bytes", "largest_request_bytes"]
+ACCOUNT_KEYS = ["allocated_bytes_at_end", "peak_allocated_bytes",
+                "reserved_bytes_at_end", "peak_reserved_bytes",
+                "pool_free_at_peak_bytes", "outside_pool_bytes_at_end",
+                "peak_outside_pool_bytes", "peak_in_use_bytes",
+                "device_total_bytes", "pool"]
+POOL_KEYS = ["verdict", "leak", "pattern", "expandable_segments",
+             "reserved_grows", "reserved_excess", "reserved_stranded",
+             "reserved_bytes_per_step",
+             "largest_request_bytes", "stranded_misses", "stranded_bytes",
+             "fix"]
 TORCH_KEYS = ["conf", "source", "tensors_visible", "expandable_segments",
               "blocks", "segments", "allocated_bytes_at_end",
               "reserved_bytes_at_end", "peak_allocated_bytes",
@@ -79,7 +95,7 @@ EVIDENCE_KEYS = ["bytes_per_step", "count_per_step", "live_bytes", "live_count",
                  "released_when", "allocated_bytes"]
 CATEGORIES = ["retained-loss", "metric-copy", "retained-graph",
               "lingering-previous-step", "unreleased-module",
-              "cycle-delayed-frees", "growth", "not-a-leak", "cache-growth",
+              "cycle-delayed-frees", "growth", "not-a-leak", "pool-fragmentation",
               "growing-buffer", "kept-exception", "uncollected-cycle",
               "kept-activations"]
 KIND_KEYS = ["device", "managed", "pinned_host", "host_registered"]
@@ -262,6 +278,28 @@ def check_report(r, where):
                             torch["reserved_bytes_at_end"] <=
                             torch["peak_reserved_bytes"]),
           f"{where}: torch_allocator {torch!r}")
+    account = r["memory_account"]
+    check(account is None or (
+        isinstance(account, dict) and list(account) == ACCOUNT_KEYS and
+        all(is_uint(account[k]) for k in ACCOUNT_KEYS[:8]) and
+        account["device_total_bytes"] is None and
+        account["allocated_bytes_at_end"] <= account["peak_allocated_bytes"] and
+        account["reserved_bytes_at_end"] <= account["peak_reserved_bytes"] and
+        account["peak_in_use_bytes"] >= account["peak_reserved_bytes"] and
+        (torch is not None and
+         account["peak_reserved_bytes"] == torch["peak_reserved_bytes"]) and
+        (account["pool"] is None or (
+            list(account["pool"]) == POOL_KEYS and
+            account["pool"]["leak"] is False and
+            (account["pool"]["verdict"] is None) ==
+            (account["pool"]["fix"] is None) and
+            account["pool"]["verdict"] in (None, "pool-fragmentation")))),
+          f"{where}: memory_account {account!r}")
+    pools = [f for f in r["findings"] if f["category"] == "pool-fragmentation"]
+    check(len(pools) <= 1 and all(not f["leak"] for f in pools) and
+          bool(pools) <= bool(account and account["pool"] and
+                              account["pool"]["verdict"]),
+          f"{where}: the pool's finding agrees with memory_account")
     oom = r["oom"]
     check(oom is None or (isinstance(oom, dict) and list(oom) == OOM_KEYS and
                           oom["count"] >= 1 and
@@ -283,8 +321,9 @@ def check_report(r, where):
         check(list(f) == FINDING_KEYS, f"{where}: finding keys {list(f)}")
         check(f["category"] in CATEGORIES and
               f["confidence"] in ("low", "medium", "high") and
-              f["leak"] == (f["category"] != "not-a-leak") and
-              (f["fix"] is None) == (not f["leak"]) and
+              f["leak"] == (f["category"] not in ("not-a-leak",
+                                                  "pool-fragmentation")) and
+              (f["fix"] is None) == (f["category"] == "not-a-leak") and
               isinstance(f["reason"], str) and
               list(f["evidence"]) == EVIDENCE_KEYS and
               f["evidence"]["sites"] >= 1, f"{where}: finding {f}")

@@ -7,7 +7,8 @@
  *  - every prefix of a valid trace reads as a truncated trace, never as an
  *    error, and reads more events the longer it is;
  *  - random corruption is reported as an error or read, never crashes;
- *  - varint edge cases.
+ *  - varint edge cases;
+ *  - PyTorch's pool: the memory account of a step, and blocks held back.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -17,6 +18,7 @@
 
 #include "lw-test.h"
 #include "model.h"
+#include "torch.h"
 #include "trace-builder.h"
 #include "trace-reader.h"
 
@@ -467,6 +469,102 @@ static void test_short_lived(void)
 	free(o.data);
 }
 
+/* A SEGMENT record: PyTorch's pool reserved size bytes at key. */
+static void rec_segment(struct out *o, uint64_t key, uint64_t size)
+{
+	struct out p = { 0 };
+
+	put_varint(&p, key);
+	put_varint(&p, size);
+	put_zvarint(&p, 0);
+	rec_ext(o, LW_REC_SEGMENT, &p);
+	free(p.data);
+}
+
+/*
+ * The memory account: a step's peak of PyTorch's blocks, the pool's free
+ * bytes then, memory outside the pool (a raw cudaMalloc), the most in use;
+ * and stranding: a new segment for a block of a size freed and not reused
+ * since is counted, a block reused at its address is not.
+ */
+static void test_pool_account(void)
+{
+	static const uint64_t s1[] = { 0x1000 }, s2[] = { 0x2000 };
+	const uint64_t mib = 1 << 20;
+	struct out o = { 0 };
+	struct lw_trace_result res;
+	struct lw_model m;
+	struct lw_pool pool;
+	const struct lw_step_point *p;
+
+	std_header(&o);
+	rec_stack(&o, 1, s1, 1);
+	rec_stack(&o, 2, s2, 1);
+	/* Outside the pool: 8 MiB of a library's own cudaMalloc. */
+	rec_context(&o, LW_API_CUDA_MALLOC, -1, 0);
+	rec_alloc(&o, LW_MEM_DEVICE, 0x900000000, 8 * mib, 2);
+	rec_context(&o, LW_API_TORCH_BLOCK, 0, 0);
+	/* Step 1: a 20 MiB segment, two blocks of it, both freed. */
+	rec_segment(&o, 0x100000000, 20 * mib);
+	rec_alloc(&o, LW_MEM_DEVICE, 0x100000000, 4 * mib, 1);
+	rec_alloc(&o, LW_MEM_DEVICE, 0x100400000, 6 * mib, 1);
+	rec_free(&o, 0x100000000);
+	rec_free(&o, 0x100400000);
+	rec_simple(&o, LW_REC_STEP);
+	/* Step 2: the 4 MiB block reused where it was: no miss. */
+	rec_alloc(&o, LW_MEM_DEVICE, 0x100000000, 4 * mib, 1);
+	rec_free(&o, 0x100000000);
+	rec_simple(&o, LW_REC_STEP);
+	/* Steps 3 and 4: a 30 MiB block freed, then a new segment for the
+	 * same size while it is not reused, twice: held back. */
+	for (uint64_t i = 0; i < 2; i++) {
+		uint64_t old = 0x200000000 + i * 0x10000000;
+
+		rec_segment(&o, old, 30 * mib);
+		rec_alloc(&o, LW_MEM_DEVICE, old, 30 * mib, 1);
+		rec_free(&o, old);
+		rec_segment(&o, old + 0x8000000, 30 * mib);
+		rec_alloc(&o, LW_MEM_DEVICE, old + 0x8000000, 30 * mib, 1);
+		rec_free(&o, old + 0x8000000);
+		rec_simple(&o, LW_REC_STEP);
+	}
+	rec_end(&o, 0);
+
+	REQUIRE(read_model(o.data, o.len, &m, &res) == 0 && res.complete);
+	REQUIRE(lw_model_finish(&m) == 0);
+	REQUIRE(m.points.count == 4);
+	p = &m.points.items[0];
+	REQUIRE(p->peak_allocated_bytes == 10 * mib);
+	REQUIRE(p->free_at_peak_bytes == 10 * mib);
+	REQUIRE(p->outside_bytes == 8 * mib && p->peak_outside_bytes == 8 * mib);
+	REQUIRE(p->peak_in_use_bytes == 28 * mib);
+	REQUIRE(p->max_request_bytes == 6 * mib);
+	p = &m.points.items[1];
+	REQUIRE(p->peak_allocated_bytes == 4 * mib &&
+		p->free_at_peak_bytes == 16 * mib);
+	REQUIRE(p->max_request_bytes == 4 * mib);
+	p = &m.points.items[3];
+	REQUIRE(p->peak_reserved_bytes == 140 * mib);
+	REQUIRE(p->peak_in_use_bytes == 148 * mib);
+	/* Every 30 MiB segment after the first was made while a freed
+	 * 30 MiB block waited: three misses, 30 MiB each. */
+	REQUIRE(m.torch.stranded_misses == 3);
+	REQUIRE(m.torch.stranded_bytes == 90 * mib);
+	REQUIRE(m.torch.peak_outside_bytes == 8 * mib);
+	REQUIRE(m.torch.peak_in_use_bytes == 148 * mib);
+	/* The pool's verdict: held back blocks, named so, whatever the run's
+	 * tensors do; not when the run's tensors grow. */
+	REQUIRE(lw_pool_judge(&m, 1, LW_VERDICT_STABLE, &pool) == 0);
+	REQUIRE(pool.seen && pool.fragmented && pool.stranded);
+	REQUIRE(pool.pattern == LW_POOL_PATTERN_STRANDED);
+	REQUIRE(pool.stranded_misses == 3 && pool.stranded_bytes == 90 * mib);
+	REQUIRE(strstr(lw_pool_fix(&pool), "record_stream") &&
+		strstr(lw_pool_pattern_text(&pool), "record_stream"));
+	REQUIRE(pool.peak_reserved == 140 * mib && pool.max_request == 30 * mib);
+	lw_model_fini(&m);
+	free(o.data);
+}
+
 int main(void)
 {
 	test_live_table();
@@ -475,6 +573,7 @@ int main(void)
 	test_varints();
 	test_python_merge();
 	test_short_lived();
+	test_pool_account();
 	printf("ok\n");
 	return 0;
 }

@@ -41,7 +41,8 @@ static void good_lines(void)
 		"tag cache  *         */cache.py\n"
 		"transient-phase  Text_Encoder*\n"
 		"fix retained-loss keep loss.item()\n"
-		"fix retained-loss keep loss.item() instead\n");
+		"fix retained-loss keep loss.item() instead\n"
+		"fix cache-growth bucket the lengths\n");
 
 	lw_rules_init(&r);
 	CHECK(lw_rules_add_file(&r, path, message, sizeof(message)) == 0);
@@ -60,6 +61,12 @@ static void good_lines(void)
 	CHECK(r.fixes[LW_CATEGORY_RETAINED_LOSS] &&
 	      strcmp(r.fixes[LW_CATEGORY_RETAINED_LOSS],
 		     "keep loss.item() instead") == 0);
+	/* The pool's verdict by the name it had before. */
+	CHECK(r.fixes[LW_CATEGORY_CACHE_GROWTH] &&
+	      strcmp(r.fixes[LW_CATEGORY_CACHE_GROWTH],
+		     "bucket the lengths") == 0);
+	CHECK(strcmp(lw_category_name(LW_CATEGORY_CACHE_GROWTH),
+		     "pool-fragmentation") == 0);
 	lw_rules_fini(&r);
 }
 

@@ -114,7 +114,7 @@ def backward():
 
 def cache_growth():
     """New shapes every step under the native allocator: reserved memory
-    grows, allocated memory does not. One cache-growth finding, not a
+    grows, allocated memory does not. One pool-fragmentation finding, not a
     leak, led by the line that makes the new shapes; no leak finding."""
     script = os.path.join(HERE, "fragment.py")
     line = next(i for i, text in enumerate(open(script), 1)
@@ -127,7 +127,7 @@ def cache_growth():
             rep = max(rep["reports"], key=lambda x: x["steps"])
     reserved = [p["reserved_bytes"] for p in rep["step_series"]]
     theirs = [c["reserved"] for c in torch["steps"]]
-    found = [f for f in rep["findings"] if f["category"] == "cache-growth"]
+    found = [f for f in rep["findings"] if f["category"] == "pool-fragmentation"]
     leaks = [f for f in rep["findings"] if f["leak"]]
     print(f"reserved per step: leakwatch {reserved}, torch {theirs}; "
           f"findings {[(f['category'], f['location']['line']) for f in rep['findings']]}")

@@ -72,13 +72,16 @@ def helper():
 
 
 class Record(object):
-    """What the program itself saw: memory_allocated() after each step (the
-    device's used bytes when the cache is off), how
+    """What the program itself saw: memory_allocated() and
+    memory_reserved() after each step (the device's used bytes when the
+    cache is off), the most of both (max_memory_allocated(),
+    max_memory_reserved()), how
     many times an optimizer stepped, and, for a leak that does not grow, the
     bytes it holds that it should not (held)."""
 
     def __init__(self):
         self.allocated = []
+        self.reserved = []
         self.optimizer_steps = 0
         self.iterations = 0
         self.held = None
@@ -98,6 +101,7 @@ class Record(object):
         torch.cuda.synchronize()
         if caching():
             self.allocated.append(torch.cuda.memory_allocated())
+            self.reserved.append(torch.cuda.memory_reserved())
         else:
             # Without the cache, memory_allocated() counts nothing; every
             # tensor is its own cudaMalloc, seen in the device's free bytes.
@@ -117,7 +121,9 @@ class Record(object):
         with open(path, "w") as f:
             json.dump({"allocated": self.allocated, "iterations": self.iterations,
                        "optimizer_steps": self.optimizer_steps,
-                       "held": self.held}, f)
+                       "held": self.held, "reserved": self.reserved,
+                       "max_allocated": torch.cuda.max_memory_allocated(),
+                       "max_reserved": torch.cuda.max_memory_reserved()}, f)
 
 
 # ---- the seed stories ----
