@@ -97,7 +97,23 @@ static struct trace_context {
 	int have_program_end_summary;
 	/* The PROGRAM_END mark was written: no step is unfinished. */
 	bool code_finished;
+	/* Optimizer STEP records written; no STEP record written so far
+	 * may be void any more (INFO "steps_settled" is in the trace). */
+	uint32_t optimizer_steps_written;
+	bool steps_settled;
+	/* The loop's steps (loop.h) not written yet (an optimizer's came
+	 * first), whether those so far are void (an enclosing loop was
+	 * found), and where the loop is ("file\tline\tfunction"), to be
+	 * written before its next step when where_due. */
+	uint32_t loop_steps_due;
+	bool loop_void_due, where_due;
+	char where[768];
 } tc;
+
+/* The program makes a new optimizer every iteration (pyhooks.c). */
+static int optimizer_remade;
+/* The thread's latest allocation was on LEAKWATCH_STEP_AT's line. */
+static __thread int on_step_line;
 
 /* Allocation calls that failed, and the first (counted whether or not a
  * trace could be opened). */
@@ -369,6 +385,7 @@ static int ensure_trace_locked(void)
 }
 
 static void write_step_locked(enum lw_step_source source);
+static void note_loop_locked(struct lw_stack_entry *s);
 
 /* Says once, on stderr and in the trace, that an RTLD_DEEPBIND load was
  * seen (resolve.c). At flushes: off the path of each event. */
@@ -748,6 +765,8 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 	}
 	record_live_locked(e, kind, (uintptr_t)ptr, size, stack, api, device,
 			   stream);
+	if (stack && stack->py_depth)
+		note_loop_locked(stack);
 	/* A plain increment under the lock; an atomic store, because
 	 * lw_allocation_counts() reads it without the lock. */
 	__atomic_store_n(&tc.recorded_allocations, tc.recorded_allocations + 1,
@@ -997,13 +1016,48 @@ static void note_own_memory_locked(void)
 
 /* ---- steps and phases ---- */
 
+/* No STEP record written so far can be void from now on. */
+static void settle_steps_locked(void)
+{
+	if (tc.steps_settled)
+		return;
+	tc.steps_settled = true;
+	lw_writer_info(&writer, "steps_settled", "1", 1);
+}
+
+/* The STEP records so far end no step: a source that outranks theirs,
+ * or a loop that encloses the one they came from, gives the steps from
+ * now on. The report leaves them out. */
+static void void_steps_locked(void)
+{
+	char n[16];
+	int len;
+
+	if (!tc.steps_written || tc.steps_settled)
+		return;
+	len = snprintf(n, sizeof(n), "%" PRIu32, tc.steps_written);
+	lw_writer_info(&writer, "steps_void", n, (size_t)len);
+}
+
 static void write_step_locked(enum lw_step_source source)
 {
 	static const char *const names[] = {
 		[LW_STEP_API] = "api", [LW_STEP_OPTIMIZER] = "optimizer",
+		[LW_STEP_LOOP] = "loop", [LW_STEP_LINE] = "line",
 	};
 
 	settle_locked();
+	/* Steps from a loop are the weakest: any other source's first
+	 * step makes them void. */
+	if (source != LW_STEP_LOOP &&
+	    tc.step_source_in_trace == LW_STEP_LOOP)
+		void_steps_locked();
+	if (tc.where_due &&
+	    (source == LW_STEP_LOOP || source == LW_STEP_LINE)) {
+		lw_writer_info(&writer, "step_loop", tc.where,
+			       strlen(tc.where));
+		tc.where_due = false;
+	}
 	if (tc.step_source_in_trace != source) {
 		lw_writer_info(&writer, "step_source", names[source],
 			       strlen(names[source]));
@@ -1021,6 +1075,14 @@ static void write_step_locked(enum lw_step_source source)
 	    tc.phase_search_due)
 		lw_holders_schedule_in_run();
 	tc.steps_written++;
+	if (source == LW_STEP_OPTIMIZER)
+		tc.optimizer_steps_written++;
+	/* The program's own marks are never void; an optimizer's once it
+	 * stepped twice (one made anew each iteration steps once). */
+	if (source == LW_STEP_API || source == LW_STEP_LINE ||
+	    tc.optimizer_steps_written >= 2 ||
+	    tc.steps_written >= LW_STEPS_VOID_MAX)
+		settle_steps_locked();
 	/* A bounded trace sums what its steps make and free from the
 	 * first step's end on: the first step (the warm-up) is whole. */
 	lw_bounded_steps_begin(device_live_bytes(), tc.torch_live_bytes);
@@ -1030,9 +1092,92 @@ static void write_step_locked(enum lw_step_source source)
 			  growing_now);
 }
 
+/* Where the loop (or the marked line) is, for the trace: from the
+ * stack s, whose Python frame at index at is its. */
+static void note_where_locked(const struct lw_stack_entry *s, unsigned at,
+			      int line)
+{
+	uintptr_t code = s->frames[s->depth + 2 * at];
+	const char *file = lw_stacks_code_file(s, code);
+	const char *name = lw_stacks_code_name(s, code);
+
+	snprintf(tc.where, sizeof(tc.where), "%s\t%d\t%s", file ? file : "",
+		 line, name ? name : "");
+	tc.where_due = true;
+}
+
+/* Writes the loop's steps not written yet, when its steps are the
+ * trace's: the program marks none and no optimizer steps (or each of its
+ * optimizers stepped once). */
+static void write_loop_steps_locked(void)
+{
+	if (__atomic_load_n(&explicit_steps, __ATOMIC_ACQUIRE) ||
+	    (tc.optimizer_steps_written &&
+	     !__atomic_load_n(&optimizer_remade, __ATOMIC_ACQUIRE)))
+		return;
+	if (tc.loop_void_due ||
+	    tc.step_source_in_trace == LW_STEP_OPTIMIZER)
+		void_steps_locked();
+	tc.loop_void_due = false;
+	for (; tc.loop_steps_due; tc.loop_steps_due--)
+		write_step_locked(LW_STEP_LOOP);
+}
+
+/* LEAKWATCH_STEP_AT: a step each time the thread reaches the line from
+ * another (consecutive allocations on the line are one reach). */
+static void note_step_line_locked(const struct lw_stack_entry *s)
+{
+	int at = s->step_at >= 0;
+
+	if (at && !on_step_line) {
+		__atomic_store_n(&explicit_steps, 1, __ATOMIC_RELEASE);
+		if (tc.step_source_in_trace != LW_STEP_LINE)
+			note_where_locked(s, (unsigned)s->step_at,
+					  config->step_at_line);
+		write_step_locked(LW_STEP_LINE);
+	}
+	on_step_line = at;
+}
+
+/* What the allocation from stack s (with Python frames) says of the
+ * steps: LEAKWATCH_STEP_AT's line, or the loop's iterations. */
+static void note_loop_locked(struct lw_stack_entry *s)
+{
+	const char *step_file = config->step_at_file[0] ? config->step_at_file
+							: NULL;
+	enum lw_loop_event event;
+
+	lw_stacks_note_frames(s, step_file, config->step_at_line);
+	if (step_file) {
+		note_step_line_locked(s);
+		return;
+	}
+	event = lw_loop_note(s);
+	if (event == LW_LOOP_NONE)
+		return;
+	if (event == LW_LOOP_NEW || event == LW_LOOP_NEXT) {
+		note_where_locked(s, s->user_at[lw_loop_level()],
+				  lw_loop_line());
+		if (event == LW_LOOP_NEW) {
+			tc.loop_void_due = true;
+			tc.loop_steps_due = 0;
+		}
+	}
+	tc.loop_steps_due++;
+	write_loop_steps_locked();
+}
+
+void lw_record_optimizer_remade(void)
+{
+	__atomic_store_n(&optimizer_remade, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&optimizer_steps_pending, 0, __ATOMIC_RELEASE);
+}
+
 void lw_record_step(enum lw_step_source source)
 {
 	if (source == LW_STEP_OPTIMIZER) {
+		if (__atomic_load_n(&optimizer_remade, __ATOMIC_ACQUIRE))
+			return;
 		if (!__atomic_load_n(&explicit_steps, __ATOMIC_ACQUIRE))
 			__atomic_add_fetch(&optimizer_steps_pending, 1,
 					   __ATOMIC_ACQ_REL);
@@ -1154,6 +1299,12 @@ void lw_record_mark(enum lw_mark mark)
 
 		if (gc)
 			tc.in_gc = mark == LW_MARK_GC_START;
+		/* A loop still running when the program's code finished
+		 * ends its last step here. */
+		if (mark == LW_MARK_PROGRAM_END && lw_loop_close()) {
+			tc.loop_steps_due++;
+			write_loop_steps_locked();
+		}
 		if (!gc || !note_gc_mark_locked(mark)) {
 			note_thread_and_time_locked();
 			settle_locked();
@@ -1399,6 +1550,7 @@ void lw_tracker_after_fork_in_child(void)
 	lw_backward_reset();
 	lw_origins_reset();
 	lw_stacks_reset();
+	lw_loop_reset();
 	lw_gate_reset();
 	lw_modules_reset();
 	lw_live_view_reset();

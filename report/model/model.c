@@ -339,6 +339,10 @@ static int model_step(void *ctx)
 	struct lw_model *m = ctx;
 
 	m->counts.events++;
+	if (m->points.void_steps) {
+		m->points.void_steps--;
+		return 0;
+	}
 	return end_step(m);
 }
 
@@ -485,6 +489,7 @@ int lw_model_known_info(const uint8_t *key, size_t len)
 		"exe", "cmdline", "cwd", "leakwatch", "cudart", "python",
 		"python_eval", "step_source", "torch_alloc_conf",
 		"torch_alloc_conf_source", "rank", "cudart_runtimes",
+		"step_loop",
 	};
 
 	for (int i = 0; i < LW_KNOWN_INFO_KEYS && known[i]; i++) {

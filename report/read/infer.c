@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lw-format.h"
 #include "trace-reader.h"
 
 /* Share of a stack's consecutive gaps that must be alike. */
@@ -47,6 +48,7 @@ struct infer_state {
 	size_t stack_capacity;
 	uint64_t allocations;
 	bool has_steps;
+	uint64_t steps, void_steps;
 };
 
 static int infer_stack(void *ctx, uint64_t id, const uint64_t *frames,
@@ -89,6 +91,8 @@ static int infer_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	struct stack_pattern *p;
 	uint64_t n = st->allocations++, gap;
 
+	if (st->has_steps)
+		return 0;
 	(void)kind;
 	(void)addr;
 	(void)size;
@@ -119,8 +123,36 @@ static int infer_step(void *ctx)
 {
 	struct infer_state *st = ctx;
 
+	/* The trace says where its steps are; read on only while some may
+	 * still be void (the shim's first steps: at most
+	 * LW_STEPS_VOID_MAX of them). */
 	st->has_steps = true;
-	return -ECANCELED; /* the trace says where its steps are */
+	return ++st->steps > LW_STEPS_VOID_MAX ? -ECANCELED : 0;
+}
+
+static bool info_is(struct lw_bytes key, const char *name)
+{
+	return key.len == strlen(name) && memcmp(key.data, name, key.len) == 0;
+}
+
+static int infer_info(void *ctx, struct lw_bytes key, struct lw_bytes value)
+{
+	struct infer_state *st = ctx;
+
+	if (info_is(key, "steps_settled"))
+		return st->has_steps ? -ECANCELED : 0;
+	if (info_is(key, "steps_void")) {
+		uint64_t n = 0;
+
+		for (size_t i = 0; i < value.len; i++) {
+			if (value.data[i] < '0' || value.data[i] > '9' ||
+			    n > LW_STEPS_VOID_MAX)
+				return 0; /* not the shim's: ignored */
+			n = n * 10 + (uint64_t)(value.data[i] - '0');
+		}
+		st->void_steps = n;
+	}
+	return 0;
 }
 
 static int infer_progress(void *ctx, size_t offset, size_t total)
@@ -134,6 +166,7 @@ static int infer_progress(void *ctx, size_t offset, size_t total)
 static const struct lw_trace_ops infer_ops = {
 	.alloc = infer_alloc,
 	.step = infer_step,
+	.info = infer_info,
 	.stack = infer_stack,
 	.progress = infer_progress,
 };
@@ -172,6 +205,7 @@ int lw_infer_steps(const uint8_t *buf, size_t len,
 	st.progress_ctx = progress_ctx;
 	rc = lw_trace_read(buf, len, &infer_ops, &st, &result);
 	if (st.has_steps) {
+		out->void_steps = st.void_steps;
 		rc = 0;
 		goto out;
 	}
