@@ -190,6 +190,9 @@ enum lw_record_tag {
 	 * end no step, taken before a source that outranks them, or an
 	 * enclosing loop, was seen; never after LW_STEPS_VOID_MAX STEP
 	 * records, and never after "steps_settled", which says none comes),
+	 * "step_at_program_end" (the STEP record that follows ends the
+	 * loop's last iteration when the program's code finished: a step
+	 * counted, after the memory of its functions was let go),
 	 * "torch_alloc_conf" (the PyTorch allocator
 	 * configuration in effect at start, possibly empty) and
 	 * "torch_alloc_conf_source" ("leakwatch": the shim selected it;

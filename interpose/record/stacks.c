@@ -399,6 +399,7 @@ struct path {
 	unsigned n;
 	uintptr_t code[LW_LOOP_LEVELS];
 	int32_t line[LW_LOOP_LEVELS];
+	uint64_t locals[LW_LOOP_LEVELS];
 };
 
 static __thread struct path last;
@@ -460,7 +461,8 @@ static enum lw_loop_event went_back(const struct path *p, unsigned level)
 	return LW_LOOP_NONE;
 }
 
-enum lw_loop_event lw_loop_note(const struct lw_stack_entry *s)
+enum lw_loop_event lw_loop_note(const struct lw_stack_entry *s,
+				const uint64_t *locals)
 {
 	const uintptr_t *py = s->frames + s->depth;
 	enum lw_loop_event event = LW_LOOP_NONE, back = LW_LOOP_NONE;
@@ -475,10 +477,11 @@ enum lw_loop_event lw_loop_note(const struct lw_stack_entry *s)
 
 		p.code[i] = py[2 * at];
 		p.line[i] = (int32_t)(py[2 * at + 1] >> 1) - 1;
+		p.locals[i] = locals[i];
 	}
 	common = p.n < last.n ? p.n : last.n;
 	for (d = 0; d < common && p.code[d] == last.code[d] &&
-		    p.line[d] == last.line[d];
+		    p.line[d] == last.line[d] && p.locals[d] == last.locals[d];
 	     d++)
 		;
 	/* The loop's frame is gone from the thread that ran it. */
@@ -488,7 +491,11 @@ enum lw_loop_event lw_loop_note(const struct lw_stack_entry *s)
 		runs_loop = 0;
 		event = LW_LOOP_END;
 	}
-	if (d < common && p.code[d] == last.code[d] && p.line[d] < last.line[d])
+	/* Back to an earlier line, or the same line again with the loop's
+	 * variables bound anew (a loop whose body is one call). */
+	if (d < common && p.code[d] == last.code[d] &&
+	    (p.line[d] < last.line[d] ||
+	     (p.line[d] == last.line[d] && p.locals[d] != last.locals[d])))
 		back = went_back(&p, d);
 	last = p;
 	return back != LW_LOOP_NONE ? back : event;

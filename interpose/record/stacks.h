@@ -113,8 +113,9 @@ void lw_stacks_reset(void);
  * batches), found as the program runs from the stacks of its allocations.
  *
  * A frame's line that goes backwards between two allocations made in that
- * frame (every frame outside it on the same lines) is a loop starting its
- * next iteration. The loop is the outermost one that iterates: a frame of
+ * frame (every frame outside it on the same lines), or that stays with its
+ * fast locals bound anew (a loop whose body is one line: the loop variable
+ * changed), is a loop starting its next iteration. The loop is the outermost one that iterates: a frame of
  * the user's code only (a model's layers, library code and
  * nn.Sequential's own loop are never it), the outermost of those frames,
  * and in one frame the loop whose iterations go back furthest. Until an
@@ -136,8 +137,10 @@ enum lw_loop_event {
 	LW_LOOP_END,	/* the loop's frame returned: its last step ends */
 };
 
-/* What the allocation from stack s (its frames noted) tells of the loop. */
-enum lw_loop_event lw_loop_note(const struct lw_stack_entry *s);
+/* What the allocation from stack s (its frames noted) tells of the loop;
+ * locals: lw_py_locals_hash() of each of its user frames (user_at). */
+enum lw_loop_event lw_loop_note(const struct lw_stack_entry *s,
+				const uint64_t *locals);
 
 /* The loop, as the last event found it: its code object and the first
  * line of its iterations (the one its iterations go back to); 0 and -1

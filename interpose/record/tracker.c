@@ -107,6 +107,8 @@ static struct trace_context {
 	 * written before its next step when where_due. */
 	uint32_t loop_steps_due;
 	bool loop_void_due, where_due;
+	/* The loop's last step is due at the program's end. */
+	bool loop_last_at_end;
 	char where[768];
 } tc;
 
@@ -385,7 +387,8 @@ static int ensure_trace_locked(void)
 }
 
 static void write_step_locked(enum lw_step_source source);
-static void note_loop_locked(struct lw_stack_entry *s);
+static void note_loop_locked(struct lw_stack_entry *s,
+			     const void *const *py_frames);
 
 /* Says once, on stderr and in the trace, that an RTLD_DEEPBIND load was
  * seen (resolve.c). At flushes: off the path of each event. */
@@ -703,12 +706,13 @@ static void record_live_locked(struct lw_live *e, unsigned kind,
 
 /* Appends the calling thread's Python frames as (code, line << 1 | entry)
  * word pairs; returns how many frames. */
-static unsigned capture_python(uintptr_t *out)
+static unsigned capture_python(uintptr_t *out, const void **frames)
 {
 	struct lw_py_frame py[LW_MAX_PY_FRAMES];
 	unsigned n = lw_py_capture(py, LW_MAX_PY_FRAMES);
 
 	for (unsigned i = 0; i < n; i++) {
+		frames[i] = py[i].frame;
 		out[2 * i] = (uintptr_t)py[i].code;
 		out[2 * i + 1] = ((uintptr_t)(uint32_t)(py[i].line + 1) << 1) |
 				 py[i].entry;
@@ -730,7 +734,8 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 			int64_t device)
 {
 	uintptr_t frames[LW_MAX_FRAMES + 2 * LW_MAX_PY_FRAMES];
-	unsigned depth, py_depth = 0;
+	const void *py_frames[LW_MAX_PY_FRAMES];
+	unsigned depth, py_depth = 0, own_py_depth = 0;
 	uint64_t native_hash;
 	int new_stack = 0;
 
@@ -739,7 +744,8 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 	/* The expensive part, done before taking any lock. */
 	depth = lw_unwind(frames, config->max_frames, &native_hash);
 	if (python_frames) {
-		py_depth = capture_python(frames + depth);
+		py_depth = own_py_depth = capture_python(frames + depth,
+							 py_frames);
 		py_depth = lw_backward_attribute(frames, depth,
 						 frames + depth, py_depth);
 	}
@@ -752,6 +758,11 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 		frames, depth, py_depth, native_hash, &new_stack);
 	if (trace_state != TRACE_OPEN)
 		goto out;
+	/* The loop is looked for in the thread's own frames (an autograd
+	 * thread's are its caller's, copied); a step it ends ends before
+	 * this allocation, which begins the next iteration. */
+	if (stack && own_py_depth && stack->py_depth == own_py_depth)
+		note_loop_locked(stack, py_frames);
 	struct lw_live *e = add_live_locked((uintptr_t)ptr, size, stack, kind,
 					    api);
 
@@ -765,8 +776,7 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 	}
 	record_live_locked(e, kind, (uintptr_t)ptr, size, stack, api, device,
 			   stream);
-	if (stack && stack->py_depth)
-		note_loop_locked(stack);
+
 	/* A plain increment under the lock; an atomic store, because
 	 * lw_allocation_counts() reads it without the lock. */
 	__atomic_store_n(&tc.recorded_allocations, tc.recorded_allocations + 1,
@@ -1119,8 +1129,14 @@ static void write_loop_steps_locked(void)
 	    tc.step_source_in_trace == LW_STEP_OPTIMIZER)
 		void_steps_locked();
 	tc.loop_void_due = false;
-	for (; tc.loop_steps_due; tc.loop_steps_due--)
+	for (; tc.loop_steps_due; tc.loop_steps_due--) {
+		/* The loop's functions have returned by now, and let go of
+		 * what they held: the step counts, its memory does not. */
+		if (tc.loop_steps_due == 1 && tc.loop_last_at_end)
+			lw_writer_info(&writer, "step_at_program_end", "1", 1);
 		write_step_locked(LW_STEP_LOOP);
+	}
+	tc.loop_last_at_end = false;
 }
 
 /* LEAKWATCH_STEP_AT: a step each time the thread reaches the line from
@@ -1141,10 +1157,12 @@ static void note_step_line_locked(const struct lw_stack_entry *s)
 
 /* What the allocation from stack s (with Python frames) says of the
  * steps: LEAKWATCH_STEP_AT's line, or the loop's iterations. */
-static void note_loop_locked(struct lw_stack_entry *s)
+static void note_loop_locked(struct lw_stack_entry *s,
+			     const void *const *py_frames)
 {
 	const char *step_file = config->step_at_file[0] ? config->step_at_file
 							: NULL;
+	uint64_t locals[LW_LOOP_LEVELS];
 	enum lw_loop_event event;
 
 	lw_stacks_note_frames(s, step_file, config->step_at_line);
@@ -1152,7 +1170,13 @@ static void note_loop_locked(struct lw_stack_entry *s)
 		note_step_line_locked(s);
 		return;
 	}
-	event = lw_loop_note(s);
+	for (unsigned i = 0; i < s->user_count; i++) {
+		unsigned at = s->user_at[i];
+
+		locals[i] = lw_py_locals_hash(
+			py_frames[at], (const void *)s->frames[s->depth + 2 * at]);
+	}
+	event = lw_loop_note(s, locals);
 	if (event == LW_LOOP_NONE)
 		return;
 	if (event == LW_LOOP_NEW || event == LW_LOOP_NEXT) {
@@ -1303,6 +1327,7 @@ void lw_record_mark(enum lw_mark mark)
 		 * ends its last step here. */
 		if (mark == LW_MARK_PROGRAM_END && lw_loop_close()) {
 			tc.loop_steps_due++;
+			tc.loop_last_at_end = true;
 			write_loop_steps_locked();
 		}
 		if (!gc || !note_gc_mark_locked(mark)) {

@@ -343,6 +343,14 @@ static int model_step(void *ctx)
 		m->points.void_steps--;
 		return 0;
 	}
+	/* The loop's last iteration, ended when the program's code
+	 * finished: after its functions returned and let go of their
+	 * memory, so it counts, but its memory is the program end's. */
+	if (m->points.step_at_program_end) {
+		m->points.step_at_program_end = false;
+		m->counts.steps++;
+		return 0;
+	}
 	return end_step(m);
 }
 
@@ -504,6 +512,10 @@ static int model_info(void *ctx, struct lw_bytes key, struct lw_bytes value)
 	struct lw_model *m = ctx;
 	int known = lw_model_known_info(key.data, key.len);
 	struct lw_info *all;
+
+	if (key.len == strlen("step_at_program_end") &&
+	    memcmp(key.data, "step_at_program_end", key.len) == 0)
+		m->points.step_at_program_end = true;
 
 	all = lw_grow_array(m->meta.infos, &m->meta.info_capacity, m->meta.info_count + 1,
 			 sizeof(*all));

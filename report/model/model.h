@@ -414,6 +414,9 @@ struct lw_step_points {
 	 * (INFO "steps_void": the shim took an inner loop, or a weaker
 	 * source, for the steps before it knew better). */
 	uint64_t void_steps;
+	/* The next STEP record ends the loop's last iteration at the
+	 * program's end (INFO "step_at_program_end"): counted, no point. */
+	bool step_at_program_end;
 };
 
 /*
