@@ -109,6 +109,11 @@ static struct trace_context {
 	bool loop_void_due, where_due;
 	/* The loop's last step is due at the program's end. */
 	bool loop_last_at_end;
+	/* A loop after another (setup, then the loop that serves): the
+	 * STEP records before its first, the steps of the loops before it
+	 * and its own so far. The one with more iterations is the loop:
+	 * once it has as many, those before it are void. */
+	uint32_t loop_prefix, loop_steps_before, loop_steps;
 	char where[768];
 } tc;
 
@@ -1038,15 +1043,21 @@ static void settle_steps_locked(void)
 /* The STEP records so far end no step: a source that outranks theirs,
  * or a loop that encloses the one they came from, gives the steps from
  * now on. The report leaves them out. */
-static void void_steps_locked(void)
+static void void_first_steps_locked(uint32_t count)
 {
 	char n[16];
 	int len;
 
-	if (!tc.steps_written || tc.steps_settled)
+	if (!count || tc.steps_settled)
 		return;
-	len = snprintf(n, sizeof(n), "%" PRIu32, tc.steps_written);
+	len = snprintf(n, sizeof(n), "%" PRIu32, count);
 	lw_writer_info(&writer, "steps_void", n, (size_t)len);
+}
+
+static void void_steps_locked(void)
+{
+	void_first_steps_locked(tc.steps_written);
+	tc.loop_prefix = 0;
 }
 
 static void write_step_locked(enum lw_step_source source)
@@ -1135,6 +1146,10 @@ static void write_loop_steps_locked(void)
 		if (tc.loop_steps_due == 1 && tc.loop_last_at_end)
 			lw_writer_info(&writer, "step_at_program_end", "1", 1);
 		write_step_locked(LW_STEP_LOOP);
+		if (++tc.loop_steps >= tc.loop_steps_before && tc.loop_prefix) {
+			void_first_steps_locked(tc.loop_prefix);
+			tc.loop_prefix = 0;
+		}
 	}
 	tc.loop_last_at_end = false;
 }
@@ -1185,7 +1200,12 @@ static void note_loop_locked(struct lw_stack_entry *s,
 		if (event == LW_LOOP_NEW) {
 			tc.loop_void_due = true;
 			tc.loop_steps_due = 0;
+			tc.loop_steps_before = 0;
+		} else {
+			tc.loop_prefix = tc.steps_written + tc.loop_steps_due;
+			tc.loop_steps_before += tc.loop_steps;
 		}
+		tc.loop_steps = 0;
 	}
 	tc.loop_steps_due++;
 	write_loop_steps_locked();
