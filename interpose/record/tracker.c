@@ -119,8 +119,10 @@ static struct trace_context {
 
 /* The program makes a new optimizer every iteration (pyhooks.c). */
 static int optimizer_remade;
-/* The thread's latest allocation was on LEAKWATCH_STEP_AT's line. */
+/* The thread's latest allocation was on LEAKWATCH_STEP_AT's line, and
+ * that frame's locals then (lw_py_locals_hash()). */
 static __thread int on_step_line;
+static __thread uint64_t step_line_locals;
 
 /* Allocation calls that failed, and the first (counted whether or not a
  * trace could be opened). */
@@ -1154,13 +1156,20 @@ static void write_loop_steps_locked(void)
 	tc.loop_last_at_end = false;
 }
 
-/* LEAKWATCH_STEP_AT: a step each time the thread reaches the line from
- * another (consecutive allocations on the line are one reach). */
-static void note_step_line_locked(const struct lw_stack_entry *s)
+/* LEAKWATCH_STEP_AT: a step each time the thread reaches the line: from
+ * another, or again with its frame's locals bound anew (consecutive
+ * allocations of one run of the line are one reach). */
+static void note_step_line_locked(const struct lw_stack_entry *s,
+				  const void *const *py_frames)
 {
 	int at = s->step_at >= 0;
+	uint64_t locals = 0;
 
-	if (at && !on_step_line) {
+	if (at)
+		locals = lw_py_locals_hash(
+			py_frames[s->step_at],
+			(const void *)s->frames[s->depth + 2 * s->step_at]);
+	if (at && (!on_step_line || locals != step_line_locals)) {
 		__atomic_store_n(&explicit_steps, 1, __ATOMIC_RELEASE);
 		if (tc.step_source_in_trace != LW_STEP_LINE)
 			note_where_locked(s, (unsigned)s->step_at,
@@ -1168,6 +1177,7 @@ static void note_step_line_locked(const struct lw_stack_entry *s)
 		write_step_locked(LW_STEP_LINE);
 	}
 	on_step_line = at;
+	step_line_locals = locals;
 }
 
 /* What the allocation from stack s (with Python frames) says of the
@@ -1182,7 +1192,7 @@ static void note_loop_locked(struct lw_stack_entry *s,
 
 	lw_stacks_note_frames(s, step_file, config->step_at_line);
 	if (step_file) {
-		note_step_line_locked(s);
+		note_step_line_locked(s, py_frames);
 		return;
 	}
 	for (unsigned i = 0; i < s->user_count; i++) {

@@ -71,30 +71,35 @@ def lead_line(story):
     return lines[0] if lines else None
 
 
-def run(story, fixed, config, tmp):
-    """(the program's count, its JSON report, its trace) or Nones."""
-    out = os.path.join(tmp, "report.json")
-    trace = os.path.join(tmp, "t-%p.trace")
-    env = test_torch.environment(config)
-    env["LEAKWATCH_QUIET"] = "1"
-    cmd = [os.environ["LW_FAKEGPU"], os.environ["LW_CLI"], "run", "--format",
-           "json", "-o", out, "--trace", trace, "--",
-           os.environ["LW_TORCH_PYTHON"],
-           os.path.join(PROGRAMS, story + ".py")]
-    if fixed:
-        cmd.append("--fixed")
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                       timeout=600, cwd=tmp)
-    counts = [int(line.split()[-1]) for line in r.stdout.splitlines()
-              if line.startswith(("requests:", "batches:"))]
-    if not verdict(r.returncode == 0 and len(counts) == 1,
-                   f"{story} ran (exit {r.returncode}, counts {counts})"):
-        print(r.stdout[-3000:], r.stderr[-5000:])
-        return None, None, None
-    with open(out) as f:
-        doc = json.load(f)
+def run_report(program, extra_env, args=(), config="native", quiet=True):
+    """A program under `fakegpu.sh leakwatch run` in a directory of its
+    own: (the completed process, the count it printed or None, the JSON
+    report of its trace that has the most allocations, or None)."""
+    with tempfile.TemporaryDirectory(prefix="lw-serving-") as tmp:
+        out = os.path.join(tmp, "report.json")
+        trace = os.path.join(os.path.dirname(tmp), os.path.basename(tmp) +
+                             "-%p.trace")
+        env = test_torch.environment(config)
+        if quiet:
+            env["LEAKWATCH_QUIET"] = "1"
+        env.update(extra_env)
+        cmd = [os.environ["LW_FAKEGPU"], os.environ["LW_CLI"], "run",
+               "--format", "json", "-o", out, "--trace", trace, "--",
+               os.environ["LW_TORCH_PYTHON"], program, *args]
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                           timeout=600, cwd=tmp)
+        counts = [int(line.split()[-1]) for line in r.stdout.splitlines()
+                  if line.startswith(("requests:", "batches:",
+                                      "optimizer steps:"))]
+        if not verdict(r.returncode == 0 and len(counts) == 1,
+                       f"{os.path.basename(program)} ran (exit "
+                       f"{r.returncode}, counts {counts})"):
+            print(r.stdout[-3000:], r.stderr[-5000:])
+            return r, None, None
+        with open(out) as f:
+            doc = json.load(f)
     rep = max(doc.get("reports", [doc]), key=lambda x: x["allocations"])
-    return counts[0], rep, rep["trace"]
+    return r, counts[0], rep
 
 
 def show(rep):
@@ -168,19 +173,22 @@ def check_no_loop(rep, trace):
 
 def test(story, variant, config):
     fixed = variant == "fixed"
-    with tempfile.TemporaryDirectory(prefix="lw-serving-") as tmp:
-        count, rep, trace = run(story, fixed, config, tmp)
-        if rep is None:
-            return
+    _, count, rep = run_report(os.path.join(PROGRAMS, story + ".py"), {},
+                               ["--fixed"] if fixed else [], config)
+    if rep is None:
+        return
+    try:
         show(rep)
         if story == "no_loop":
-            check_no_loop(rep, trace)
+            check_no_loop(rep, rep["trace"])
             return
         check_steps(story, fixed, count, rep)
         if fixed or STORIES[story] is None:
-            check_clean(story, rep, trace)
+            check_clean(story, rep, rep["trace"])
         else:
             check_leak(story, rep)
+    finally:
+        os.unlink(rep["trace"])
 
 
 def main():

@@ -60,8 +60,8 @@ def serve(server, requests):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--requests", type=int, default=30)
-    parser.add_argument("--tokens", type=int, default=12)
+    parser.add_argument("--requests", type=int, default=20)
+    parser.add_argument("--tokens", type=int, default=6)
     parser.add_argument("--fixed", action="store_true")
     args = parser.parse_args()
     torch.manual_seed(0)
