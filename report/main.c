@@ -21,6 +21,7 @@
 #include "lw-size.h"
 #include "lw-report-config.h"
 #include "output.h"
+#include "render.h"
 #include "trace-file.h"
 #include "trace-pool.h"
 
@@ -579,7 +580,7 @@ static int check_opened(FILE *out, const char *path, struct lw_trace_file *tf,
 	char limit[LW_SIZE_BUF];
 	uint32_t *sites = NULL;
 	size_t count = 0, over = 0;
-	bool run_over;
+	bool run_over, judged = false;
 
 	if (rc < 0)
 		goto out;
@@ -616,6 +617,7 @@ static int check_opened(FILE *out, const char *path, struct lw_trace_file *tf,
 	}
 	fputs("leakwatch: ", out);
 	lw_put_text_str(out, path);
+	judged = true;
 	if (g.run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS) {
 		fprintf(out, ": not enough steps to judge growth (%" PRIu64 " step%s, at least %zu needed): passing\n",
 		       tf->model.counts.steps, tf->model.counts.steps == 1 ? "" : "s",
@@ -667,6 +669,16 @@ static int check_opened(FILE *out, const char *path, struct lw_trace_file *tf,
 		}
 	}
 out:
+	/* What the steps judged are, and where they come from. */
+	if (judged && rc >= 0) {
+		char source[768];
+
+		lw_render_step_source(&tf->model, false, source,
+				      sizeof(source));
+		fprintf(out, "  steps: %" PRIu64 " (", tf->model.counts.steps);
+		lw_put_text_str(out, source);
+		fputs(")\n", out);
+	}
 	fflush(out);
 	if (rc < 0)
 		put_file_error(path, message);

@@ -6,7 +6,8 @@
 #include "model.h"
 #include "render.h"
 
-void lw_render_step_source(const struct lw_model *m, char *out, size_t size)
+void lw_render_step_source(const struct lw_model *m, bool brief, char *out,
+			   size_t size)
 {
 	const char *source = lw_model_step_source(m);
 	char file[512], function[256];
@@ -27,6 +28,8 @@ void lw_render_step_source(const struct lw_model *m, char *out, size_t size)
 		snprintf(out, size, "inferred from the loop's repeating allocations");
 	} else if (strcmp(source, "optimizer") == 0) {
 		snprintf(out, size, "marked by optimizer steps");
+	} else if (strcmp(source, "none") == 0 && brief) {
+		snprintf(out, size, "none marked, no loop found");
 	} else if (strcmp(source, "none") == 0) {
 		snprintf(out, size, "none marked, and no repeating loop found: "
 			 "mark one with leakwatch.step() in the loop, or run "

@@ -258,7 +258,7 @@ static void put_summary(FILE *out, const struct lw_report *r,
 			lw_model_dropped(m));
 	char source[768];
 
-	lw_render_step_source(m, source, sizeof(source));
+	lw_render_step_source(m, false, source, sizeof(source));
 	fprintf(out, "  steps: %" PRIu64 " (", counts->steps);
 	lw_put_text_str(out, source);
 	fputs(")\n", out);
