@@ -411,7 +411,6 @@ static struct {
 	unsigned level;		/* among the user's frames, outermost 0 */
 	int head;		/* the line its iterations go back to */
 	int open;		/* its frame has not returned */
-	int stopped;
 	/* The lines of the frames outside it when it was found: a loop
 	 * in one of them that goes back to or above such a line encloses
 	 * it (the requests around a request's tokens). */
@@ -431,7 +430,7 @@ static enum lw_loop_event begin(const struct path *p, unsigned level,
 	return event;
 }
 
-/* The frame at level went back from line `from` to p's line. */
+/* The frame at level went back to p's line (or ran it again). */
 static enum lw_loop_event went_back(const struct path *p, unsigned level)
 {
 	int to = p->line[level];
@@ -469,7 +468,7 @@ enum lw_loop_event lw_loop_note(const struct lw_stack_entry *s,
 	struct path p;
 	unsigned common, d;
 
-	if (loop.stopped || !s->user_count)
+	if (!s->user_count)
 		return LW_LOOP_NONE;
 	p.n = s->user_count;
 	for (unsigned i = 0; i < p.n; i++) {
@@ -501,11 +500,6 @@ enum lw_loop_event lw_loop_note(const struct lw_stack_entry *s,
 	return back != LW_LOOP_NONE ? back : event;
 }
 
-uintptr_t lw_loop_code(void)
-{
-	return loop.code;
-}
-
 int lw_loop_line(void)
 {
 	return loop.head;
@@ -516,32 +510,19 @@ unsigned lw_loop_level(void)
 	return loop.level;
 }
 
-int lw_loop_open(void)
-{
-	return loop.code && loop.open;
-}
-
 int lw_loop_close(void)
 {
-	int was_open = lw_loop_open();
+	int was_open = loop.code && loop.open;
 
 	loop.open = 0;
 	return was_open;
 }
 
-void lw_loop_stop(void)
-{
-	loop.stopped = 1;
-}
-
 void lw_loop_reset(void)
 {
-	int stopped = loop.stopped;
-
 	loop.code = 0;
 	loop.open = 0;
 	loop.head = -1;
-	loop.stopped = stopped;
 	last.n = 0;
 	runs_loop = 0;
 }

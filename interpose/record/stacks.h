@@ -142,23 +142,15 @@ enum lw_loop_event {
 enum lw_loop_event lw_loop_note(const struct lw_stack_entry *s,
 				const uint64_t *locals);
 
-/* The loop, as the last event found it: its code object and the first
- * line of its iterations (the one its iterations go back to); 0 and -1
- * before any. */
-uintptr_t lw_loop_code(void);
+/* The loop, as the last event found it: the first line of its
+ * iterations (the one its iterations go back to); -1 before any. */
 int lw_loop_line(void);
 /* Its frame's level among the user's frames (stacks.h's user_at). */
 unsigned lw_loop_level(void);
-/* A loop was found and its frame has not returned. */
-int lw_loop_open(void);
 
 /* The program's code finished: the loop's last iteration ends if its
  * frame had not returned (true then). */
 int lw_loop_close(void);
-
-/* The loop's iterations stop being looked for (the program marks its
- * steps, or an optimizer does). */
-void lw_loop_stop(void);
 
 /* Forgets the loop (a forked child's trace starts afresh). */
 void lw_loop_reset(void);
