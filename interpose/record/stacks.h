@@ -18,7 +18,7 @@
 struct lw_writer;
 
 /* The outermost frames of the user's own code a stack's loop inference
- * looks at (loop.h). */
+ * looks at (the loop, below). */
 #define LW_LOOP_LEVELS 8
 
 /*

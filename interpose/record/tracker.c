@@ -101,7 +101,7 @@ static struct trace_context {
 	 * may be void any more (INFO "steps_settled" is in the trace). */
 	uint32_t optimizer_steps_written;
 	bool steps_settled;
-	/* The loop's steps (loop.h) not written yet (an optimizer's came
+	/* The loop's steps (stacks.h) not written yet (an optimizer's came
 	 * first), whether those so far are void (an enclosing loop was
 	 * found), and where the loop is ("file\tline\tfunction"), to be
 	 * written before its next step when where_due. */

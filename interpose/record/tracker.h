@@ -154,7 +154,7 @@ bool lw_holders_first_of_its_reason(void);
 enum lw_step_source {
 	LW_STEP_API = 1,       /* leakwatch_step(), the Python helper */
 	LW_STEP_OPTIMIZER = 2, /* PyTorch's optimizer step post-hook */
-	LW_STEP_LOOP = 3,      /* the user's loop, seen at allocations (loop.h) */
+	LW_STEP_LOOP = 3,      /* the user's loop, seen at allocations (stacks.h) */
 	LW_STEP_LINE = 4,      /* LEAKWATCH_STEP_AT's line reached */
 };
 
