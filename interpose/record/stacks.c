@@ -342,8 +342,12 @@ void lw_stacks_note_frames(struct lw_stack_entry *s, const char *step_file,
 		    (long)(py[2 * i + 1] >> 1) - 1 == step_line &&
 		    names_file(e->file, step_file))
 			s->step_at = (int16_t)i;
+		/* By its path alone: the facts of the interpreter
+		 * (origins.h) change under the GIL, which a hook may not
+		 * hold. */
 		if (s->user_count < LW_LOOP_LEVELS &&
-		    lw_origins_code_origin(e->file) == LW_CODE_USER)
+		    lw_python_file_origin(e->file, strlen(e->file)) ==
+			    LW_CODE_USER)
 			s->user_at[s->user_count++] = (uint8_t)i;
 	}
 }

@@ -88,7 +88,8 @@ void lw_stacks_python_location(const struct lw_stack_entry *s, char *out,
 			       size_t size);
 
 /*
- * Fills in the stack's user frames and step_at, once: after
+ * Fills in the stack's user frames (by their paths, lw-origin.h) and
+ * step_at, once: after
  * lw_stacks_write() (whose code objects' names it reads), in the thread
  * that captured it. step_file may be NULL (no LEAKWATCH_STEP_AT).
  */
