@@ -183,8 +183,17 @@ enum lw_record_tag {
 	 * "python_eval" (then also: the address of the interpreter's
 	 * evaluation loop, "0x..."; the module that holds it is the
 	 * interpreter's, whose frames a report folds),
-	 * "step_source" ("api" or "optimizer": where the STEP records that
-	 * follow come from), "torch_alloc_conf" (the PyTorch allocator
+	 * "step_source" ("api", "optimizer", "loop" or "line": where the
+	 * STEP records that follow come from), "step_loop" (the loop they
+	 * come from, or LEAKWATCH_STEP_AT's line: "file\tline\tfunction"),
+	 * "steps_void" (a decimal count: the trace's first STEP records that
+	 * end no step, taken before a source that outranks them, or an
+	 * enclosing loop, was seen; never after LW_STEPS_VOID_MAX STEP
+	 * records, and never after "steps_settled", which says none comes),
+	 * "step_at_program_end" (the STEP record that follows ends the
+	 * loop's last iteration when the program's code finished: a step
+	 * counted, after the memory of its functions was let go),
+	 * "torch_alloc_conf" (the PyTorch allocator
 	 * configuration in effect at start, possibly empty) and
 	 * "torch_alloc_conf_source" ("leakwatch": the shim selected it;
 	 * "user": the user's PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF;
@@ -199,6 +208,7 @@ enum lw_record_tag {
 	 * the run and the seconds they took, "N S") and "shim_memory" (the
 	 * most memory, in bytes, the shim held for itself). */
 	LW_REC_INFO = 0x44,
+#define LW_STEPS_VOID_MAX 256
 	/* WARNING: the text of a warning the shim printed (once). */
 	LW_REC_WARNING = 0x45,
 	/* END: varint number of events written (ALLOC, FREE, STEP and

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "render.h"
 #include "formats.h"
 #include "rules.h"
 #include "sitekeys.h"
@@ -200,8 +201,15 @@ static void put_run(FILE *out, const struct lw_trace_file *b,
 		lw_format_rate(x, kb->findings.growth.run.per_step),
 		lw_verdict_name(ka->findings.growth.run.verdict),
 		lw_format_rate(y, ka->findings.growth.run.per_step));
-	fprintf(out, "  steps: %" PRIu64 " -> %" PRIu64 "\n", b->model.counts.steps,
-		a->model.counts.steps);
+	char sb[768], sa[768];
+
+	lw_render_step_source(&b->model, true, sb, sizeof(sb));
+	lw_render_step_source(&a->model, true, sa, sizeof(sa));
+	fprintf(out, "  steps: %" PRIu64 " (", b->model.counts.steps);
+	lw_put_text_str(out, sb);
+	fprintf(out, ") -> %" PRIu64 " (", a->model.counts.steps);
+	lw_put_text_str(out, sa);
+	fputs(")\n", out);
 	fprintf(out, "  peak device memory: %s -> %s\n",
 		lw_format_size(x, b->model.peak.bytes),
 		lw_format_size(y, a->model.peak.bytes));

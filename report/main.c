@@ -23,6 +23,7 @@
 #include "lw-size.h"
 #include "lw-report-config.h"
 #include "output.h"
+#include "render.h"
 #include "torch.h"
 #include "trace-file.h"
 #include "trace-pool.h"
@@ -992,6 +993,7 @@ static int check_opened(FILE *out, const char *path, struct lw_trace_file *tf,
 	const struct lw_model *m = &tf->model;
 	size_t min_steps = gate->min_steps;
 	int verdict = 0;
+	bool judged = false;
 
 	if (rc < 0)
 		goto out;
@@ -1022,6 +1024,7 @@ static int check_opened(FILE *out, const char *path, struct lw_trace_file *tf,
 		snprintf(message, message_size, "%s", strerror(-rc));
 		goto out;
 	}
+	judged = true;
 	/* A gate never passes on nothing: too few steps is no verdict. */
 	if (g.run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS) {
 		put_verdict_lead(out, path);
@@ -1061,6 +1064,15 @@ static int check_opened(FILE *out, const char *path, struct lw_trace_file *tf,
 	else
 		rc = verdict;
 out:
+	/* What the steps judged are, and where they come from. */
+	if (judged && rc >= 0) {
+		char source[768];
+
+		lw_render_step_source(m, false, source, sizeof(source));
+		fprintf(out, "  steps: %" PRIu64 " (", m->counts.steps);
+		lw_put_text_str(out, source);
+		fputs(")\n", out);
+	}
 	fflush(out);
 	if (rc < 0)
 		put_file_error(path, message);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "commands.h"
+#include "render.h"
 #include "sitekeys.h"
 #include "trace-file.h"
 #include "trace-pool.h"
@@ -27,6 +28,7 @@ struct merged_trace {
 	uint32_t pid;
 	uint64_t start_ns;
 	uint64_t steps, peak, held, events;
+	char step_source[256];	/* where the steps come from, in words */
 	struct lw_growth run;
 	struct lw_site_key *keys;	/* owned, from lw_site_keys */
 	size_t key_count;
@@ -103,6 +105,8 @@ static int load(const char *path, size_t min_steps,
 		t->pid = m->meta.header.pid;
 		t->start_ns = m->meta.header.start_time_ns;
 		t->steps = m->counts.steps;
+		lw_render_step_source(m, true, t->step_source,
+				      sizeof(t->step_source));
 		t->events = m->counts.events;
 		t->peak = m->peak.bytes;
 		/* What the run kept from step to step: device memory at the
@@ -199,8 +203,9 @@ static void put_trace(FILE *out, const struct merged_trace *t)
 		putc('\n', out);
 		return;
 	}
-	fprintf(out, ": %" PRIu64 " steps, peak %s, ", t->steps,
-		lw_format_size(size, t->peak));
+	fprintf(out, ": %" PRIu64 " steps (", t->steps);
+	lw_put_text_str(out, t->step_source);
+	fprintf(out, "), peak %s, ", lw_format_size(size, t->peak));
 	fprintf(out, "held %s, %s", lw_format_size(size, t->held),
 		lw_verdict_name(t->run.verdict));
 	if (t->run.verdict != LW_VERDICT_NOT_ENOUGH_STEPS)

@@ -348,6 +348,8 @@ static void infer_steps(struct lw_trace_file *tf)
 
 	/* Its pages are read again by the model's read. */
 	tf->dropped = 0;
+	if (rc == 0)
+		tf->model.points.void_steps = inferred.void_steps;
 	if (rc < 0 || inferred.anchor == 0)
 		return;
 	tf->model.points.anchor = inferred.anchor;

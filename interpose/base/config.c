@@ -235,6 +235,39 @@ static void check_user_code(struct problems *p)
 	}
 }
 
+/*
+ * LEAKWATCH_STEP_AT=file:line, the line whose every reach ends a step: a
+ * file (a path, or its last parts) and a line number after the last colon.
+ * A malformed value is said, and the run goes on without it.
+ */
+static void read_step_at(struct problems *p, struct lw_config *config)
+{
+	const char *value = getenv("LEAKWATCH_STEP_AT");
+	const char *colon;
+	unsigned long line = 0;
+	char *end = NULL;
+
+	if (!value || !value[0])
+		return;
+	colon = strrchr(value, ':');
+	if (colon) {
+		errno = 0;
+		line = strtoul(colon + 1, &end, 10);
+	}
+	if (!colon || colon == value || !colon[1] || *end || errno ||
+	    colon[1] == '-' || colon[1] == '+' || line == 0 ||
+	    line > INT_MAX ||
+	    (size_t)(colon - value) >= sizeof(config->step_at_file)) {
+		problem(p, "LEAKWATCH_STEP_AT",
+			"LEAKWATCH_STEP_AT='%.64s' is not FILE:LINE (such as "
+			"serve.py:31); no step is marked at a line", value);
+		return;
+	}
+	memcpy(config->step_at_file, value, (size_t)(colon - value));
+	config->step_at_file[colon - value] = '\0';
+	config->step_at_line = (int)line;
+}
+
 void lw_config_load(struct lw_config *config)
 {
 	struct problems p = early_problems;
@@ -266,6 +299,7 @@ void lw_config_load(struct lw_config *config)
 	config->bounded = read_choice(&p, "LEAKWATCH_TRACE_DETAIL", "bounded",
 				      "full", 1);
 	check_user_code(&p);
+	read_step_at(&p, config);
 	if (p.count)
 		lw_warn_once(LW_WARN_BAD_ENV, "%s", p.line);
 }

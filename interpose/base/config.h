@@ -29,6 +29,10 @@ struct lw_config {
 	unsigned min_steps;         /* LEAKWATCH_MIN_STEPS (the gate warns) */
 	int bounded;                /* LEAKWATCH_TRACE_DETAIL: bounded (the
 				     * default) or full */
+	/* LEAKWATCH_STEP_AT=file:line: a step each time the line is
+	 * reached; step_at_file "" when not set. */
+	char step_at_file[PATH_MAX];
+	int step_at_line;
 };
 
 /*

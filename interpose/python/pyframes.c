@@ -487,6 +487,28 @@ static int32_t memo_line(struct line_memo *memo, unsigned n, const char *code,
 	return e->line;
 }
 
+uint64_t lw_py_locals_hash(const void *frame, const void *code)
+{
+	const struct py_layout *l = py.layout;
+	const char *const *locals;
+	uint64_t h = LW_HASH_GOLDEN;
+	int n;
+
+	if (!frame || !code || py.status != LW_PY_SUPPORTED ||
+	    l->frame_localsplus < 0 || l->code_nlocalsplus < 0)
+		return 0;
+	n = load_int(code, l->code_nlocalsplus);
+	if (n <= 0)
+		return 0;
+	if (n > 16)
+		n = 16;
+	locals = (const char *const *)((const char *)frame +
+				       l->frame_localsplus);
+	for (int i = 0; i < n; i++)
+		h = lw_hash_mix(h ^ (uintptr_t)locals[i]);
+	return h;
+}
+
 unsigned lw_py_capture(struct lw_py_frame *frames, unsigned max)
 {
 	if (!__atomic_load_n(&py_ready, __ATOMIC_ACQUIRE))
@@ -551,6 +573,7 @@ unsigned lw_py_capture(struct lw_py_frame *frames, unsigned max)
 				continue;
 			}
 		}
+		frames[n].frame = frame;
 		frames[n].code = code;
 		frames[n].line = memo_line(memo, n, code, offset);
 		frames[n].entry = (uint8_t)entry;

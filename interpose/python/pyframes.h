@@ -21,6 +21,7 @@
 #define LW_MAX_PY_FRAMES 128
 
 struct lw_py_frame {
+	const void *frame; /* the frame itself (lw_py_locals_hash()) */
 	const void *code; /* the code object: identity for interning */
 	int32_t line;     /* current line, or -1 if unknown */
 	uint8_t entry;    /* last Python frame of its evaluation-loop activation (the one entered from C) */
@@ -68,6 +69,15 @@ uintptr_t lw_py_eval_address(void);
  * (torch.compile) or a sub-interpreter can make them differ.
  */
 unsigned lw_py_capture(struct lw_py_frame *frames, unsigned max);
+
+/*
+ * A hash of the objects a frame's first fast locals (16 at most) are
+ * bound to now, for a frame that lw_py_capture() just gave the calling
+ * thread (its own frames cannot change while it is in a C call): a loop
+ * that runs a line again, or calls a function again from it, rebinds its
+ * loop variable. Reads words, as lw_py_capture() does; 0 when it cannot.
+ */
+uint64_t lw_py_locals_hash(const void *frame, const void *code);
 
 /*
  * Copies the code object's file name and qualified name (the plain name before

@@ -138,6 +138,13 @@ static struct py_method_def gc_def = {
  */
 static uintptr_t leader, follower;
 static unsigned follower_steps;
+/*
+ * Steps ended by optimizers, and the optimizers seen since the only one
+ * that did, each stepping once: a program that makes a new optimizer every
+ * iteration (kept alive in a reference cycle, each a new object) has no
+ * leader, and its loop gives the steps (tracker.h).
+ */
+static unsigned optimizer_steps, remade;
 
 static struct py_object *on_optimizer_step(struct py_object *self,
 					   struct py_object *args)
@@ -147,15 +154,23 @@ static struct py_object *on_optimizer_step(struct py_object *self,
 
 	if (!optimizer) {
 		py.err_clear();
+	} else if (remade >= 2) {
+		/* The loop's steps, not the optimizers'. */
 	} else if (!leader || id == leader) {
 		leader = id;
 		follower_steps = 0;
+		optimizer_steps++;
 		lw_record_step(LW_STEP_OPTIMIZER);
 	} else if (id == follower && ++follower_steps >= 2) {
 		leader = id;
 		follower_steps = 0;
+		optimizer_steps++;
 		lw_record_step(LW_STEP_OPTIMIZER);
 	} else if (id != follower) {
+		/* A second optimizer that steps once after another that
+		 * stepped once, while the leader stepped once: remade. */
+		if (optimizer_steps == 1 && ++remade >= 2)
+			lw_record_optimizer_remade();
 		follower = id;
 		follower_steps = 1;
 	}

@@ -316,6 +316,63 @@ void lw_stacks_python_location(const struct lw_stack_entry *s, char *out,
 		 base ? base + 1 : cell[0] ? cell : pick->file, line);
 }
 
+/* Whether file (a code object's) names step_file: the same path, or a
+ * path ending in "/" step_file. */
+static int names_file(const char *file, const char *step_file)
+{
+	size_t n = strlen(file), m = strlen(step_file);
+
+	if (n < m || strcmp(file + n - m, step_file) != 0)
+		return 0;
+	return n == m || file[n - m - 1] == '/' || step_file[0] == '/';
+}
+
+void lw_stacks_note_frames(struct lw_stack_entry *s, const char *step_file,
+			   int step_line)
+{
+	const uintptr_t *py = s->frames + s->depth;
+	const struct lw_code_entry *e;
+
+	if (s->frames_noted)
+		return;
+	s->frames_noted = 1;
+	s->user_count = 0;
+	s->step_at = -1;
+	/* Outermost first: the loop is looked for from the program's
+	 * entry inwards. */
+	for (unsigned i = s->py_depth; i-- > 0;) {
+		if (!(e = frame_code(s, py[2 * i])))
+			continue;
+		if (step_file && s->step_at < 0 &&
+		    (long)(py[2 * i + 1] >> 1) - 1 == step_line &&
+		    names_file(e->file, step_file))
+			s->step_at = (int16_t)i;
+		/* By its path alone: the facts of the interpreter
+		 * (origins.h) change under the GIL, which a hook may not
+		 * hold. */
+		if (s->user_count < LW_LOOP_LEVELS &&
+		    lw_python_file_origin(e->file, strlen(e->file)) ==
+			    LW_CODE_USER)
+			s->user_at[s->user_count++] = (uint8_t)i;
+	}
+}
+
+const char *lw_stacks_code_file(const struct lw_stack_entry *s,
+				uintptr_t code)
+{
+	const struct lw_code_entry *e = frame_code(s, code);
+
+	return e ? e->file : NULL;
+}
+
+const char *lw_stacks_code_name(const struct lw_stack_entry *s,
+				uintptr_t code)
+{
+	const struct lw_code_entry *e = frame_code(s, code);
+
+	return e ? e->name : NULL;
+}
+
 void lw_stacks_reset(void)
 {
 	struct lw_stack_entry *s, *stmp;
@@ -340,4 +397,141 @@ void lw_stacks_reset(void)
 	}
 	next_stack_id = 1;
 	next_code_id = next_string_id = 1;
+}
+
+/* ---- the loop (stacks.h) ---- */
+
+/* The user's frames of the thread's latest allocation, outermost first:
+ * each thread's own, so that two threads running the loop do not take
+ * each other's lines for iterations. */
+struct path {
+	unsigned n;
+	uintptr_t code[LW_LOOP_LEVELS];
+	int32_t line[LW_LOOP_LEVELS];
+	uint64_t locals[LW_LOOP_LEVELS];
+};
+
+static __thread struct path last;
+/* This thread runs the loop (its frame's return ends the loop). */
+static __thread int runs_loop;
+
+static struct {
+	uintptr_t code;		/* 0: none yet */
+	unsigned level;		/* among the user's frames, outermost 0 */
+	int head;		/* the line its iterations go back to */
+	int open;		/* its frame has not returned */
+	/* The lines of the frames outside it when it was found: a loop
+	 * in one of them that goes back to or above such a line encloses
+	 * it (the requests around a request's tokens). */
+	int32_t outer_line[LW_LOOP_LEVELS];
+} loop = { .head = -1 };
+
+static enum lw_loop_event begin(const struct path *p, unsigned level,
+				enum lw_loop_event event)
+{
+	loop.code = p->code[level];
+	loop.level = level;
+	loop.head = p->line[level];
+	loop.open = 1;
+	for (unsigned i = 0; i < level; i++)
+		loop.outer_line[i] = p->line[i];
+	runs_loop = 1;
+	return event;
+}
+
+/* The frame at level went back to p's line (or ran it again). */
+static enum lw_loop_event went_back(const struct path *p, unsigned level)
+{
+	int to = p->line[level];
+
+	if (!loop.code)
+		return begin(p, level, LW_LOOP_NEW);
+	if (loop.open && runs_loop && level == loop.level &&
+	    p->code[level] == loop.code) {
+		if (to == loop.head)
+			return LW_LOOP_STEP;
+		/* Further back than the iterations went so far: the loop
+		 * that encloses the one taken for it, in the same
+		 * function. Not as far: an inner loop, or lines skipped. */
+		return to < loop.head ? begin(p, level, LW_LOOP_NEW)
+				      : LW_LOOP_NONE;
+	}
+	if (loop.open && runs_loop && level > loop.level)
+		return LW_LOOP_NONE; /* a loop inside the loop's iteration */
+	/* In a frame outside the loop's: it encloses the loop's call when
+	 * it goes back to the line the loop was called from, or above. */
+	if (level < loop.level && to <= loop.outer_line[level])
+		return begin(p, level, LW_LOOP_NEW);
+	/* A loop after the loop's end (a second stage): its iterations are
+	 * steps too. */
+	if (!loop.open)
+		return begin(p, level, LW_LOOP_NEXT);
+	return LW_LOOP_NONE;
+}
+
+enum lw_loop_event lw_loop_note(const struct lw_stack_entry *s,
+				const uint64_t *locals)
+{
+	const uintptr_t *py = s->frames + s->depth;
+	enum lw_loop_event event = LW_LOOP_NONE, back = LW_LOOP_NONE;
+	struct path p;
+	unsigned common, d;
+
+	if (!s->user_count)
+		return LW_LOOP_NONE;
+	p.n = s->user_count;
+	for (unsigned i = 0; i < p.n; i++) {
+		unsigned at = s->user_at[i];
+
+		p.code[i] = py[2 * at];
+		p.line[i] = (int32_t)(py[2 * at + 1] >> 1) - 1;
+		p.locals[i] = locals[i];
+	}
+	common = p.n < last.n ? p.n : last.n;
+	for (d = 0; d < common && p.code[d] == last.code[d] &&
+		    p.line[d] == last.line[d] && p.locals[d] == last.locals[d];
+	     d++)
+		;
+	/* The loop's frame is gone from the thread that ran it. */
+	if (loop.open && runs_loop &&
+	    (p.n <= loop.level || p.code[loop.level] != loop.code)) {
+		loop.open = 0;
+		runs_loop = 0;
+		event = LW_LOOP_END;
+	}
+	/* Back to an earlier line, or the same line again with the loop's
+	 * variables bound anew (a loop whose body is one call). */
+	if (d < common && p.code[d] == last.code[d] &&
+	    (p.line[d] < last.line[d] ||
+	     (p.line[d] == last.line[d] && p.locals[d] != last.locals[d])))
+		back = went_back(&p, d);
+	last = p;
+	return back != LW_LOOP_NONE ? back : event;
+}
+
+int lw_loop_line(void)
+{
+	return loop.head;
+}
+
+unsigned lw_loop_level(void)
+{
+	return loop.level;
+}
+
+int lw_loop_close(void)
+{
+	int was_open = loop.code && loop.open;
+
+	loop.open = 0;
+	return was_open;
+}
+
+void lw_loop_reset(void)
+{
+	loop.code = 0;
+	loop.open = 0;
+	loop.head = -1;
+	last.n = 0;
+	runs_loop = 0;
 }

@@ -17,6 +17,10 @@
 
 struct lw_writer;
 
+/* The outermost frames of the user's own code a stack's loop inference
+ * looks at (the loop, below). */
+#define LW_LOOP_LEVELS 8
+
 /*
  * A distinct stack: its native return addresses, then for each Python frame
  * two words, the code object and (line + 1) << 1 | entry. Python frames are
@@ -34,6 +38,15 @@ struct lw_stack_entry {
 	struct lw_kept kept;	/* what survives the steps (kept.h) */
 	/* What it makes and frees within an interval (bounded.h). */
 	struct lw_short_lived short_lived;
+	/* Its frames of the user's own code, outermost first, as indexes
+	 * into its Python frames (user_count of them, at most
+	 * LW_LOOP_LEVELS), and the frame at LEAKWATCH_STEP_AT's line (-1:
+	 * none): read once, when the stack is first written
+	 * (lw_stacks_note_frames()). */
+	uint8_t frames_noted;
+	uint8_t user_count;
+	uint8_t user_at[LW_LOOP_LEVELS];
+	int16_t step_at;
 	UT_hash_handle hh;
 	uintptr_t frames[];
 };
@@ -74,7 +87,73 @@ void lw_stacks_for_each(void (*fn)(struct lw_stack_entry *s, void *ctx),
 void lw_stacks_python_location(const struct lw_stack_entry *s, char *out,
 			       size_t size);
 
+/*
+ * Fills in the stack's user frames (by their paths, lw-origin.h) and
+ * step_at, once: after
+ * lw_stacks_write() (whose code objects' names it reads), in the thread
+ * that captured it. step_file may be NULL (no LEAKWATCH_STEP_AT).
+ */
+void lw_stacks_note_frames(struct lw_stack_entry *s, const char *step_file,
+			   int step_line);
+
+/* The file and function names of a stack's code object (as written to
+ * the trace), or NULL when not known. */
+const char *lw_stacks_code_file(const struct lw_stack_entry *s,
+				uintptr_t code);
+const char *lw_stacks_code_name(const struct lw_stack_entry *s,
+				uintptr_t code);
+
 /* Forgets every stack, code object and string; ids start again at 1. */
 void lw_stacks_reset(void);
+
+/* ---- the loop ---- */
+
+/*
+ * Steps of a program that marks none and has no optimizer: the loop of the
+ * user's own code that repeats (a server's requests, a batch job's
+ * batches), found as the program runs from the stacks of its allocations.
+ *
+ * A frame's line that goes backwards between two allocations made in that
+ * frame (every frame outside it on the same lines), or that stays with its
+ * fast locals bound anew (a loop whose body is one line: the loop variable
+ * changed), is a loop starting its next iteration. The loop is the outermost one that iterates: a frame of
+ * the user's code only (a model's layers, library code and
+ * nn.Sequential's own loop are never it), the outermost of those frames,
+ * and in one frame the loop whose iterations go back furthest. Until an
+ * outer loop has iterated once, an inner one (the tokens of the first
+ * request) may be taken for the loop: the steps written until then are
+ * void (the trace says how many, tracker.c).
+ *
+ * Called under the tracker's lock; takes none, allocates nothing: a few
+ * comparisons per allocation on the frames the stack already holds.
+ */
+
+enum lw_loop_event {
+	LW_LOOP_NONE,
+	LW_LOOP_STEP,	/* the loop's next iteration begins */
+	LW_LOOP_NEW,	/* a loop (other than the one so far) iterates: the
+			 * steps so far were not its */
+	LW_LOOP_NEXT,	/* another loop iterates after the loop ended: its
+			 * iterations are steps too */
+	LW_LOOP_END,	/* the loop's frame returned: its last step ends */
+};
+
+/* What the allocation from stack s (its frames noted) tells of the loop;
+ * locals: lw_py_locals_hash() of each of its user frames (user_at). */
+enum lw_loop_event lw_loop_note(const struct lw_stack_entry *s,
+				const uint64_t *locals);
+
+/* The loop, as the last event found it: the first line of its
+ * iterations (the one its iterations go back to); -1 before any. */
+int lw_loop_line(void);
+/* Its frame's level among the user's frames (stacks.h's user_at). */
+unsigned lw_loop_level(void);
+
+/* The program's code finished: the loop's last iteration ends if its
+ * frame had not returned (true then). */
+int lw_loop_close(void);
+
+/* Forgets the loop (a forked child's trace starts afresh). */
+void lw_loop_reset(void);
 
 #endif

@@ -105,7 +105,32 @@ static struct trace_context {
 	 * length): once each. */
 	uint64_t cells_written[LW_CELLS_WRITTEN_MAX];
 	unsigned cells_written_count;
+	/* Optimizer STEP records written; no STEP record written so far
+	 * may be void any more (INFO "steps_settled" is in the trace). */
+	uint32_t optimizer_steps_written;
+	bool steps_settled;
+	/* The loop's steps (stacks.h) not written yet (an optimizer's came
+	 * first), whether those so far are void (an enclosing loop was
+	 * found), and where the loop is ("file\tline\tfunction"), to be
+	 * written before its next step when where_due. */
+	uint32_t loop_steps_due;
+	bool loop_void_due, where_due;
+	/* The loop's last step is due at the program's end. */
+	bool loop_last_at_end;
+	/* A loop after another (setup, then the loop that serves): the
+	 * STEP records before its first, the steps of the loops before it
+	 * and its own so far. The one with more iterations is the loop:
+	 * once it has as many, those before it are void. */
+	uint32_t loop_prefix, loop_steps_before, loop_steps;
+	char where[768];
 } tc;
+
+/* The program makes a new optimizer every iteration (pyhooks.c). */
+static int optimizer_remade;
+/* The thread's latest allocation was on LEAKWATCH_STEP_AT's line, and
+ * that frame's locals then (lw_py_locals_hash()). */
+static __thread int on_step_line;
+static __thread uint64_t step_line_locals;
 
 /* Allocation calls that failed, and the first (counted whether or not a
  * trace could be opened). */
@@ -377,6 +402,8 @@ static int ensure_trace_locked(void)
 }
 
 static void write_step_locked(enum lw_step_source source);
+static void note_loop_locked(struct lw_stack_entry *s,
+			     const void *const *py_frames);
 
 /* Says once, on stderr and in the trace, that an RTLD_DEEPBIND load was
  * seen (resolve.c). At flushes: off the path of each event. */
@@ -695,12 +722,13 @@ static void record_live_locked(struct lw_live *e, unsigned kind,
 
 /* Appends the calling thread's Python frames as (code, line << 1 | entry)
  * word pairs; returns how many frames. */
-static unsigned capture_python(uintptr_t *out)
+static unsigned capture_python(uintptr_t *out, const void **frames)
 {
 	struct lw_py_frame py[LW_MAX_PY_FRAMES];
 	unsigned n = lw_py_capture(py, LW_MAX_PY_FRAMES);
 
 	for (unsigned i = 0; i < n; i++) {
+		frames[i] = py[i].frame;
 		out[2 * i] = (uintptr_t)py[i].code;
 		out[2 * i + 1] = ((uintptr_t)(uint32_t)(py[i].line + 1) << 1) |
 				 py[i].entry;
@@ -722,7 +750,8 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 			int64_t device)
 {
 	uintptr_t frames[LW_MAX_FRAMES + 2 * LW_MAX_PY_FRAMES];
-	unsigned depth, py_depth = 0;
+	const void *py_frames[LW_MAX_PY_FRAMES];
+	unsigned depth, py_depth = 0, own_py_depth = 0;
 	uint64_t native_hash;
 	int new_stack = 0;
 
@@ -731,7 +760,8 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 	/* The expensive part, done before taking any lock. */
 	depth = lw_unwind(frames, config->max_frames, &native_hash);
 	if (python_frames) {
-		py_depth = capture_python(frames + depth);
+		py_depth = own_py_depth = capture_python(frames + depth,
+							 py_frames);
 		py_depth = lw_backward_attribute(frames, depth,
 						 frames + depth, py_depth);
 	}
@@ -744,6 +774,11 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 		frames, depth, py_depth, native_hash, &new_stack);
 	if (trace_state != TRACE_OPEN)
 		goto out;
+	/* The loop is looked for in the thread's own frames (an autograd
+	 * thread's are its caller's, copied); a step it ends ends before
+	 * this allocation, which begins the next iteration. */
+	if (stack && own_py_depth && stack->py_depth == own_py_depth)
+		note_loop_locked(stack, py_frames);
 	struct lw_live *e = add_live_locked((uintptr_t)ptr, size, stack, kind,
 					    api);
 
@@ -757,6 +792,7 @@ void lw_record_alloc_on(enum lw_api api, enum lw_mem_kind kind,
 	}
 	record_live_locked(e, kind, (uintptr_t)ptr, size, stack, api, device,
 			   stream);
+
 	/* A plain increment under the lock; an atomic store, because
 	 * lw_allocation_counts() reads it without the lock. */
 	__atomic_store_n(&tc.recorded_allocations, tc.recorded_allocations + 1,
@@ -1006,13 +1042,54 @@ static void note_own_memory_locked(void)
 
 /* ---- steps and phases ---- */
 
+/* No STEP record written so far can be void from now on. */
+static void settle_steps_locked(void)
+{
+	if (tc.steps_settled)
+		return;
+	tc.steps_settled = true;
+	lw_writer_info(&writer, "steps_settled", "1", 1);
+}
+
+/* The STEP records so far end no step: a source that outranks theirs,
+ * or a loop that encloses the one they came from, gives the steps from
+ * now on. The report leaves them out. */
+static void void_first_steps_locked(uint32_t count)
+{
+	char n[16];
+	int len;
+
+	if (!count || tc.steps_settled)
+		return;
+	len = snprintf(n, sizeof(n), "%" PRIu32, count);
+	lw_writer_info(&writer, "steps_void", n, (size_t)len);
+}
+
+static void void_steps_locked(void)
+{
+	void_first_steps_locked(tc.steps_written);
+	tc.loop_prefix = 0;
+}
+
 static void write_step_locked(enum lw_step_source source)
 {
 	static const char *const names[] = {
 		[LW_STEP_API] = "api", [LW_STEP_OPTIMIZER] = "optimizer",
+		[LW_STEP_LOOP] = "loop", [LW_STEP_LINE] = "line",
 	};
 
 	settle_locked();
+	/* Steps from a loop are the weakest: any other source's first
+	 * step makes them void. */
+	if (source != LW_STEP_LOOP &&
+	    tc.step_source_in_trace == LW_STEP_LOOP)
+		void_steps_locked();
+	if (tc.where_due &&
+	    (source == LW_STEP_LOOP || source == LW_STEP_LINE)) {
+		lw_writer_info(&writer, "step_loop", tc.where,
+			       strlen(tc.where));
+		tc.where_due = false;
+	}
 	if (tc.step_source_in_trace != source) {
 		lw_writer_info(&writer, "step_source", names[source],
 			       strlen(names[source]));
@@ -1030,6 +1107,14 @@ static void write_step_locked(enum lw_step_source source)
 	    tc.phase_search_due)
 		lw_holders_schedule_in_run();
 	tc.steps_written++;
+	if (source == LW_STEP_OPTIMIZER)
+		tc.optimizer_steps_written++;
+	/* The program's own marks are never void; an optimizer's once it
+	 * stepped twice (one made anew each iteration steps once). */
+	if (source == LW_STEP_API || source == LW_STEP_LINE ||
+	    tc.optimizer_steps_written >= 2 ||
+	    tc.steps_written >= LW_STEPS_VOID_MAX)
+		settle_steps_locked();
 	/* A bounded trace sums what its steps make and free from the
 	 * first step's end on: the first step (the warm-up) is whole. */
 	lw_bounded_steps_begin(device_live_bytes(), tc.torch_live_bytes);
@@ -1040,9 +1125,123 @@ static void write_step_locked(enum lw_step_source source)
 			  growing_now);
 }
 
+/* Where the loop (or the marked line) is, for the trace: from the
+ * stack s, whose Python frame at index at is its. */
+static void note_where_locked(const struct lw_stack_entry *s, unsigned at,
+			      int line)
+{
+	uintptr_t code = s->frames[s->depth + 2 * at];
+	const char *file = lw_stacks_code_file(s, code);
+	const char *name = lw_stacks_code_name(s, code);
+
+	snprintf(tc.where, sizeof(tc.where), "%s\t%d\t%s", file ? file : "",
+		 line, name ? name : "");
+	tc.where_due = true;
+}
+
+/* Writes the loop's steps not written yet, when its steps are the
+ * trace's: the program marks none and no optimizer steps (or each of its
+ * optimizers stepped once). */
+static void write_loop_steps_locked(void)
+{
+	if (__atomic_load_n(&explicit_steps, __ATOMIC_ACQUIRE) ||
+	    (tc.optimizer_steps_written &&
+	     !__atomic_load_n(&optimizer_remade, __ATOMIC_ACQUIRE)))
+		return;
+	if (tc.loop_void_due ||
+	    tc.step_source_in_trace == LW_STEP_OPTIMIZER)
+		void_steps_locked();
+	tc.loop_void_due = false;
+	for (; tc.loop_steps_due; tc.loop_steps_due--) {
+		/* The loop's functions have returned by now, and let go of
+		 * what they held: the step counts, its memory does not. */
+		if (tc.loop_steps_due == 1 && tc.loop_last_at_end)
+			lw_writer_info(&writer, "step_at_program_end", "1", 1);
+		write_step_locked(LW_STEP_LOOP);
+		if (++tc.loop_steps >= tc.loop_steps_before && tc.loop_prefix) {
+			void_first_steps_locked(tc.loop_prefix);
+			tc.loop_prefix = 0;
+		}
+	}
+	tc.loop_last_at_end = false;
+}
+
+/* LEAKWATCH_STEP_AT: a step each time the thread reaches the line: from
+ * another, or again with its frame's locals bound anew (consecutive
+ * allocations of one run of the line are one reach). */
+static void note_step_line_locked(const struct lw_stack_entry *s,
+				  const void *const *py_frames)
+{
+	int at = s->step_at >= 0;
+	uint64_t locals = 0;
+
+	if (at)
+		locals = lw_py_locals_hash(
+			py_frames[s->step_at],
+			(const void *)s->frames[s->depth + 2 * s->step_at]);
+	if (at && (!on_step_line || locals != step_line_locals)) {
+		__atomic_store_n(&explicit_steps, 1, __ATOMIC_RELEASE);
+		if (tc.step_source_in_trace != LW_STEP_LINE)
+			note_where_locked(s, (unsigned)s->step_at,
+					  config->step_at_line);
+		write_step_locked(LW_STEP_LINE);
+	}
+	on_step_line = at;
+	step_line_locals = locals;
+}
+
+/* What the allocation from stack s (with Python frames) says of the
+ * steps: LEAKWATCH_STEP_AT's line, or the loop's iterations. */
+static void note_loop_locked(struct lw_stack_entry *s,
+			     const void *const *py_frames)
+{
+	const char *step_file = config->step_at_file[0] ? config->step_at_file
+							: NULL;
+	uint64_t locals[LW_LOOP_LEVELS];
+	enum lw_loop_event event;
+
+	lw_stacks_note_frames(s, step_file, config->step_at_line);
+	if (step_file) {
+		note_step_line_locked(s, py_frames);
+		return;
+	}
+	for (unsigned i = 0; i < s->user_count; i++) {
+		unsigned at = s->user_at[i];
+
+		locals[i] = lw_py_locals_hash(
+			py_frames[at], (const void *)s->frames[s->depth + 2 * at]);
+	}
+	event = lw_loop_note(s, locals);
+	if (event == LW_LOOP_NONE)
+		return;
+	if (event == LW_LOOP_NEW || event == LW_LOOP_NEXT) {
+		note_where_locked(s, s->user_at[lw_loop_level()],
+				  lw_loop_line());
+		if (event == LW_LOOP_NEW) {
+			tc.loop_void_due = true;
+			tc.loop_steps_due = 0;
+			tc.loop_steps_before = 0;
+		} else {
+			tc.loop_prefix = tc.steps_written + tc.loop_steps_due;
+			tc.loop_steps_before += tc.loop_steps;
+		}
+		tc.loop_steps = 0;
+	}
+	tc.loop_steps_due++;
+	write_loop_steps_locked();
+}
+
+void lw_record_optimizer_remade(void)
+{
+	__atomic_store_n(&optimizer_remade, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&optimizer_steps_pending, 0, __ATOMIC_RELEASE);
+}
+
 void lw_record_step(enum lw_step_source source)
 {
 	if (source == LW_STEP_OPTIMIZER) {
+		if (__atomic_load_n(&optimizer_remade, __ATOMIC_ACQUIRE))
+			return;
 		if (!__atomic_load_n(&explicit_steps, __ATOMIC_ACQUIRE))
 			__atomic_add_fetch(&optimizer_steps_pending, 1,
 					   __ATOMIC_ACQ_REL);
@@ -1164,6 +1363,13 @@ void lw_record_mark(enum lw_mark mark)
 
 		if (gc)
 			tc.in_gc = mark == LW_MARK_GC_START;
+		/* A loop still running when the program's code finished
+		 * ends its last step here. */
+		if (mark == LW_MARK_PROGRAM_END && lw_loop_close()) {
+			tc.loop_steps_due++;
+			tc.loop_last_at_end = true;
+			write_loop_steps_locked();
+		}
 		if (!gc || !note_gc_mark_locked(mark)) {
 			note_thread_and_time_locked();
 			settle_locked();
@@ -1463,6 +1669,7 @@ void lw_tracker_after_fork_in_child(void)
 	lw_backward_reset();
 	lw_origins_reset();
 	lw_stacks_reset();
+	lw_loop_reset();
 	lw_gate_reset();
 	lw_modules_reset();
 	lw_live_view_reset();

@@ -158,14 +158,24 @@ bool lw_holders_first_of_its_reason(void);
 enum lw_step_source {
 	LW_STEP_API = 1,       /* leakwatch_step(), the Python helper */
 	LW_STEP_OPTIMIZER = 2, /* PyTorch's optimizer step post-hook */
+	LW_STEP_LOOP = 3,      /* the user's loop, seen at allocations (stacks.h) */
+	LW_STEP_LINE = 4,      /* LEAKWATCH_STEP_AT's line reached */
 };
 
 /*
  * Ends a training step. Once the program marked a step itself, optimizer
- * steps are ignored: an explicit mark says what a step is. The trace says
- * where its steps come from (INFO "step_source").
+ * steps are ignored: an explicit mark says what a step is; and loop steps
+ * come only while no optimizer steps. The trace says where its steps come
+ * from (INFO "step_source").
  */
 void lw_record_step(enum lw_step_source source);
+
+/*
+ * The program makes a new optimizer every iteration (each steps once): its
+ * steps are not the loop's, which gives the steps from now on. With the
+ * GIL, from the optimizer hook.
+ */
+void lw_record_optimizer_remade(void);
 
 /* The public API's work (see include/leakwatch.h). */
 void lw_record_phase_begin(const char *name);

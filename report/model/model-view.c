@@ -126,7 +126,8 @@ const struct lw_bytes *lw_model_info(const struct lw_model *m, const char *key)
 
 const char *lw_model_step_source(const struct lw_model *m)
 {
-	static const char *const known[] = { "api", "optimizer" };
+	static const char *const known[] = { "api", "optimizer", "loop",
+					     "line" };
 	const struct lw_bytes *v = lw_model_info(m, "step_source");
 
 	if (m->counts.steps == 0)
@@ -140,6 +141,49 @@ const char *lw_model_step_source(const struct lw_model *m)
 	}
 	/* STEP records from a writer that did not say why: the API's. */
 	return "api";
+}
+
+/* Copies [p, end) into out, cut to size, NUL-terminated. */
+static void copy_part(const uint8_t *p, const uint8_t *end, char *out,
+		      size_t size)
+{
+	size_t n = (size_t)(end - p);
+
+	if (!size)
+		return;
+	if (n >= size)
+		n = size - 1;
+	memcpy(out, p, n);
+	out[n] = '\0';
+}
+
+bool lw_model_step_loop(const struct lw_model *m, char *file,
+			size_t file_size, long *line, char *function,
+			size_t function_size)
+{
+	const char *source = lw_model_step_source(m);
+	const struct lw_bytes *v = lw_model_info(m, "step_loop");
+	const uint8_t *tab1, *tab2, *end;
+	long n = 0;
+
+	if (!v || (strcmp(source, "loop") != 0 && strcmp(source, "line") != 0))
+		return false;
+	end = v->data + v->len;
+	tab1 = memchr(v->data, '\t', v->len);
+	if (!tab1)
+		return false;
+	tab2 = memchr(tab1 + 1, '\t', (size_t)(end - tab1 - 1));
+	if (!tab2 || tab2 == tab1 + 1)
+		return false;
+	for (const uint8_t *p = tab1 + 1; p < tab2; p++) {
+		if (*p < '0' || *p > '9' || n > 100000000)
+			return false;
+		n = n * 10 + (*p - '0');
+	}
+	copy_part(v->data, tab1, file, file_size);
+	copy_part(tab2 + 1, end, function, function_size);
+	*line = n;
+	return true;
 }
 
 const uint64_t *lw_model_frames(const struct lw_model *m, uint64_t stack_id,

@@ -343,6 +343,18 @@ static int model_step(void *ctx)
 	struct lw_model *m = ctx;
 
 	m->counts.events++;
+	if (m->points.void_steps) {
+		m->points.void_steps--;
+		return 0;
+	}
+	/* The loop's last iteration, ended when the program's code
+	 * finished: after its functions returned and let go of their
+	 * memory, so it counts, but its memory is the program end's. */
+	if (m->points.step_at_program_end) {
+		m->points.step_at_program_end = false;
+		m->counts.steps++;
+		return 0;
+	}
 	return end_step(m);
 }
 
@@ -489,6 +501,7 @@ int lw_model_known_info(const uint8_t *key, size_t len)
 		"exe", "cmdline", "cwd", "leakwatch", "cudart", "python",
 		"python_eval", "step_source", "torch_alloc_conf",
 		"torch_alloc_conf_source", "rank", "cudart_runtimes",
+		"step_loop",
 	};
 
 	for (int i = 0; i < LW_KNOWN_INFO_KEYS && known[i]; i++) {
@@ -503,6 +516,10 @@ static int model_info(void *ctx, struct lw_bytes key, struct lw_bytes value)
 	struct lw_model *m = ctx;
 	int known = lw_model_known_info(key.data, key.len);
 	struct lw_info *all;
+
+	if (key.len == strlen("step_at_program_end") &&
+	    memcmp(key.data, "step_at_program_end", key.len) == 0)
+		m->points.step_at_program_end = true;
 
 	all = lw_grow_array(m->meta.infos, &m->meta.info_capacity, m->meta.info_count + 1,
 			 sizeof(*all));

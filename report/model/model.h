@@ -454,6 +454,13 @@ struct lw_step_points {
 	uint64_t anchor;
 	bool anchor_seen;
 	bool inferred;
+	/* The trace's first STEP records that end no step, left to skip
+	 * (INFO "steps_void": the shim took an inner loop, or a weaker
+	 * source, for the steps before it knew better). */
+	uint64_t void_steps;
+	/* The next STEP record ends the loop's last iteration at the
+	 * program's end (INFO "step_at_program_end"): counted, no point. */
+	bool step_at_program_end;
 };
 
 /*
@@ -724,10 +731,19 @@ bool lw_model_site_at_point(const struct lw_model *model, uint32_t site,
 			    size_t i, struct lw_live_count *out);
 
 /*
- * The step source: "api" or "optimizer" (the shim's INFO "step_source"),
- * "inferred" (infer.c) or "none".
+ * The step source: "api", "optimizer", "loop" (the user's loop, found by
+ * the shim) or "line" (LEAKWATCH_STEP_AT) (the shim's INFO
+ * "step_source"), "inferred" (infer.c) or "none".
  */
 const char *lw_model_step_source(const struct lw_model *model);
+
+/* Where the steps of source "loop" or "line" come from: the loop's (or
+ * the marked line's) file, line and function, as the shim wrote them
+ * (INFO "step_loop"); false for another source or a value that does not
+ * parse. file and function are NUL-terminated, cut to their sizes. */
+bool lw_model_step_loop(const struct lw_model *model, char *file,
+			size_t file_size, long *line, char *function,
+			size_t function_size);
 
 /* A site's shares sorted by bytes, largest first (then site index). */
 void lw_shares_sort(struct lw_shares *shares);

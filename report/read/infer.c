@@ -14,7 +14,14 @@
  * line in a loop of its own (a list of parameters) is not the training
  * loop.
  *
- * Memory: a few words per stack, never per event.
+ * A stack with Python frames counts as its frames of the user's code (by
+ * their paths, lw-origin.h) and their lines: a library's layers, stacks
+ * that differ only in its frames and native ones under one line of the
+ * loop, are that line's allocations, never an iteration each; and a line
+ * reached through several stacks does not start iterations (its stacks
+ * are not one).
+ *
+ * Memory: a few words per stack, code object and string, never per event.
  */
 #include "infer.h"
 
@@ -23,6 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lw-format.h"
+#include "lw-hash.h"
+#include "lw-origin.h"
 #include "trace-reader.h"
 
 /* Share of a stack's consecutive gaps that must be alike. */
@@ -47,7 +57,159 @@ struct infer_state {
 	size_t stack_capacity;
 	uint64_t allocations;
 	bool has_steps;
+	uint64_t steps, void_steps;
+	/* Per stack id: the stack whose pattern its allocations count in
+	 * (its line's first; 0: its own), and per stack how many stacks
+	 * count in its pattern. */
+	uint64_t *counts_in;
+	uint32_t *members;
+	/* Per string id: a file of the user's code; per code id: its file's
+	 * string id. */
+	uint8_t *user_file;
+	size_t string_count;
+	uint64_t *code_file;
+	size_t code_count;
+	/* The frames of the user's code (a hash of their code ids and
+	 * lines, and their count) -> the first stack with them: open
+	 * addressing, a power of two, at most half full. */
+	struct line_slot {
+		uint64_t code, line, stack; /* stack 0: free */
+	} *lines;
+	size_t line_capacity, line_count;
 };
+
+/* Makes *array (of *count elements of size bytes) hold index id, the new
+ * ones zero. */
+static int grow_to(void **array, size_t *count, uint64_t id, size_t size)
+{
+	size_t n = *count;
+	void *p;
+
+	if (id < n)
+		return 0;
+	if (id >= SIZE_MAX / (2 * size) - 1)
+		return -ENOMEM;
+	n = n + n / 2 > id + 1 ? n + n / 2 : (size_t)id + 1;
+	if (n < 64)
+		n = 64;
+	p = realloc(*array, n * size);
+	if (!p)
+		return -ENOMEM;
+	memset((char *)p + *count * size, 0, (n - *count) * size);
+	*array = p;
+	*count = n;
+	return 0;
+}
+
+static int infer_string(void *ctx, uint64_t id, struct lw_bytes text)
+{
+	struct infer_state *st = ctx;
+	int rc = grow_to((void **)&st->user_file, &st->string_count, id, 1);
+
+	if (rc < 0)
+		return rc;
+	st->user_file[id] = lw_python_file_origin(text.data, text.len) ==
+			    LW_CODE_USER;
+	return 0;
+}
+
+static int infer_pycode(void *ctx, uint64_t id, uint64_t file_string,
+			uint64_t name_string, uint64_t first_line)
+{
+	struct infer_state *st = ctx;
+	int rc = grow_to((void **)&st->code_file, &st->code_count, id,
+			 sizeof(*st->code_file));
+
+	(void)name_string;
+	(void)first_line;
+	if (rc < 0)
+		return rc;
+	st->code_file[id] = file_string;
+	return 0;
+}
+
+static bool user_code(const struct infer_state *st, uint64_t code)
+{
+	uint64_t file = code < st->code_count ? st->code_file[code] : 0;
+
+	return file && file < st->string_count && st->user_file[file];
+}
+
+/* The first stack seen with the same frames of the user's code (their
+ * hash, and how many), stack if none was. */
+static int line_stack(struct infer_state *st, uint64_t code, uint64_t line,
+		      uint64_t stack, uint64_t *first)
+{
+	if (2 * (st->line_count + 1) > st->line_capacity) {
+		size_t capacity = st->line_capacity ? 2 * st->line_capacity
+						    : 256;
+		struct line_slot *slots = calloc(capacity, sizeof(*slots));
+
+		if (!slots)
+			return -ENOMEM;
+		for (size_t i = 0; i < st->line_capacity; i++) {
+			struct line_slot *o = &st->lines[i];
+			size_t j = (size_t)lw_hash_mix(o->code * 31 + o->line) &
+				   (capacity - 1);
+
+			if (!o->stack)
+				continue;
+			while (slots[j].stack)
+				j = (j + 1) & (capacity - 1);
+			slots[j] = *o;
+		}
+		free(st->lines);
+		st->lines = slots;
+		st->line_capacity = capacity;
+	}
+	size_t j = (size_t)lw_hash_mix(code * 31 + line) &
+		   (st->line_capacity - 1);
+
+	for (; st->lines[j].stack; j = (j + 1) & (st->line_capacity - 1)) {
+		if (st->lines[j].code == code && st->lines[j].line == line) {
+			*first = st->lines[j].stack;
+			return 0;
+		}
+	}
+	st->lines[j] = (struct line_slot){ code, line, stack };
+	st->line_count++;
+	*first = stack;
+	return 0;
+}
+
+static int infer_pystack(void *ctx, uint64_t stack_id,
+			 const struct lw_trace_pyframe *frames, uint32_t count,
+			 const uint32_t *evals, uint32_t eval_count)
+{
+	struct infer_state *st = ctx;
+	uint64_t first;
+	int rc;
+
+	(void)evals;
+	(void)eval_count;
+	if (stack_id >= st->stack_count || st->has_steps)
+		return 0;
+	uint64_t chain = LW_HASH_GOLDEN;
+	uint32_t user = 0;
+
+	for (uint32_t i = 0; i < count; i++) {
+		if (!user_code(st, frames[i].code_id))
+			continue;
+		chain = lw_hash_mix(chain ^ frames[i].code_id);
+		chain = lw_hash_mix(chain ^ (uint64_t)frames[i].line);
+		user++;
+	}
+	if (!user)
+		return 0;
+	rc = line_stack(st, chain, user, stack_id, &first);
+	if (rc < 0)
+		return rc;
+	if (first != stack_id) {
+		st->counts_in[stack_id] = first;
+		st->members[first]++;
+	}
+	return 0;
+}
 
 static int infer_stack(void *ctx, uint64_t id, const uint64_t *frames,
 		       uint32_t count)
@@ -74,7 +236,20 @@ static int infer_stack(void *ctx, uint64_t id, const uint64_t *frames,
 		if (!p)
 			return -ENOMEM;
 		st->stacks = p;
+		uint64_t *in = realloc(st->counts_in, capacity * sizeof(*in));
+		if (!in)
+			return -ENOMEM;
+		st->counts_in = in;
+		uint32_t *members = realloc(st->members,
+					    capacity * sizeof(*members));
+		if (!members)
+			return -ENOMEM;
+		st->members = members;
 		st->stack_capacity = capacity;
+	}
+	for (size_t i = st->stack_count; i <= id; i++) {
+		st->counts_in[i] = 0;
+		st->members[i] = 1;
 	}
 	memset(st->stacks + st->stack_count, 0,
 	       ((size_t)id + 1 - st->stack_count) * sizeof(*p));
@@ -89,11 +264,15 @@ static int infer_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 	struct stack_pattern *p;
 	uint64_t n = st->allocations++, gap;
 
+	if (st->has_steps)
+		return 0;
 	(void)kind;
 	(void)addr;
 	(void)size;
 	if (stack_id == 0 || stack_id >= st->stack_count)
 		return 0;
+	if (st->counts_in[stack_id])
+		stack_id = st->counts_in[stack_id];
 	p = &st->stacks[stack_id];
 	if (p->count++ == 0) {
 		p->first = p->last = n;
@@ -119,8 +298,36 @@ static int infer_step(void *ctx)
 {
 	struct infer_state *st = ctx;
 
+	/* The trace says where its steps are; read on only while some may
+	 * still be void (the shim's first steps: at most
+	 * LW_STEPS_VOID_MAX of them). */
 	st->has_steps = true;
-	return -ECANCELED; /* the trace says where its steps are */
+	return ++st->steps > LW_STEPS_VOID_MAX ? -ECANCELED : 0;
+}
+
+static bool info_is(struct lw_bytes key, const char *name)
+{
+	return key.len == strlen(name) && memcmp(key.data, name, key.len) == 0;
+}
+
+static int infer_info(void *ctx, struct lw_bytes key, struct lw_bytes value)
+{
+	struct infer_state *st = ctx;
+
+	if (info_is(key, "steps_settled"))
+		return st->has_steps ? -ECANCELED : 0;
+	if (info_is(key, "steps_void")) {
+		uint64_t n = 0;
+
+		for (size_t i = 0; i < value.len; i++) {
+			if (value.data[i] < '0' || value.data[i] > '9' ||
+			    n > LW_STEPS_VOID_MAX)
+				return 0; /* not the shim's: ignored */
+			n = n * 10 + (uint64_t)(value.data[i] - '0');
+		}
+		st->void_steps = n;
+	}
+	return 0;
 }
 
 static int infer_progress(void *ctx, size_t offset, size_t total)
@@ -134,7 +341,11 @@ static int infer_progress(void *ctx, size_t offset, size_t total)
 static const struct lw_trace_ops infer_ops = {
 	.alloc = infer_alloc,
 	.step = infer_step,
+	.info = infer_info,
 	.stack = infer_stack,
+	.string = infer_string,
+	.pycode = infer_pycode,
+	.pystack = infer_pystack,
 	.progress = infer_progress,
 };
 
@@ -163,7 +374,8 @@ int lw_infer_steps(const uint8_t *buf, size_t len,
 	struct infer_state st = { 0 };
 	struct lw_trace_result result;
 	const struct stack_pattern **regulars = NULL;
-	size_t n = 0, best = 0;
+	const struct stack_pattern *best_anchor = NULL;
+	size_t n = 0;
 	uint64_t best_cover = 0;
 	int rc;
 
@@ -172,6 +384,7 @@ int lw_infer_steps(const uint8_t *buf, size_t len,
 	st.progress_ctx = progress_ctx;
 	rc = lw_trace_read(buf, len, &infer_ops, &st, &result);
 	if (st.has_steps) {
+		out->void_steps = st.void_steps;
 		rc = 0;
 		goto out;
 	}
@@ -190,32 +403,40 @@ int lw_infer_steps(const uint8_t *buf, size_t len,
 	}
 	if (n > 1)
 		qsort(regulars, n, sizeof(*regulars), compare_gap);
-	/* Runs of one gap value, earliest first use first in each. */
+	/* Runs of one gap value, earliest first use first in each; the
+	 * iterations start at the first of a run that is one stack's. */
 	for (size_t i = 0; i < n;) {
 		uint64_t cover = 0;
 		size_t j = i;
-
-		const struct stack_pattern *a = regulars[i];
+		const struct stack_pattern *a = regulars[i], *anchor = NULL;
 		uint64_t span = a->last - a->first + 1;
 
-		while (j < n && regulars[j]->vote_gap == a->vote_gap)
-			cover += regulars[j++]->count;
+		for (; j < n && regulars[j]->vote_gap == a->vote_gap; j++) {
+			cover += regulars[j]->count;
+			if (!anchor && st.members[regulars[j] - st.stacks] == 1)
+				anchor = regulars[j];
+		}
 		/* A loop is most of the run, and most of what it spans is
 		 * its own: not a burst of allocations from one line. */
-		if (span * 2 >= st.allocations && cover * 2 >= span &&
+		if (anchor && span * 2 >= st.allocations && cover * 2 >= span &&
 		    cover > best_cover) {
 			best_cover = cover;
-			best = i;
+			best_anchor = anchor;
 		}
 		i = j;
 	}
 	if (best_cover) {
-		out->anchor = (uint64_t)(regulars[best] - st.stacks);
-		out->period = regulars[best]->vote_gap;
-		out->repeats = regulars[best]->count;
+		out->anchor = (uint64_t)(best_anchor - st.stacks);
+		out->period = best_anchor->vote_gap;
+		out->repeats = best_anchor->count;
 	}
 out:
 	free(regulars);
 	free(st.stacks);
+	free(st.counts_in);
+	free(st.members);
+	free(st.user_file);
+	free(st.code_file);
+	free(st.lines);
 	return rc;
 }

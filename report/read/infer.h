@@ -17,11 +17,16 @@ struct lw_inferred_steps {
 	uint64_t anchor;	/* the stack that starts each iteration; 0: none */
 	uint64_t period;	/* allocations per iteration (the usual gap) */
 	uint64_t repeats;	/* allocations from the anchor */
+	/* The trace's first STEP records that end no step (INFO
+	 * "steps_void", lw-format.h). */
+	uint64_t void_steps;
 };
 
 /*
  * Looks for the loop in the trace in [buf, buf + len). Sets out->anchor to
- * 0 when the trace has STEP records or no pattern repeats. progress (may be
+ * 0 when the trace has STEP records or no pattern repeats. A trace with
+ * STEP records is read on until it says none of them can be void any
+ * more (INFO "steps_settled"), for out->void_steps. progress (may be
  * NULL) is called with progress_ctx as lw_trace_ops.progress is. Returns 0
  * or a negative errno (an unreadable trace too: the model's read says
  * why).

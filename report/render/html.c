@@ -484,7 +484,12 @@ static void put_summary(FILE *out, const struct lw_report *r,
 		fprintf(out, "<dt>trace</dt><dd>complete, %" PRIu64 " events</dd>\n",
 			counts->events);
 	}
-	fprintf(out, "<dt>steps</dt><dd>%" PRIu64 "</dd>\n", counts->steps);
+	char source[768];
+
+	lw_render_step_source(m, false, source, sizeof(source));
+	fprintf(out, "<dt>steps</dt><dd>%" PRIu64 " (", counts->steps);
+	put_html_str(out, source);
+	fputs(")</dd>\n", out);
 	fprintf(out, "<dt>peak device memory</dt><dd>%s",
 		lw_format_size(a, peak->bytes));
 	if (peak->bytes && counts->steps)

@@ -36,6 +36,28 @@ static void put_key(FILE *out, unsigned indent, const char *key)
 	fprintf(out, "\"%s\": ", key);
 }
 
+static void put_str(FILE *out, const char *s);
+
+/* "step_loop": where steps of source loop or line come from, or null. */
+static void put_step_loop(FILE *out, const struct lw_model *m,
+			  unsigned indent)
+{
+	char file[1024], function[512];
+	long line;
+
+	put_key(out, indent, "step_loop");
+	if (!lw_model_step_loop(m, file, sizeof(file), &line, function,
+				sizeof(function))) {
+		fputs("null,", out);
+		return;
+	}
+	fputs("{\"file\":", out);
+	put_str(out, file);
+	fprintf(out, ",\"line\":%ld,\"function\":", line);
+	put_str(out, function);
+	fputs("},", out);
+}
+
 static void put_str(FILE *out, const char *s)
 {
 	lw_put_json_string(out, s, strlen(s));
@@ -1278,6 +1300,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	fprintf(out, "%" PRIu64 ",", g.min_steps);
 	put_key(out, k, "step_source");
 	fprintf(out, "\"%s\",", lw_model_step_source(m));
+	put_step_loop(out, m, k);
 	put_key(out, k, "peak_attribution");
 	if ((rc = put_peak_attribution(out, r, k)) < 0)
 		return rc;

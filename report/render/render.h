@@ -14,6 +14,15 @@
 #include "lw-text.h"
 #include "report.h"
 
+/*
+ * Where the trace's steps come from, in words for every view ("inferred
+ * from the loop at serve.py:31, in serve", "marked by optimizer steps",
+ * and for none, how to mark them, unless brief: a line among others);
+ * no parentheses.
+ */
+void lw_render_step_source(const struct lw_model *model, bool brief,
+			   char *out, size_t size);
+
 /* Text report. Returns 0 or a negative errno (-ENOMEM). */
 int lw_render_text(FILE *out, const struct lw_report *report,
 		   const struct lw_report_options *options);

@@ -257,16 +257,12 @@ static void put_summary(FILE *out, const struct lw_report *r,
 	if (lw_model_dropped(m))
 		fprintf(out, "  dropped events: %" PRIu64 " (the shim could not record them: the numbers below may be off)\n",
 			lw_model_dropped(m));
-	fprintf(out, "  steps: %" PRIu64, counts->steps);
-	if (lw_model_steps_inferred(m))
-		fputs(" (inferred from the loop's repeating allocations)", out);
-	else if (counts->steps)
-		fprintf(out, " (marked by %s)",
-			strcmp(lw_model_step_source(m), "optimizer") == 0
-				? "optimizer steps" : "the program");
-	else
-		fputs(" (none marked, and no repeating loop found)", out);
-	putc('\n', out);
+	char source[768];
+
+	lw_render_step_source(m, false, source, sizeof(source));
+	fprintf(out, "  steps: %" PRIu64 " (", counts->steps);
+	lw_put_text_str(out, source);
+	fputs(")\n", out);
 	put_phases(out, m);
 
 	fprintf(out, "  peak device memory: %s (%" PRIu64 " bytes)",

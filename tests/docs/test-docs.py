@@ -156,7 +156,7 @@ def main():
     json_part = reference.split("## The JSON report", 1)[-1]
     named = set(re.findall(r"`([a-z_]+)`", json_part))
     values = {"device", "managed", "pinned_host", "host_registered", "api",
-              "optimizer", "inferred", "none", "leakwatch", "user",
+              "optimizer", "loop", "inferred", "none", "leakwatch", "user",
               "no_caching", "kept", "stride", "true"}
     for field in sorted(named - schema_keys - values):
         check(False, f"reference: JSON field {field} is not in the schema")

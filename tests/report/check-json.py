@@ -32,7 +32,7 @@ REPORT_KEYS = [
     "python", "program_end",
     # Growth.
     "step_series", "step_series_stride", "growth_bytes_per_step", "verdict",
-    "min_steps", "step_source", "peak_attribution", "gc_passes", "findings",
+    "min_steps", "step_source", "step_loop", "peak_attribution", "gc_passes", "findings",
     "suppressed_findings", "torch_allocator",
     # Failed allocation calls.
     "failed_allocations", "failed_allocation_errors",
@@ -233,8 +233,11 @@ def check_report(r, where):
             check(sum(s["bytes"] for s in p["sites"]) == p["surviving_bytes"] and
                   sum(s["count"] for s in p["sites"]) == p["surviving_count"],
                   f"{where}: phase {p['name']} sites add up")
-    check(r["step_source"] in ("api", "optimizer", "inferred", "none"),
+    check(r["step_source"] in ("api", "optimizer", "loop", "line",
+                               "inferred", "none"),
           f"{where}: step_source")
+    check((r["step_loop"] is not None) ==
+          (r["step_source"] in ("loop", "line")), f"{where}: step_loop")
     check((r["step_source"] == "none") == (r["steps"] == 0),
           f"{where}: step_source none without steps")
     pa = r["peak_attribution"]

@@ -33,7 +33,8 @@ CASES = {
     "tiny": ("tiny", True, {LEAK}, "loss", "api"),
     "sawtooth-rising": ("sawtooth-rising", True, {LEAK}, "metric", "api"),
     "warmup": ("warmup", True, {LEAK}, "warmup-leak", "api"),
-    "inferred-linear": ("linear", False, {LEAK}, "linear", "inferred"),
+    # Unmarked: the shim finds the loop as the program runs.
+    "inferred-linear": ("linear", False, {LEAK}, "linear", "loop"),
     "sawtooth-flat": ("sawtooth-flat", True, {"sawtooth-flat"}, None, "api"),
     "plateau": ("plateau", True, {"plateau"}, None, "api"),
     "cache-fill": ("cache-fill", True, {"plateau", "stable", "sawtooth-flat"},
@@ -44,7 +45,7 @@ CASES = {
                           "api"),
     "eval": ("eval", True, {"stable", "sawtooth-flat"}, None, "api"),
     "inferred-eval": ("eval", False, {"stable", "sawtooth-flat"}, None,
-                      "inferred"),
+                      "loop"),
     "lingering": ("lingering", True, {"stable", "sawtooth-flat"}, None, "api"),
     "phase-survivor": ("phase-survivor", True, {"stable", "sawtooth-flat",
                                                 "plateau"}, None, "api"),
@@ -152,17 +153,62 @@ def run_bare(name, shape, marks, expected_status, expected_text):
     check(r.stdout.strip() == "ok", f"{name}: the program's output {r.stdout!r}")
 
 
+def run_serve(name, python):
+    """serve.py (a loop whose body is one call, no marks, no optimizer)
+    under `leakwatch run` with the interpreter python: its steps are its
+    requests, from its loop, and the responses it keeps grow."""
+    serve = os.path.join(HERE, "serve.py")
+    if not os.path.exists(python):
+        print(f"{python}: no such interpreter: skipped")
+        sys.exit(77)
+    lines = {}
+    with open(serve) as f:
+        for n, text in enumerate(f, 1):
+            if "# @" in text:
+                lines[text.split("# @")[1].strip()] = n
+    tmp = tempfile.mkdtemp(prefix="lw-steps-serve-")
+    env = environment(tmp)
+    out = os.path.join(tmp, "report.json")
+    r = subprocess.run([os.environ["LW_CLI"], "run", "--format", "json", "-o",
+                        out, "--trace", os.path.join(tmp, "lw-%p.trace"),
+                        "--", python, "-E", "-s", serve], env=env, cwd=tmp,
+                       capture_output=True, text=True, timeout=300)
+    check(r.returncode == 0 and r.stdout.strip() == "requests: 30",
+          f"{name}: exit status {r.returncode}, output {r.stdout!r}; "
+          f"stderr: {r.stderr[-1500:]}")
+    with open(out) as f:
+        d = json.load(f)
+    loop = d["step_loop"] or {}
+    check(d["step_source"] == "loop" and d["steps"] == 30,
+          f"{name}: {d['steps']} steps from {d['step_source']}")
+    check(loop.get("function") == "serve" and
+          loop.get("line") == lines["loop"] and
+          os.path.basename(loop.get("file", "")) == "serve.py",
+          f"{name}: step_loop {loop}")
+    growing = [s for s in d["sites"] if s["verdict"] == "growing"]
+    check(growing and (growing[0].get("location") or {}).get("line") ==
+          lines["response"], f"{name}: growing sites "
+          f"{[s.get('location') for s in growing]}")
+    return tmp
+
+
 def main():
     name = sys.argv[1]
+    if name.startswith("serve-"):
+        run_serve(name, sys.executable if name == "serve-default"
+                  else sys.argv[2])
+        if failures:
+            return 1
+        print("ok:", name)
+        return 0
     if name == "bare-linear":
         run_bare(name, "linear", True, GROWTH_EXIT, "GROWING")
     elif name == "bare-control":
         run_bare(name, "grad-accumulation", True, 0, "leakwatch: ok:")
     elif name == "bare-unmarked":
-        # The bare gate does not infer steps: it cannot judge (a gate
-        # never passes on nothing), says so, and names the command that
-        # does.
-        run_bare(name, "linear", False, 24, "marked no steps")
+        # Unmarked: the shim's steps come from the loop it finds, and
+        # the bare gate judges them.
+        run_bare(name, "linear", False, GROWTH_EXIT, "GROWING")
     else:
         run_case(name)
     if failures:
