@@ -1024,8 +1024,8 @@ static int check_opened(FILE *out, const char *path, struct lw_trace_file *tf,
 		snprintf(message, message_size, "%s", strerror(-rc));
 		goto out;
 	}
-	judged = true;
-	/* A gate never passes on nothing: too few steps is no verdict. */
+	/* A gate never passes on nothing: too few steps is no verdict (its
+	 * line says how many there were, and how to mark them). */
 	if (g.run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS) {
 		put_verdict_lead(out, path);
 		fprintf(out, "cannot judge: %" PRIu64 " step%s, at least %zu needed: mark each step (leakwatch.step(), or LEAKWATCH_STEP_AT=file:line for a loop), run it longer, or lower --min-steps\n",
@@ -1034,6 +1034,7 @@ static int check_opened(FILE *out, const char *path, struct lw_trace_file *tf,
 		rc = LW_CHECK_TOO_FEW_STEPS;
 		goto out;
 	}
+	judged = true;
 	if ((gate->reserved_growth || gate->reserved_peak) &&
 	    !m->torch.segments) {
 		put_verdict_lead(out, path);
