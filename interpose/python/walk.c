@@ -2068,6 +2068,14 @@ static void label(uint32_t i, struct text *t)
 			j++;
 		}
 	}
+	/* functools' lru_cache keeps its entries in a dict only its
+	 * tp_traverse shows: named as the cached function's, with how
+	 * many entries it holds (what tells a cache with no bound). */
+	if (type_of(c) == py.dict &&
+	    strcmp(type_name(type_of(o)), "_lru_cache_wrapper") == 0) {
+		put(t, " (an lru_cache: %ld entries)", long_at(c, LW_PY_OB_SIZE));
+		return;
+	}
 	put(t, ".<%s>", type_name(type_of(c)));
 	}
 }
