@@ -32,6 +32,18 @@ static size_t root_frame(const char *root, size_t len)
 	return colon ? (size_t)(colon - root) : len;
 }
 
+static const char lru_label[] = " (an lru_cache: ";
+
+/* The part of a path that names its container: up to its last list index,
+ * or to an lru_cache's label (whose count of entries each search reads
+ * anew). */
+static size_t container_len(const char *path, size_t len)
+{
+	const char *lru = memmem(path, len, lru_label, sizeof(lru_label) - 1);
+
+	return lru ? (size_t)(lru - path) : last_index(path, len);
+}
+
 /* Whether two holders are one: the same container (a list's elements are
  * one holder, whichever index a search named) from the same root. */
 static bool same_holder(const struct lw_model *m, const struct lw_holder *a,
@@ -43,8 +55,8 @@ static bool same_holder(const struct lw_model *m, const struct lw_holder *a,
 	const char *u = lw_holder_text(m, a->root, &ra);
 	const char *v = lw_holder_text(m, b->root, &rb);
 
-	pa = last_index(x, pa);
-	pb = last_index(y, pb);
+	pa = container_len(x, pa);
+	pb = container_len(y, pb);
 	ra = root_frame(u, ra);
 	rb = root_frame(v, rb);
 	return pa == pb && memcmp(x, y, pa) == 0 && ra == rb &&
@@ -182,6 +194,53 @@ static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
 	return h;
 }
 
+/* Whether a path runs through an exception's traceback: the exception's,
+ * or a traceback object kept on its own (sys.exc_info()[2]). */
+static const char *traceback_in(const char *path, size_t len)
+{
+	static const char *const hops[] = { ".__traceback__", ".tb_next",
+					    ".tb_frame" };
+	const char *first = NULL;
+
+	for (size_t i = 0; i < sizeof(hops) / sizeof(hops[0]); i++) {
+		const char *at = memmem(path, len, hops[i], strlen(hops[i]));
+
+		if (at && (!first || at < first))
+			first = at;
+	}
+	return first;
+}
+
+/* Where the subscript that starts at path[at] ends (past its ']'). */
+static size_t subscript_end(const char *path, size_t len, size_t at)
+{
+	while (at < len && path[at] != ']')
+		at++;
+	return at < len ? at + 1 : len;
+}
+
+/*
+ * Whether the holder is a cache keyed per request: an lru_cache's entries,
+ * or a dict entry keyed by a string or an object ("cache['req-7']",
+ * "memo[<tuple #3>]") that holds the memory itself (a path that goes on
+ * holds it through the entry's attributes; "history['loss'][3]" is a
+ * list kept under a name, not a cache).
+ */
+static bool keyed_cache(const char *path, size_t len)
+{
+	size_t at = cause_prefix(path, len), end;
+
+	if (memmem(path, len, lru_label, sizeof(lru_label) - 1))
+		return true;
+	if (at + 2 >= len || path[at] != '[' ||
+	    (path[at + 1] != '\'' && path[at + 1] != '<'))
+		return false;
+	end = subscript_end(path, len, at);
+	/* What follows the entry: nothing, or attributes. */
+	return end == len || (path[end] == '.' && !memchr(path + end, '[',
+							    len - end));
+}
+
 int lw_holder_facts(const struct lw_report *r, uint32_t site,
 		    struct lw_holder_facts *out)
 {
@@ -206,6 +265,17 @@ int lw_holder_facts(const struct lw_report *r, uint32_t site,
 	root = out->unreachable ? 0 : root_frame(first->root, first->root_len);
 	out->cause = hash_bytes(hash_bytes(0xcbf29ce484222325ull, first->path,
 					   path), first->root, root) | 1;
+	if (!out->unreachable) {
+		const char *dot = memrchr(first->path, '.', path);
+
+		if (dot && dot > first->path)
+			out->owner = hash_bytes(hash_bytes(0x84222325cbf29ce4ull,
+							   first->path,
+							   (size_t)(dot -
+								    first->path)),
+						first->root, root) | 1;
+		out->cache = keyed_cache(first->path, first->path_len);
+	}
 	for (size_t i = 0; i < held.count; i++) {
 		const struct lw_held *e = &held.items[i];
 
@@ -214,8 +284,11 @@ int lw_holder_facts(const struct lw_report *r, uint32_t site,
 		out->graph |= (e->holder->flags & LW_HOLDER_GRAPH) ||
 			      memmem(e->path, e->path_len, ".grad_fn", 8);
 		out->graph_known |= e->holder->flags & LW_HOLDER_TORCH;
-		out->traceback |= memmem(e->path, e->path_len,
-					 ".__traceback__", 14) != NULL;
+		out->traceback |= traceback_in(e->path, e->path_len) != NULL;
+		out->closure |= memmem(e->path, e->path_len, ".__closure__",
+				       12) != NULL ||
+				memmem(e->path, e->path_len, ".cell_contents",
+				       14) != NULL;
 	}
 	return 0;
 }
@@ -278,6 +351,7 @@ const char *lw_holder_fix(const struct lw_model *m,
 	size_t len, cut;
 	const char *path = lw_holder_text(m, h->path, &len);
 	const char *graph = memmem(path, len, ".grad_fn", 8);
+	const char *lru;
 
 	if (h->flags & LW_HOLDER_UNREACHABLE) {
 		/* Garbage: "<Accuracy>.correct" names the cycle's class. */
@@ -295,6 +369,31 @@ const char *lw_holder_fix(const struct lw_model *m,
 				 h->flags & LW_HOLDER_GC_OFF
 					 ? "; the program turned the collector off (gc.disable()): turn it back on"
 					 : "");
+		return buf;
+	}
+	if (traceback_in(path, len)) {
+		/* Exceptions, or sys.exc_info(), kept: what keeps them is the
+		 * container before the first subscript or traceback hop. */
+		size_t holder = span_until(path, len, "[");
+		const char *tb = traceback_in(path, len);
+
+		if ((size_t)(tb - path) < holder)
+			holder = (size_t)(tb - path);
+		snprintf(buf, size, "keep the message or the formatted traceback in `%.*s` (`str(e)`, `traceback.format_exc()`), not the exception or sys.exc_info(); or drop the frames with `e.__traceback__ = None`: a traceback keeps every frame it passed through, and their locals",
+			 (int)holder, path);
+		return buf;
+	}
+	if ((lru = memmem(path, len, lru_label, sizeof(lru_label) - 1))) {
+		/* The cache of a function decorated with lru_cache. */
+		cut = (size_t)(lru - path);
+		snprintf(buf, size, "bound the cache of `%.*s`: `@functools.lru_cache(maxsize=N)` instead of maxsize=None (or @cache), or call `%.*s.cache_clear()` once its entries are no longer needed",
+			 (int)cut, path, (int)cut, path);
+		return buf;
+	}
+	if (keyed_cache(path, len)) {
+		cut = cause_prefix(path, len);
+		snprintf(buf, size, "bound `%.*s`: evict its oldest entry past a size limit (an `OrderedDict`, and `%.*s.popitem(last=False)`), or delete each entry once its request is done; a new key every request adds an entry that nothing removes",
+			 (int)cut, path, (int)cut, path);
 		return buf;
 	}
 	if (graph && memmem(path, len, "saved tensor", 12)) {

@@ -58,13 +58,25 @@ struct lw_holder_facts {
 	/* The search could see PyTorch's graphs: a path not through one
 	 * keeps none (without PyTorch, graph says nothing). */
 	bool graph_known;
-	bool traceback;		/* ... through an exception's traceback */
+	/* ... through an exception's traceback (__traceback__, tb_next,
+	 * tb_frame: sys.exc_info() kept is one too) */
+	bool traceback;
+	/* The holder is a cache keyed per request: an lru_cache's entries,
+	 * or a dict whose entry, keyed by a string or an object, holds it
+	 * directly (a dict keyed by number reads as a list does). */
+	bool cache;
+	/* ... through a function's closure: a hook's container. */
+	bool closure;
 	bool unreachable;	/* the first is an unreachable reference cycle */
 	bool gc_off;		/* ... and the collector is off */
 	/* The cause: the first holder's container and frame (a list's
 	 * elements are one holder, whichever index a search named). Two
 	 * sites with the same cause are kept by the same thing; 0: none. */
 	uint64_t cause;
+	/* The object whose attribute the container is ("metric" of
+	 * "metric.preds[3]"), and the frame: the states of one object; 0
+	 * when the container is no attribute. */
+	uint64_t owner;
 };
 
 /* The facts of the holders of the finding led by site (lw_held_by()).
