@@ -222,23 +222,19 @@ static size_t subscript_end(const char *path, size_t len, size_t at)
 /*
  * Whether the holder is a cache keyed per request: an lru_cache's entries,
  * or a dict entry keyed by a string or an object ("cache['req-7']",
- * "memo[<tuple #3>]") that holds the memory itself (a path that goes on
- * holds it through the entry's attributes; "history['loss'][3]" is a
- * list kept under a name, not a cache).
+ * "memo[<tuple #3>]") that is the memory's tensor itself ("history['loss'][3]"
+ * is a list kept under a name, "retval['loss'].grad_fn" a graph).
  */
 static bool keyed_cache(const char *path, size_t len)
 {
-	size_t at = cause_prefix(path, len), end;
+	size_t at = cause_prefix(path, len);
 
 	if (memmem(path, len, lru_label, sizeof(lru_label) - 1))
 		return true;
 	if (at + 2 >= len || path[at] != '[' ||
 	    (path[at + 1] != '\'' && path[at + 1] != '<'))
 		return false;
-	end = subscript_end(path, len, at);
-	/* What follows the entry: nothing, or attributes. */
-	return end == len || (path[end] == '.' && !memchr(path + end, '[',
-							    len - end));
+	return subscript_end(path, len, at) == len;
 }
 
 int lw_holder_facts(const struct lw_report *r, uint32_t site,
@@ -293,28 +289,57 @@ int lw_holder_facts(const struct lw_report *r, uint32_t site,
 	return 0;
 }
 
+/* The function of a root "local of NAME (FILE:LINE)": 1 with *name and
+ * *len, or 0 for any other root. */
+static int local_of(const struct lw_held *e, const char **name, size_t *len)
+{
+	static const char local[] = "local of ";
+	const char *root = e->root, *end;
+
+	if (e->root_len <= sizeof(local) - 1 ||
+	    memcmp(root, local, sizeof(local) - 1) != 0)
+		return 0;
+	root += sizeof(local) - 1;
+	end = memchr(root, ' ', e->root_len - (sizeof(local) - 1));
+	*name = root;
+	*len = end ? (size_t)(end - root) : e->root_len - (sizeof(local) - 1);
+	return *len > 0;
+}
+
 int lw_released_when(const struct lw_report *r, uint32_t site,
 		     const char **name, size_t *len)
 {
-	static const char local[] = "local of ";
 	struct lw_held_by held;
-	const char *root, *end;
 	int rc;
 
 	if ((rc = lw_held_by(r, site, &held)) < 0)
 		return rc;
 	if (held.count == 0)
 		return 0;
-	root = held.items[0].root;
-	if (held.items[0].root_len <= sizeof(local) - 1 ||
-	    memcmp(root, local, sizeof(local) - 1) != 0)
+	return local_of(&held.items[0], name, len);
+}
+
+int lw_held_after_return(const struct lw_report *r, uint32_t site,
+			 const char **name, size_t *len, struct lw_held *by)
+{
+	struct lw_held_by held;
+	int rc;
+
+	memset(by, 0, sizeof(*by));
+	if (!lw_model_has_program_end(r->model))
 		return 0;
-	root += sizeof(local) - 1;
-	end = memchr(root, ' ', held.items[0].root_len - (sizeof(local) - 1));
-	*name = root;
-	*len = end ? (size_t)(end - root)
-		   : held.items[0].root_len - (sizeof(local) - 1);
-	return *len > 0;
+	if ((rc = lw_held_by(r, site, &held)) < 0)
+		return rc;
+	/* Latest first: the first in a local names the function; one
+	 * found by a later search, elsewhere, what kept it after. */
+	for (size_t i = 0; i < held.count; i++) {
+		if (!local_of(&held.items[i], name, len))
+			continue;
+		if (i && held.items[0].holder->search > held.items[i].holder->search)
+			*by = held.items[0];
+		return 1;
+	}
+	return 0;
 }
 
 /* The last subscript of path ("[59]", "['tok']"): where it starts, or

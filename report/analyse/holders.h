@@ -51,6 +51,18 @@ int lw_held_by(const struct lw_report *report, uint32_t site,
 int lw_released_when(const struct lw_report *report, uint32_t site,
 		     const char **name, size_t *len);
 
+/*
+ * For memory still live at the program's end: the function whose local
+ * held the finding led by site (the latest search that found it in a
+ * local), which the program's end proves returned, into *name and *len;
+ * and in *by the holder a later search found it in (a caller's local, an
+ * object, a global), or NULL. Returns 1 when there is such a function, 0
+ * when not, or a negative errno.
+ */
+int lw_held_after_return(const struct lw_report *report, uint32_t site,
+			 const char **name, size_t *len,
+			 struct lw_held *by);
+
 /* What the holders of a site say of its memory, for the diagnosis. */
 struct lw_holder_facts {
 	bool found;
