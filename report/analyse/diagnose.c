@@ -711,8 +711,11 @@ static int classify_groups(const struct lw_report *r,
 
 		if (f->category != LW_CATEGORY_GROWTH)
 			continue;
+		/* A loss: made by a loss function, or kept where the
+		 * program keeps its losses; in a native program, a small
+		 * block is all there is to tell. */
 		if (f->evidence.mean_size <= SMALL_BLOCK && !h->graph &&
-		    ((d->sites[i].tags & LW_TAG_LOSS) ||
+		    ((d->sites[i].tags & LW_TAG_LOSS) || h->loss_named ||
 		     !has_python_frame(m, i))) {
 			const struct lw_site *s = &m->sites.items[i];
 
@@ -739,6 +742,12 @@ static int classify_groups(const struct lw_report *r,
 			 * tensors, many sites growing together; one site of
 			 * a forward pass that grows keeps its outputs. */
 			kept_without_graph(d->sites[i].tags, h, f);
+		} else if (f->evidence.mean_size <= 4096 && !h->found) {
+			/* Nothing known but its size: a scalar, a loss most
+			 * often, said with the doubt it deserves. */
+			f->category = LW_CATEGORY_RETAINED_LOSS;
+			f->confidence = LW_CONFIDENCE_LOW;
+			f->reason = "one scalar-sized block kept per step (a loss, most often); no holder found to say what it is";
 		} else {
 			f->confidence = LW_CONFIDENCE_LOW;
 			f->reason = "grows from step to step";

@@ -237,6 +237,22 @@ static bool keyed_cache(const char *path, size_t len)
 	return subscript_end(path, len, at) == len;
 }
 
+/* Whether word (lower case) is in s[0..len), in any case. */
+static bool memmem_lower(const char *s, size_t len, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (size_t i = 0; i + n <= len; i++) {
+		size_t j = 0;
+
+		while (j < n && (s[i + j] | 0x20) == word[j])
+			j++;
+		if (j == n)
+			return true;
+	}
+	return false;
+}
+
 int lw_holder_facts(const struct lw_report *r, uint32_t site,
 		    struct lw_holder_facts *out)
 {
@@ -271,6 +287,7 @@ int lw_holder_facts(const struct lw_report *r, uint32_t site,
 								    first->path)),
 						first->root, root) | 1;
 		out->cache = keyed_cache(first->path, first->path_len);
+		out->loss_named = memmem_lower(first->path, path, "loss");
 	}
 	for (size_t i = 0; i < held.count; i++) {
 		const struct lw_held *e = &held.items[i];

@@ -79,6 +79,9 @@ struct lw_holder_facts {
 	bool cache;
 	/* ... through a function's closure: a hook's container. */
 	bool closure;
+	/* The container's name says it keeps losses ("losses",
+	 * "train_loss_history"): the program's own word for what it is. */
+	bool loss_named;
 	bool unreachable;	/* the first is an unreachable reference cycle */
 	bool gc_off;		/* ... and the collector is off */
 	/* The cause: the first holder's container and frame (a list's
