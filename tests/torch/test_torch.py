@@ -328,6 +328,12 @@ def check_fixes(case, f):
         want, never = FINDING_FIXES[case]
         check(want in f["fix"] and never not in f["fix"],
               f"the fix {f['fix']!r}: want {want!r}, never {never!r}")
+        # What the story returned is kept to the program's end (main()
+        # keeps it): its function's return let go of nothing, whatever
+        # the loop's last batch freed as it ended.
+        check(f["evidence"]["released_when"] is None,
+              f"released when {f['evidence']['released_when']}, though "
+              f"what it returned is kept to the end")
     if case in HOLDER_FIXES:
         start, words = HOLDER_FIXES[case]
         held = f["held_by"]
