@@ -445,11 +445,14 @@ static void classify_site(const struct lw_report *r,
 		f->category = LW_CATEGORY_UNBOUNDED_CACHE;
 		f->confidence = LW_CONFIDENCE_HIGH;
 		f->reason = "kept by a cache whose keys never repeat: each new key adds an entry, and none is evicted";
-	} else if (growing && (tags & LW_TAG_METRIC) && !h->graph) {
+	} else if (growing && ((tags & LW_TAG_METRIC) || h->metric_state) &&
+		   !h->graph) {
 		f->category = LW_CATEGORY_METRIC_STATE;
 		f->confidence = h->found ? LW_CONFIDENCE_HIGH
 					 : LW_CONFIDENCE_MEDIUM;
-		f->reason = "made by a metric's update and kept in its state from step to step: list states that grow until the metric is computed and reset";
+		f->reason = h->metric_state
+				    ? "kept in a metric's state from step to step: list states that grow until the metric is computed and reset"
+				    : "made by a metric's update and kept in its state from step to step: list states that grow until the metric is computed and reset";
 	} else if (growing) {
 		f->category = LW_CATEGORY_GROWTH; /* settled by the groups */
 		f->weight = sg->bytes_per_step * (double)m->counts.steps;
@@ -933,12 +936,20 @@ static void merge_metric_states(const struct lw_report *r,
 {
 	const struct lw_model *m = r->model;
 
-	for (uint32_t i = 0; i < m->sites.count; i++) {
-		uint64_t owner = run->holders[i].owner;
+	for (uint32_t first = 0; first < m->sites.count; first++) {
+		uint64_t owner = run->holders[first].owner;
+		uint32_t i = first;
 
-		if (fs[i].site != i || !owner ||
-		    fs[i].category != LW_CATEGORY_METRIC_STATE)
+		if (fs[first].site != first || !owner ||
+		    fs[first].category != LW_CATEGORY_METRIC_STATE)
 			continue;
+		/* The state that grows fastest leads. */
+		for (uint32_t j = first + 1; j < m->sites.count; j++)
+			if (fs[j].site == j && run->holders[j].owner == owner &&
+			    fs[j].category == LW_CATEGORY_METRIC_STATE &&
+			    fs[j].evidence.bytes_per_step >
+				    fs[i].evidence.bytes_per_step)
+				i = j;
 		for (int leads = 0; leads < 2; leads++) {
 			for (uint32_t j = 0; j < m->sites.count; j++) {
 				uint32_t at = fs[j].site;

@@ -298,6 +298,7 @@ int lw_holder_facts(const struct lw_report *r, uint32_t site,
 			      memmem(e->path, e->path_len, ".grad_fn", 8);
 		out->graph_known |= e->holder->flags & LW_HOLDER_TORCH;
 		out->traceback |= traceback_in(e->path, e->path_len) != NULL;
+		out->metric_state |= e->holder->flags & LW_HOLDER_METRIC_STATE;
 		out->closure |= memmem(e->path, e->path_len, ".__closure__",
 				       12) != NULL ||
 				memmem(e->path, e->path_len, ".cell_contents",
@@ -393,7 +394,7 @@ const char *lw_holder_fix(const struct lw_model *m,
 	size_t len, cut;
 	const char *path = lw_holder_text(m, h->path, &len);
 	const char *graph = memmem(path, len, ".grad_fn", 8);
-	const char *lru;
+	const char *lru, *dot;
 
 	if (h->flags & LW_HOLDER_UNREACHABLE) {
 		/* Garbage: "<Accuracy>.correct" names the cycle's class. */
@@ -411,6 +412,17 @@ const char *lw_holder_fix(const struct lw_model *m,
 				 h->flags & LW_HOLDER_GC_OFF
 					 ? "; the program turned the collector off (gc.disable()): turn it back on"
 					 : "");
+		return buf;
+	}
+	cut = cause_prefix(path, len);
+	if ((h->flags & LW_HOLDER_METRIC_STATE) &&
+	    (dot = memrchr(path, '.', cut))) {
+		/* A metric's state: "metric.preds[3]" is metric's. */
+		size_t owner = (size_t)(dot - path);
+
+		snprintf(buf, size, "compute and reset `%.*s` at the end of each epoch (`%.*s.compute()`, then `%.*s.reset()`): its state `%.*s` keeps every batch given to update() until then; or use a variant whose state has a fixed size (a binned one, `thresholds=N`)",
+			 (int)owner, path, (int)owner, path, (int)owner, path,
+			 (int)cut, path);
 		return buf;
 	}
 	if (traceback_in(path, len)) {

@@ -79,6 +79,8 @@ struct lw_holder_facts {
 	bool cache;
 	/* ... through a function's closure: a hook's container. */
 	bool closure;
+	/* ... through a state a metric declared (LW_HOLDER_METRIC_STATE). */
+	bool metric_state;
 	/* The container's name says it keeps losses ("losses",
 	 * "train_loss_history"): the program's own word for what it is. */
 	bool loss_named;

@@ -195,6 +195,12 @@ int main(int argc, char **argv)
 		    "local of run (s.py:3)", TORCH | LW_HOLDER_GRAPH } },
 		KEPT,
 	};
+	static const struct story metric = {
+		"metric",
+		{ { "metric.preds[3]", "local of evaluate (s.py:7)",
+		    TORCH | LW_HOLDER_METRIC_STATE } },
+		KEPT,
+	};
 	static const struct story named = {
 		"named", { { "history['loss'][3]", "local of run (s.py:3)",
 			     TORCH } },
@@ -239,6 +245,9 @@ int main(int argc, char **argv)
 	expect(&listed, LW_CATEGORY_KEPT_OUTPUTS, NULL, NULL, "`.cpu()`");
 	expect(&graph, LW_CATEGORY_RETAINED_GRAPH, NULL, NULL,
 	       "keep numbers, not graphs, in `outputs`");
+	/* A state a metric declared: computed and reset. */
+	expect(&metric, LW_CATEGORY_METRIC_STATE, NULL, NULL,
+	       "(`metric.compute()`, then `metric.reset()`)");
 	/* A list kept under a name in a dict is no cache. */
 	expect(&named, LW_CATEGORY_KEPT_OUTPUTS, NULL, NULL,
 	       "drain `history['loss']`");

@@ -823,6 +823,37 @@ def metric_state_fixed(steps, rec):
     return metric_state(steps, rec, fixed=True)
 
 
+def metric_state_cat(steps, rec, fixed=False):
+    """Every batch's scores collected in torchmetrics' CatMetric, to report
+    their spread at the end: its list state keeps each batch. The scores
+    are the program's own (no metric code made them): the metric's state
+    that holds them tells. Fixed: computed and reset each epoch."""
+    from torchmetrics import CatMetric
+
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    scores_seen = CatMetric(nan_strategy="disable").to(DEVICE)
+    spreads = []
+    for step, x, y in batches(steps):
+        out = model(x)
+        loss = F.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            scores = out.softmax(1).amax(1)  # @lead
+        scores_seen.update(scores)
+        if fixed and step % 8 == 7:
+            spreads.append(scores_seen.compute().std().item())
+            scores_seen.reset()
+        rec.step()
+    return scores_seen
+
+
+def metric_state_cat_fixed(steps, rec):
+    return metric_state_cat(steps, rec, fixed=True)
+
+
 def retry_step(model, optimizer, x, y):
     """A step that fails once its forward pass has run, as a flaky data
     source or an out-of-memory retry does."""
@@ -912,7 +943,8 @@ CASES = {f.__name__: f for f in (
     curriculum, variable_batch, kept_outputs, kept_outputs_fixed,
     unbounded_cache, unbounded_cache_fixed, unbounded_lru, unbounded_lru_fixed,
     kept_inputs, kept_inputs_fixed, metric_state, metric_state_fixed,
-    kept_exception_retry, kept_exception_retry_fixed)}
+    kept_exception_retry, kept_exception_retry_fixed, metric_state_cat,
+    metric_state_cat_fixed)}
 
 def main():
     record = Record()

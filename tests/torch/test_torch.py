@@ -85,6 +85,8 @@ CASES = {
     "metric_state_fixed": None,
     "kept_exception_retry": "kept-exception",
     "kept_exception_retry_fixed": None,
+    "metric_state_cat": "metric-state",
+    "metric_state_cat_fixed": None,
 }
 
 # What the first holder of each such case must be, and words its fix (the
@@ -94,7 +96,8 @@ HOLDER_FIXES = {
     "unbounded_cache": ("cache['batch-", "`OrderedDict`"),
     "unbounded_lru": ("prompt_embedding (an lru_cache: ", "maxsize=N"),
     "kept_inputs": ("replay[", "`.cpu()`"),
-    "metric_state": ("self.preds[", None),
+    "metric_state": ("self.preds[", "`self.reset()`"),
+    "metric_state_cat": ("scores_seen.value[", "`scores_seen.reset()`"),
     "kept_exception_retry": ("reports[", "traceback.format_exc()"),
 }
 # Words the finding's own fix must have, and words it must not: a tensor
@@ -105,6 +108,7 @@ FINDING_FIXES = {
     "unbounded_lru": ("lru_cache(maxsize=N)", "loss.item()"),
     "kept_inputs": ("host", "loss.item()"),
     "metric_state": ("reset()", "deepcopy"),
+    "metric_state_cat": ("reset()", "loss.item()"),
     "kept_exception_retry": ("str(e)", "hook"),
 }
 
