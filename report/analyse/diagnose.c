@@ -3,10 +3,18 @@
  * The classifier. Every rule here is about memory, lifetimes and the tags
  * of frames, never about a framework's names (those are in the rules file):
  *
- * - growing, with a deep copy (or metric code) in the stack: metric copy;
+ * The kind says what the memory is and what holds it, never what its size
+ * alone suggests:
+ *
+ * - growing, with a deep copy in the stack: metric copy (a metric's code
+ *   alone copies nothing);
  * - growing, held through an exception's traceback: kept exception; held
  *   by a reference cycle no root reaches while the collector is off:
  *   uncollected cycle (what holds it comes from the holder search);
+ * - growing with no graph, held by a cache keyed per request (a dict keyed
+ *   by strings or objects, an lru_cache): unbounded cache; made by a
+ *   metric's update or held in a metric's declared state: metric state
+ *   (the metric's other states join it);
  * - frees mostly inside cycle-collector passes, of blocks that outlive
  *   their step: metric copy with a copy in the stack, else cycle-delayed
  *   frees;
@@ -15,9 +23,15 @@
  * - several sites growing together at the same count per step, one of them
  *   under a module's forward: a retained graph (one finding, led by the
  *   forward site that grows most) when a graph is kept: a holder's path
- *   runs through autograd's graph, or no holder is known; kept outputs
- *   of a forward pass whose holder keeps no graph are kept activations;
- * - one site growing in small blocks: a retained loss; larger: growth;
+ *   runs through autograd's graph, or no holder is known; what such a
+ *   group keeps with no graph is told as a lone site's is (below);
+ * - one site growing in small blocks made by a loss function, or kept
+ *   where the program keeps its losses: a retained loss; with a graph
+ *   behind it: a retained graph; with none, kept by a hook (its frames, a
+ *   closure): kept activations; inputs put on the device: kept inputs; a
+ *   forward pass's, or the program's, results held with no graph: kept
+ *   outputs; nothing known but a scalar's size: a retained loss, at low
+ *   confidence; else growth;
  * - memory released in batches (a log, validation or epoch interval) that
  *   does not grow across intervals is no leak: growth decides;
  * - alive at later steps' peaks and freed soon after, adding a tenth or
