@@ -854,6 +854,36 @@ def metric_state_cat_fixed(steps, rec):
     return metric_state_cat(steps, rec, fixed=True)
 
 
+def metric_per_step(steps, rec, fixed=False):
+    """A torchmetrics metric made anew for every batch's figure and
+    dropped: a Metric refers to itself (its wrapped update() is bound to
+    it), so each one, and its states on the device, waits for the cycle
+    collector. Nothing is copied. Fixed: one metric, reset every batch."""
+    from torchmetrics.classification import MulticlassConfusionMatrix
+
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    gc.set_threshold(100000, 1000, 1000)
+    reused = MulticlassConfusionMatrix(num_classes=512).to(DEVICE)
+    for _, x, y in batches(steps):
+        out = model(x)
+        loss = F.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if fixed:
+            reused.reset()
+        else:
+            reused = MulticlassConfusionMatrix(num_classes=512)
+            reused = reused.to(DEVICE)  # @lead
+        rec.step()
+    gc.set_threshold(700, 10, 10)
+
+
+def metric_per_step_fixed(steps, rec):
+    metric_per_step(steps, rec, fixed=True)
+
+
 def retry_step(model, optimizer, x, y):
     """A step that fails once its forward pass has run, as a flaky data
     source or an out-of-memory retry does."""
@@ -944,7 +974,7 @@ CASES = {f.__name__: f for f in (
     unbounded_cache, unbounded_cache_fixed, unbounded_lru, unbounded_lru_fixed,
     kept_inputs, kept_inputs_fixed, metric_state, metric_state_fixed,
     kept_exception_retry, kept_exception_retry_fixed, metric_state_cat,
-    metric_state_cat_fixed)}
+    metric_state_cat_fixed, metric_per_step, metric_per_step_fixed)}
 
 def main():
     record = Record()

@@ -87,6 +87,9 @@ CASES = {
     "kept_exception_retry_fixed": None,
     "metric_state_cat": "metric-state",
     "metric_state_cat_fixed": None,
+    # A metric made anew every batch and dropped: no copy, a cycle.
+    "metric_per_step": "cycle-delayed-frees",
+    "metric_per_step_fixed": None,
 }
 
 # What the first holder of each such case must be, and words its fix (the
@@ -98,6 +101,8 @@ HOLDER_FIXES = {
     "kept_inputs": ("replay[", "`.cpu()`"),
     "metric_state": ("self.preds[", "`self.reset()`"),
     "metric_state_cat": ("scores_seen.value[", "`scores_seen.reset()`"),
+    "metric_per_step": ("<MulticlassConfusionMatrix>",
+                        "break the reference cycle"),
     "kept_exception_retry": ("reports[", "traceback.format_exc()"),
 }
 # Words the finding's own fix must have, and words it must not: a tensor
@@ -109,6 +114,7 @@ FINDING_FIXES = {
     "kept_inputs": ("host", "loss.item()"),
     "metric_state": ("reset()", "deepcopy"),
     "metric_state_cat": ("reset()", "loss.item()"),
+    "metric_per_step": ("gc.collect()", "deepcopy"),
     "kept_exception_retry": ("str(e)", "hook"),
 }
 
