@@ -375,6 +375,10 @@ enum lw_holder_flags {
 	/* PyTorch was loaded: a path that does not run through grad_fn
 	 * keeps no autograd graph (without it, nothing is known of graphs). */
 	LW_HOLDER_TORCH = 16,
+	/* The path runs through a state a metric object declared (its
+	 * _defaults and _reductions: torchmetrics' add_state()), which it
+	 * keeps until it is reset. */
+	LW_HOLDER_METRIC_STATE = 32,
 };
 
 enum lw_mark {

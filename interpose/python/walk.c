@@ -2069,6 +2069,14 @@ static void label(uint32_t i, struct text *t)
 			j++;
 		}
 	}
+	/* functools' lru_cache keeps its entries in a dict only its
+	 * tp_traverse shows: named as the cached function's, with how
+	 * many entries it holds (what tells a cache with no bound). */
+	if (type_of(c) == py.dict &&
+	    strcmp(type_name(type_of(o)), "_lru_cache_wrapper") == 0) {
+		put(t, " (an lru_cache: %ld entries)", long_at(c, LW_PY_OB_SIZE));
+		return;
+	}
 	put(t, ".<%s>", type_name(type_of(c)));
 	}
 }
@@ -2377,6 +2385,43 @@ bool lw_walk_possible(void)
 	return !collector_running();
 }
 
+/*
+ * Whether the path to node i runs through a metric's declared state: an
+ * attribute of an object that keeps its states' defaults and reductions
+ * (torchmetrics' Metric: add_state() fills _defaults and _reductions),
+ * named among those defaults. What such a state keeps stays until the
+ * metric is reset.
+ */
+static bool through_metric_state(uint32_t i)
+{
+	for (; node(i)->parent != NO_PARENT; i = node(i)->parent) {
+		const struct node *p = node(node(i)->parent);
+		const void *metric = p->obj, *defaults, *k, *v;
+		struct attr_iter it;
+		char name[64];
+
+		if ((p->aux & 3) != N_PY || (node(i)->aux & 3) != N_PY)
+			continue;
+		/* An attribute is met through its object's __dict__. */
+		if (type_of(metric) == py.dict && p->parent != NO_PARENT &&
+		    attributes_of(node(p->parent)->obj, metric))
+			metric = node(p->parent)->obj;
+		if (kind_of(metric) != K_OBJECT)
+			continue;
+		defaults = attribute(metric, "_defaults");
+		if (!defaults || type_of(defaults) != py.dict ||
+		    !attribute(metric, "_reductions"))
+			continue;
+		attrs_begin(metric, &it);
+		while (attrs_next(&it, &k, &v))
+			if (v == node(i)->obj && type_of(k) == py.str &&
+			    lw_py_str(k, name, sizeof(name)) == 0 &&
+			    dict_get(defaults, name))
+				return true;
+	}
+	return false;
+}
+
 struct group {
 	char key[2 * TEXT_MAX];
 	struct lw_walk_holder h;
@@ -2428,6 +2473,8 @@ static void report(int64_t steps_since_gc, bool was_cut,
 		if (r->kind == R_CYCLE)
 			flags |= LW_HOLDER_UNREACHABLE |
 				 (collecting ? 0 : LW_HOLDER_GC_OFF);
+		if (through_metric_state(best))
+			flags |= LW_HOLDER_METRIC_STATE;
 		container(path, key, TEXT_MAX);
 		snprintf(key + strlen(key), sizeof(key) - strlen(key), "\n%s",
 			 r->kind == R_CYCLE ? "unreachable" : root);

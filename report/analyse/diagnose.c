@@ -3,10 +3,18 @@
  * The classifier. Every rule here is about memory, lifetimes and the tags
  * of frames, never about a framework's names (those are in the rules file):
  *
- * - growing, with a deep copy (or metric code) in the stack: metric copy;
+ * The kind says what the memory is and what holds it, never what its size
+ * alone suggests:
+ *
+ * - growing, with a deep copy in the stack: metric copy (a metric's code
+ *   alone copies nothing);
  * - growing, held through an exception's traceback: kept exception; held
  *   by a reference cycle no root reaches while the collector is off:
  *   uncollected cycle (what holds it comes from the holder search);
+ * - growing with no graph, held by a cache keyed per request (a dict keyed
+ *   by strings or objects, an lru_cache): unbounded cache; made by a
+ *   metric's update or held in a metric's declared state: metric state
+ *   (the metric's other states join it);
  * - frees mostly inside cycle-collector passes, of blocks that outlive
  *   their step: metric copy with a copy in the stack, else cycle-delayed
  *   frees;
@@ -15,9 +23,15 @@
  * - several sites growing together at the same count per step, one of them
  *   under a module's forward: a retained graph (one finding, led by the
  *   forward site that grows most) when a graph is kept: a holder's path
- *   runs through autograd's graph, or no holder is known; kept outputs
- *   of a forward pass whose holder keeps no graph are kept activations;
- * - one site growing in small blocks: a retained loss; larger: growth;
+ *   runs through autograd's graph, or no holder is known; what such a
+ *   group keeps with no graph is told as a lone site's is (below);
+ * - one site growing in small blocks made by a loss function, or kept
+ *   where the program keeps its losses: a retained loss; with a graph
+ *   behind it: a retained graph; with none, kept by a hook (its frames, a
+ *   closure): kept activations; inputs put on the device: kept inputs; a
+ *   forward pass's, or the program's, results held with no graph: kept
+ *   outputs; nothing known but a scalar's size: a retained loss, at low
+ *   confidence; else growth;
  * - memory released in batches (a log, validation or epoch interval) that
  *   does not grow across intervals is no leak: growth decides;
  * - alive at later steps' peaks and freed soon after, adding a tenth or
@@ -44,6 +58,8 @@
 #include "locations.h"
 #include "lw-hash.h"
 #include "torch.h"
+
+static bool has_python_frame(const struct lw_model *m, uint32_t site);
 
 /* Blocks up to this size are a loss or a metric value, not activations. */
 #define SMALL_BLOCK (64 * 1024)
@@ -79,6 +95,10 @@ static const char *const generic_fixes[LW_CATEGORY_COUNT] = {
 	[LW_CATEGORY_KEPT_EXCEPTION] = "keep the error's message, not the exception object: its traceback keeps every frame it passed through, and their buffers",
 	[LW_CATEGORY_UNCOLLECTED_CYCLE] = "break the reference cycle (a weak reference), or let the cycle collector run",
 	[LW_CATEGORY_KEPT_ACTIVATIONS] = "keep a copy on the host or a summary of each output instead of the device buffer, and clear the container once used",
+	[LW_CATEGORY_KEPT_OUTPUTS] = "keep what is needed of each result on the host instead of the device buffer, or bound the container that keeps them",
+	[LW_CATEGORY_UNBOUNDED_CACHE] = "bound the cache: evict its oldest entries past a size limit, or clear it once a batch of requests is done",
+	[LW_CATEGORY_KEPT_INPUTS] = "do not keep input buffers on the device: keep the host copy (or where to read it again), or bound the container",
+	[LW_CATEGORY_METRIC_STATE] = "compute the metric and reset it at the end of each epoch, so that the batches it keeps are let go of; or keep a fixed-size summary (a binned variant) instead",
 };
 
 const char *lw_confidence_name(enum lw_confidence c)
@@ -380,7 +400,9 @@ static void classify_site(const struct lw_report *r,
 	const struct lw_holder_facts *h = &run->holders[site];
 	struct lw_evidence *ev = &f->evidence;
 	bool growing = sg->verdict == LW_VERDICT_GROWING;
-	bool copy = tags & (LW_TAG_COPY | LW_TAG_METRIC);
+	/* A metric's code alone copies nothing: only a deep copy (or a
+	 * metric's __deepcopy__) is one. */
+	bool copy = tags & LW_TAG_COPY;
 	/*
 	 * Frees that wait for the collector matter when what they free
 	 * outlives its step: alive at a later step's peak, or growing. A
@@ -432,6 +454,18 @@ static void classify_site(const struct lw_report *r,
 		f->confidence = LW_CONFIDENCE_HIGH;
 		f->reason = "one buffer made anew every step, larger each time (the previous one freed as the next is made)";
 		f->weight = (double)sg->held_bytes;
+	} else if (growing && h->cache && !h->graph) {
+		f->category = LW_CATEGORY_UNBOUNDED_CACHE;
+		f->confidence = LW_CONFIDENCE_HIGH;
+		f->reason = "kept by a cache whose keys never repeat: each new key adds an entry, and none is evicted";
+	} else if (growing && ((tags & LW_TAG_METRIC) || h->metric_state) &&
+		   !h->graph) {
+		f->category = LW_CATEGORY_METRIC_STATE;
+		f->confidence = h->found ? LW_CONFIDENCE_HIGH
+					 : LW_CONFIDENCE_MEDIUM;
+		f->reason = h->metric_state
+				    ? "kept in a metric's state from step to step: list states that grow until the metric is computed and reset"
+				    : "made by a metric's update and kept in its state from step to step: list states that grow until the metric is computed and reset";
 	} else if (growing) {
 		f->category = LW_CATEGORY_GROWTH; /* settled by the groups */
 		f->weight = sg->bytes_per_step * (double)m->counts.steps;
@@ -469,6 +503,37 @@ static void classify_site(const struct lw_report *r,
 		   s->last_birth_step <= 1 && m->counts.steps) {
 		f->category = LW_CATEGORY_NOT_A_LEAK;
 		f->reason = "optimizer state, made lazily at the first step";
+	}
+}
+
+/*
+ * What tensors kept with no graph are, from what made them and what holds
+ * them: outputs a module's hook keeps (the hook runs in their stack, or
+ * its closure holds them) are activations; inputs put on the device,
+ * kept inputs; anything else a forward pass or the program computed, kept
+ * outputs (logits, generated ids, embeddings, values made of them).
+ */
+static void kept_without_graph(uint32_t tags, const struct lw_holder_facts *h,
+			       struct lw_finding *f)
+{
+	if ((tags & LW_TAG_FORWARD) && ((tags & LW_TAG_HOOK) || h->closure)) {
+		f->category = LW_CATEGORY_KEPT_ACTIVATIONS;
+		f->confidence = LW_CONFIDENCE_HIGH;
+		f->reason = "outputs of a module kept through a hook from step to step, without their graph";
+	} else if ((tags & LW_TAG_INPUT) && !(tags & LW_TAG_FORWARD)) {
+		f->category = LW_CATEGORY_KEPT_INPUTS;
+		f->confidence = h->found ? LW_CONFIDENCE_HIGH
+					 : LW_CONFIDENCE_MEDIUM;
+		f->reason = "input batches put on the device and kept from step to step";
+	} else if (tags & LW_TAG_FORWARD) {
+		f->category = LW_CATEGORY_KEPT_OUTPUTS;
+		f->confidence = h->found ? LW_CONFIDENCE_HIGH
+					 : LW_CONFIDENCE_MEDIUM;
+		f->reason = "outputs of a forward pass kept from step to step, without a graph";
+	} else {
+		f->category = LW_CATEGORY_KEPT_OUTPUTS;
+		f->confidence = LW_CONFIDENCE_LOW;
+		f->reason = "tensors the program computed kept from step to step, without a graph (results, or values made of them)";
 	}
 }
 
@@ -590,10 +655,11 @@ static void settle_group(const struct lw_report *r,
 						: LW_CONFIDENCE_LOW;
 			f->reason = "many sites of a forward pass kept together, once per step: a whole graph survives each step";
 		} else {
-			f->category = LW_CATEGORY_KEPT_ACTIVATIONS;
-			f->confidence = forward ? LW_CONFIDENCE_HIGH
-						: LW_CONFIDENCE_MEDIUM;
-			f->reason = "outputs of a forward pass kept from step to step, without their graph";
+			kept_without_graph(d->sites[lead].tags,
+					   &run->holders[lead], f);
+			if (f->category != LW_CATEGORY_KEPT_INPUTS)
+				f->confidence = forward ? LW_CONFIDENCE_HIGH
+							: LW_CONFIDENCE_MEDIUM;
 		}
 	}
 }
@@ -661,7 +727,12 @@ static int classify_groups(const struct lw_report *r,
 
 		if (f->category != LW_CATEGORY_GROWTH)
 			continue;
-		if (f->evidence.mean_size <= SMALL_BLOCK && !h->graph) {
+		/* A loss: made by a loss function, or kept where the
+		 * program keeps its losses; in a native program, a small
+		 * block is all there is to tell. */
+		if (f->evidence.mean_size <= SMALL_BLOCK && !h->graph &&
+		    ((d->sites[i].tags & LW_TAG_LOSS) || h->loss_named ||
+		     !has_python_frame(m, i))) {
 			const struct lw_site *s = &m->sites.items[i];
 
 			f->category = LW_CATEGORY_RETAINED_LOSS;
@@ -677,16 +748,22 @@ static int classify_groups(const struct lw_report *r,
 				f->reason = "one small block kept per step, released only after the last step";
 			else
 				f->reason = "one small block kept per step, released only long after";
-		} else if ((d->sites[i].tags & LW_TAG_FORWARD) && h->found &&
-			   h->graph_known && !h->graph) {
-			f->category = LW_CATEGORY_KEPT_ACTIVATIONS;
-			f->reason = "outputs of a forward pass kept from step to step, without their graph";
-		} else if ((d->sites[i].tags & LW_TAG_FORWARD) || h->graph) {
+		} else if (h->graph) {
 			f->category = LW_CATEGORY_RETAINED_GRAPH;
-			f->confidence = h->graph ? LW_CONFIDENCE_HIGH
-						 : LW_CONFIDENCE_MEDIUM;
-			f->reason = h->graph ? "kept with the autograd graph that made it, from step to step"
-					     : "outputs of a forward pass kept from step to step";
+			f->confidence = LW_CONFIDENCE_HIGH;
+			f->reason = "kept with the autograd graph that made it, from step to step";
+		} else if ((d->sites[i].tags & (LW_TAG_FORWARD | LW_TAG_INPUT)) ||
+			   (h->found && h->graph_known)) {
+			/* Alone: a kept graph keeps every layer's saved
+			 * tensors, many sites growing together; one site of
+			 * a forward pass that grows keeps its outputs. */
+			kept_without_graph(d->sites[i].tags, h, f);
+		} else if (f->evidence.mean_size <= 4096 && !h->found) {
+			/* Nothing known but its size: a scalar, a loss most
+			 * often, said with the doubt it deserves. */
+			f->category = LW_CATEGORY_RETAINED_LOSS;
+			f->confidence = LW_CONFIDENCE_LOW;
+			f->reason = "one scalar-sized block kept per step (a loss, most often); no holder found to say what it is";
 		} else {
 			f->confidence = LW_CONFIDENCE_LOW;
 			f->reason = "grows from step to step";
@@ -856,6 +933,50 @@ static void merge_causes(const struct lw_report *r,
 				fs[j].reason = fs[lead].reason;
 			fs[j].category = LW_CATEGORY_RETAINED_GRAPH;
 			fs[j].confidence = LW_CONFIDENCE_HIGH;
+		}
+	}
+}
+
+/*
+ * A metric's states are one cause: leads kept by attributes of the object
+ * whose state a metric's update grows (its "preds" and its "target", the
+ * one made by the metric, the other the batch's own labels) join the
+ * metric's finding. Members first, then the leads they followed.
+ */
+static void merge_metric_states(const struct lw_report *r,
+				const struct run_facts *run,
+				struct lw_finding *fs)
+{
+	const struct lw_model *m = r->model;
+
+	for (uint32_t first = 0; first < m->sites.count; first++) {
+		uint64_t owner = run->holders[first].owner;
+		uint32_t i = first;
+
+		if (fs[first].site != first || !owner ||
+		    fs[first].category != LW_CATEGORY_METRIC_STATE)
+			continue;
+		/* The state that grows fastest leads. */
+		for (uint32_t j = first + 1; j < m->sites.count; j++)
+			if (fs[j].site == j && run->holders[j].owner == owner &&
+			    fs[j].category == LW_CATEGORY_METRIC_STATE &&
+			    fs[j].evidence.bytes_per_step >
+				    fs[i].evidence.bytes_per_step)
+				i = j;
+		for (int leads = 0; leads < 2; leads++) {
+			for (uint32_t j = 0; j < m->sites.count; j++) {
+				uint32_t at = fs[j].site;
+
+				if ((j == at) != leads || at == i ||
+				    !leaky(fs[j].category) ||
+				    fs[at].site != at ||
+				    run->holders[at].owner != owner)
+					continue;
+				fs[j].site = i;
+				fs[j].category = fs[i].category;
+				fs[j].confidence = fs[i].confidence;
+				fs[j].reason = fs[i].reason;
+			}
 		}
 	}
 }
@@ -1127,6 +1248,7 @@ int lw_diagnose(const struct lw_report *r, const struct lw_growth_report *gr,
 	    (rc = group_by_location(r, &run, d, fs)) < 0)
 		goto out;
 	merge_causes(r, &run, fs);
+	merge_metric_states(r, &run, fs);
 	for (uint32_t i = 0; i < m->sites.count; i++) {
 		d->sites[i].category = fs[i].category;
 		d->sites[i].confidence = fs[i].confidence;

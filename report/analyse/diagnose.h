@@ -55,6 +55,18 @@ struct lw_evidence {
 	uint32_t sites;		/* sites in the finding */
 };
 
+/*
+ * Whether what the memory held at step ends was let go of after the last
+ * step: most of it is gone at the report point. A loop's last batch freed
+ * as the loop ends is not the rest let go of: a function that returned
+ * let go of nothing when what it kept outlived it (returned to its
+ * caller, kept on an object or in a module's cache).
+ */
+static inline bool lw_evidence_let_go(const struct lw_evidence *ev)
+{
+	return ev->released && ev->live_bytes * 2 <= ev->held_bytes;
+}
+
 /* One site's verdict; category LW_CATEGORY_NONE when nothing is said. */
 struct lw_site_diagnosis {
 	enum lw_category category;

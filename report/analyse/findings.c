@@ -309,6 +309,31 @@ static int put_pool_evidence(FILE *out, const struct lw_report *r,
 	return 0;
 }
 
+/* What outlived the function whose local held it: "still held after
+ * `run` returned (by `service.cache`, ...)". */
+static int put_held_after(FILE *out, const struct lw_report *r,
+			  const struct lw_finding *f)
+{
+	const char *function;
+	struct lw_held by;
+	size_t len;
+	int rc;
+
+	if ((rc = lw_held_after_return(r, f->site, &function, &len, &by)) <= 0)
+		return rc;
+	fputs(", still held after `", out);
+	lw_put_text(out, function, len);
+	fputs("` returned", out);
+	if (by.holder) {
+		fputs(" (by `", out);
+		lw_put_text(out, by.path, by.path_len);
+		fputs("`, ", out);
+		lw_put_text(out, by.root, by.root_len);
+		putc(')', out);
+	}
+	return 0;
+}
+
 static int put_evidence(FILE *out, const struct lw_report *r,
 			const struct lw_finding *f)
 {
@@ -381,7 +406,7 @@ static int put_evidence(FILE *out, const struct lw_report *r,
 		fputs("\" outlived it", out);
 		sep = "; ";
 	}
-	if (ev->released && ev->held_bytes > ev->live_bytes) {
+	if (lw_evidence_let_go(ev)) {
 		int rc;
 
 		fputs(sep, out);
@@ -391,14 +416,18 @@ static int put_evidence(FILE *out, const struct lw_report *r,
 			ev->mean_size);
 		return 0;
 	}
-	if (live_said) {
-		fprintf(out, "%s%" PRIu64 " bytes per allocation on average",
-			sep, ev->mean_size);
-		return 0;
+	if (!live_said)
+		fprintf(out, "%s%s live in %" PRIu64 " allocation%s",
+			sep, lw_format_size(a, ev->live_bytes), ev->live_count,
+			ev->live_count == 1 ? "" : "s");
+	if (ev->live_bytes && f->leak) {
+		int rc;
+
+		if ((rc = put_held_after(out, r, f)) < 0)
+			return rc;
 	}
-	fprintf(out, "%s%s live in %" PRIu64 " allocation%s; %" PRIu64 " bytes per allocation on average",
-		sep, lw_format_size(a, ev->live_bytes), ev->live_count,
-		ev->live_count == 1 ? "" : "s", ev->mean_size);
+	fprintf(out, "; %" PRIu64 " bytes per allocation on average",
+		ev->mean_size);
 	return 0;
 }
 

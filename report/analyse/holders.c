@@ -33,6 +33,18 @@ static size_t root_frame(const char *root, size_t len)
 	return colon ? (size_t)(colon - root) : len;
 }
 
+static const char lru_label[] = " (an lru_cache: ";
+
+/* The part of a path that names its container: up to its last list index,
+ * or to an lru_cache's label (whose count of entries each search reads
+ * anew). */
+static size_t container_len(const char *path, size_t len)
+{
+	const char *lru = memmem(path, len, lru_label, sizeof(lru_label) - 1);
+
+	return lru ? (size_t)(lru - path) : last_index(path, len);
+}
+
 /* Whether two holders are one: the same container (a list's elements are
  * one holder, whichever index a search named) from the same root. */
 static bool same_holder(const struct lw_model *m, const struct lw_holder *a,
@@ -44,8 +56,8 @@ static bool same_holder(const struct lw_model *m, const struct lw_holder *a,
 	const char *u = lw_holder_text(m, a->root, &ra);
 	const char *v = lw_holder_text(m, b->root, &rb);
 
-	pa = last_index(x, pa);
-	pb = last_index(y, pb);
+	pa = container_len(x, pa);
+	pb = container_len(y, pb);
 	ra = root_frame(u, ra);
 	rb = root_frame(v, rb);
 	return pa == pb && memcmp(x, y, pa) == 0 && ra == rb &&
@@ -258,6 +270,65 @@ static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
 	return h;
 }
 
+/* Whether a path runs through an exception's traceback: the exception's,
+ * or a traceback object kept on its own (sys.exc_info()[2]). */
+static const char *traceback_in(const char *path, size_t len)
+{
+	static const char *const hops[] = { ".__traceback__", ".tb_next",
+					    ".tb_frame" };
+	const char *first = NULL;
+
+	for (size_t i = 0; i < sizeof(hops) / sizeof(hops[0]); i++) {
+		const char *at = memmem(path, len, hops[i], strlen(hops[i]));
+
+		if (at && (!first || at < first))
+			first = at;
+	}
+	return first;
+}
+
+/* Where the subscript that starts at path[at] ends (past its ']'). */
+static size_t subscript_end(const char *path, size_t len, size_t at)
+{
+	while (at < len && path[at] != ']')
+		at++;
+	return at < len ? at + 1 : len;
+}
+
+/*
+ * Whether the holder is a cache keyed per request: an lru_cache's entries,
+ * or a dict entry keyed by a string or an object ("cache['req-7']",
+ * "memo[<tuple #3>]") that is the memory's tensor itself ("history['loss'][3]"
+ * is a list kept under a name, "retval['loss'].grad_fn" a graph).
+ */
+static bool keyed_cache(const char *path, size_t len)
+{
+	size_t at = cause_prefix(path, len);
+
+	if (memmem(path, len, lru_label, sizeof(lru_label) - 1))
+		return true;
+	if (at + 2 >= len || path[at] != '[' ||
+	    (path[at + 1] != '\'' && path[at + 1] != '<'))
+		return false;
+	return subscript_end(path, len, at) == len;
+}
+
+/* Whether word (lower case) is in s[0..len), in any case. */
+static bool memmem_lower(const char *s, size_t len, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (size_t i = 0; i + n <= len; i++) {
+		size_t j = 0;
+
+		while (j < n && (s[i + j] | 0x20) == word[j])
+			j++;
+		if (j == n)
+			return true;
+	}
+	return false;
+}
+
 int lw_holder_facts(const struct lw_report *r, uint32_t site,
 		    struct lw_holder_facts *out)
 {
@@ -282,6 +353,18 @@ int lw_holder_facts(const struct lw_report *r, uint32_t site,
 	root = out->unreachable ? 0 : root_frame(first->root, first->root_len);
 	out->cause = hash_bytes(hash_bytes(0xcbf29ce484222325ull, first->path,
 					   path), first->root, root) | 1;
+	if (!out->unreachable) {
+		const char *dot = memrchr(first->path, '.', path);
+
+		if (dot && dot > first->path)
+			out->owner = hash_bytes(hash_bytes(0x84222325cbf29ce4ull,
+							   first->path,
+							   (size_t)(dot -
+								    first->path)),
+						first->root, root) | 1;
+		out->cache = keyed_cache(first->path, first->path_len);
+		out->loss_named = memmem_lower(first->path, path, "loss");
+	}
 	for (size_t i = 0; i < held.count; i++) {
 		const struct lw_held *e = &held.items[i];
 
@@ -290,34 +373,67 @@ int lw_holder_facts(const struct lw_report *r, uint32_t site,
 		out->graph |= (e->holder->flags & LW_HOLDER_GRAPH) ||
 			      memmem(e->path, e->path_len, ".grad_fn", 8);
 		out->graph_known |= e->holder->flags & LW_HOLDER_TORCH;
-		out->traceback |= memmem(e->path, e->path_len,
-					 ".__traceback__", 14) != NULL;
+		out->traceback |= traceback_in(e->path, e->path_len) != NULL;
+		out->metric_state |= e->holder->flags & LW_HOLDER_METRIC_STATE;
+		out->closure |= memmem(e->path, e->path_len, ".__closure__",
+				       12) != NULL ||
+				memmem(e->path, e->path_len, ".cell_contents",
+				       14) != NULL;
 	}
 	return 0;
+}
+
+/* The function of a root "local of NAME (FILE:LINE)": 1 with *name and
+ * *len, or 0 for any other root. */
+static int local_of(const struct lw_held *e, const char **name, size_t *len)
+{
+	static const char local[] = "local of ";
+	const char *root = e->root, *end;
+
+	if (e->root_len <= sizeof(local) - 1 ||
+	    memcmp(root, local, sizeof(local) - 1) != 0)
+		return 0;
+	root += sizeof(local) - 1;
+	end = memchr(root, ' ', e->root_len - (sizeof(local) - 1));
+	*name = root;
+	*len = end ? (size_t)(end - root) : e->root_len - (sizeof(local) - 1);
+	return *len > 0;
 }
 
 int lw_released_when(const struct lw_report *r, uint32_t site,
 		     const char **name, size_t *len)
 {
-	static const char local[] = "local of ";
 	struct lw_held_by held;
-	const char *root, *end;
 	int rc;
 
 	if ((rc = lw_held_by(r, site, &held)) < 0)
 		return rc;
 	if (held.count == 0)
 		return 0;
-	root = held.items[0].root;
-	if (held.items[0].root_len <= sizeof(local) - 1 ||
-	    memcmp(root, local, sizeof(local) - 1) != 0)
+	return local_of(&held.items[0], name, len);
+}
+
+int lw_held_after_return(const struct lw_report *r, uint32_t site,
+			 const char **name, size_t *len, struct lw_held *by)
+{
+	struct lw_held_by held;
+	int rc;
+
+	memset(by, 0, sizeof(*by));
+	if (!lw_model_has_program_end(r->model))
 		return 0;
-	root += sizeof(local) - 1;
-	end = memchr(root, ' ', held.items[0].root_len - (sizeof(local) - 1));
-	*name = root;
-	*len = end ? (size_t)(end - root)
-		   : held.items[0].root_len - (sizeof(local) - 1);
-	return *len > 0;
+	if ((rc = lw_held_by(r, site, &held)) < 0)
+		return rc;
+	/* Latest first: the first in a local names the function; one
+	 * found by a later search, elsewhere, what kept it after. */
+	for (size_t i = 0; i < held.count; i++) {
+		if (!local_of(&held.items[i], name, len))
+			continue;
+		if (i && held.items[0].holder->search > held.items[i].holder->search)
+			*by = held.items[0];
+		return 1;
+	}
+	return 0;
 }
 
 /* The last subscript of path ("[59]", "['tok']"): where it starts, or
@@ -354,6 +470,7 @@ const char *lw_holder_fix(const struct lw_model *m,
 	size_t len, cut;
 	const char *path = lw_holder_text(m, h->path, &len);
 	const char *graph = memmem(path, len, ".grad_fn", 8);
+	const char *lru, *dot;
 
 	if (h->flags & LW_HOLDER_UNREACHABLE) {
 		/* Garbage: "<Accuracy>.correct" names the cycle's class. */
@@ -371,6 +488,42 @@ const char *lw_holder_fix(const struct lw_model *m,
 				 h->flags & LW_HOLDER_GC_OFF
 					 ? "; the program turned the collector off (gc.disable()): turn it back on"
 					 : "");
+		return buf;
+	}
+	cut = cause_prefix(path, len);
+	if ((h->flags & LW_HOLDER_METRIC_STATE) &&
+	    (dot = memrchr(path, '.', cut))) {
+		/* A metric's state: "metric.preds[3]" is metric's. */
+		size_t owner = (size_t)(dot - path);
+
+		snprintf(buf, size, "compute and reset `%.*s` at the end of each epoch (`%.*s.compute()`, then `%.*s.reset()`): its state `%.*s` keeps every batch given to update() until then; or use a variant whose state has a fixed size (a binned one, `thresholds=N`)",
+			 (int)owner, path, (int)owner, path, (int)owner, path,
+			 (int)cut, path);
+		return buf;
+	}
+	if (traceback_in(path, len)) {
+		/* Exceptions, or sys.exc_info(), kept: what keeps them is the
+		 * container before the first subscript or traceback hop. */
+		size_t holder = span_until(path, len, "[");
+		const char *tb = traceback_in(path, len);
+
+		if ((size_t)(tb - path) < holder)
+			holder = (size_t)(tb - path);
+		snprintf(buf, size, "keep the message or the formatted traceback in `%.*s` (`str(e)`, `traceback.format_exc()`), not the exception or sys.exc_info(); or drop the frames with `e.__traceback__ = None`: a traceback keeps every frame it passed through, and their locals",
+			 (int)holder, path);
+		return buf;
+	}
+	if ((lru = memmem(path, len, lru_label, sizeof(lru_label) - 1))) {
+		/* The cache of a function decorated with lru_cache. */
+		cut = (size_t)(lru - path);
+		snprintf(buf, size, "bound the cache of `%.*s`: `@functools.lru_cache(maxsize=N)` instead of maxsize=None (or @cache), or call `%.*s.cache_clear()` once its entries are no longer needed",
+			 (int)cut, path, (int)cut, path);
+		return buf;
+	}
+	if (keyed_cache(path, len)) {
+		cut = cause_prefix(path, len);
+		snprintf(buf, size, "bound `%.*s`: evict its oldest entry past a size limit (an `OrderedDict`, and `%.*s.popitem(last=False)`), or delete each entry once its request is done; a new key every request adds an entry that nothing removes",
+			 (int)cut, path, (int)cut, path);
 		return buf;
 	}
 	if (graph && memmem(path, len, "saved tensor", 12)) {

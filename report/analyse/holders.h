@@ -57,6 +57,18 @@ int lw_held_by(const struct lw_report *report, uint32_t site,
 int lw_released_when(const struct lw_report *report, uint32_t site,
 		     const char **name, size_t *len);
 
+/*
+ * For memory still live at the program's end: the function whose local
+ * held the finding led by site (the latest search that found it in a
+ * local), which the program's end proves returned, into *name and *len;
+ * and in *by the holder a later search found it in (a caller's local, an
+ * object, a global), or NULL. Returns 1 when there is such a function, 0
+ * when not, or a negative errno.
+ */
+int lw_held_after_return(const struct lw_report *report, uint32_t site,
+			 const char **name, size_t *len,
+			 struct lw_held *by);
+
 /* What the holders of a site say of its memory, for the diagnosis. */
 struct lw_holder_facts {
 	bool found;
@@ -64,13 +76,30 @@ struct lw_holder_facts {
 	/* The search could see PyTorch's graphs: a path not through one
 	 * keeps none (without PyTorch, graph says nothing). */
 	bool graph_known;
-	bool traceback;		/* ... through an exception's traceback */
+	/* ... through an exception's traceback (__traceback__, tb_next,
+	 * tb_frame: sys.exc_info() kept is one too) */
+	bool traceback;
+	/* The holder is a cache keyed per request: an lru_cache's entries,
+	 * or a dict whose entry, keyed by a string or an object, holds it
+	 * directly (a dict keyed by number reads as a list does). */
+	bool cache;
+	/* ... through a function's closure: a hook's container. */
+	bool closure;
+	/* ... through a state a metric declared (LW_HOLDER_METRIC_STATE). */
+	bool metric_state;
+	/* The container's name says it keeps losses ("losses",
+	 * "train_loss_history"): the program's own word for what it is. */
+	bool loss_named;
 	bool unreachable;	/* the first is an unreachable reference cycle */
 	bool gc_off;		/* ... and the collector is off */
 	/* The cause: the first holder's container and frame (a list's
 	 * elements are one holder, whichever index a search named). Two
 	 * sites with the same cause are kept by the same thing; 0: none. */
 	uint64_t cause;
+	/* The object whose attribute the container is ("metric" of
+	 * "metric.preds[3]"), and the frame: the states of one object; 0
+	 * when the container is no attribute. */
+	uint64_t owner;
 };
 
 /* The facts of the holders of the finding led by site (lw_held_by()).

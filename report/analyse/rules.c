@@ -33,6 +33,10 @@ static const char *const category_names[LW_CATEGORY_COUNT] = {
 	[LW_CATEGORY_KEPT_EXCEPTION] = "kept-exception",
 	[LW_CATEGORY_UNCOLLECTED_CYCLE] = "uncollected-cycle",
 	[LW_CATEGORY_KEPT_ACTIVATIONS] = "kept-activations",
+	[LW_CATEGORY_KEPT_OUTPUTS] = "kept-outputs",
+	[LW_CATEGORY_UNBOUNDED_CACHE] = "unbounded-cache",
+	[LW_CATEGORY_KEPT_INPUTS] = "kept-inputs",
+	[LW_CATEGORY_METRIC_STATE] = "metric-state",
 };
 
 static const struct {
@@ -48,6 +52,8 @@ static const struct {
 	{ "optimizer", LW_TAG_OPTIMIZER },
 	{ "workspace", LW_TAG_WORKSPACE },
 	{ "cache", LW_TAG_CACHE },
+	{ "input", LW_TAG_INPUT },
+	{ "hook", LW_TAG_HOOK },
 };
 
 const char *lw_category_name(enum lw_category category)
@@ -167,7 +173,7 @@ static int add_tag(struct lw_rules *r, char *p, unsigned line, char *message,
 			tag = tag_names[i].tag;
 	if (!tag)
 		return bad_line(message, size, line,
-				"unknown tag (forward, loss, backward, copy, metric, load, optimizer, workspace, cache)",
+				"unknown tag (forward, loss, backward, copy, metric, load, optimizer, workspace, cache, input, hook)",
 				name);
 	if ((rc = reserve((void **)&r->tags, &r->tag_capacity, r->tag_count,
 			  sizeof(*r->tags))) < 0)

@@ -38,6 +38,17 @@ enum lw_category {
 	/* Outputs of a forward pass kept without their graph (a hook, a
 	 * container of detached tensors). */
 	LW_CATEGORY_KEPT_ACTIVATIONS,
+	/* A model's outputs (logits, generated ids, embeddings) kept without
+	 * a graph: a container of them, or one made of them. */
+	LW_CATEGORY_KEPT_OUTPUTS,
+	/* A cache keyed per request (a dict of string keys, an lru_cache
+	 * with no bound): every new key adds an entry, none is evicted. */
+	LW_CATEGORY_UNBOUNDED_CACHE,
+	/* Input batches kept (copied to the device, or made there). */
+	LW_CATEGORY_KEPT_INPUTS,
+	/* A metric's list states (the batches it keeps to compute later)
+	 * growing: never computed and reset. */
+	LW_CATEGORY_METRIC_STATE,
 	LW_CATEGORY_COUNT,
 };
 
@@ -55,6 +66,8 @@ enum lw_tag {
 	LW_TAG_OPTIMIZER = 1u << 6,	/* an optimizer's step */
 	LW_TAG_WORKSPACE = 1u << 7,	/* a library's workspace */
 	LW_TAG_CACHE = 1u << 8,		/* a cache meant to be kept */
+	LW_TAG_INPUT = 1u << 9,		/* an input copied to the device */
+	LW_TAG_HOOK = 1u << 10,		/* a module's hooks being run */
 };
 
 struct lw_tag_rule {

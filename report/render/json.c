@@ -775,7 +775,7 @@ static int put_evidence(FILE *out, const struct lw_report *r,
 		     ", \"released_when\": ",
 		ev->held_bytes, ev->held_count, ev->held_step,
 		ev->released ? "true" : "false");
-	if (ev->released && f->leak &&
+	if (lw_evidence_let_go(ev) && f->leak &&
 	    (rc = lw_released_when(r, f->site, &function, &len)) < 0)
 		return rc;
 	if (rc > 0) {

@@ -781,6 +781,29 @@ def group_locals():
     p.cleanup()
 
 
+# Tensors memoised by functools.lru_cache with no bound, one entry per
+# request id: its cache is a dict only the wrapper's traversal shows.
+LRU = r'''
+import functools
+import leakwatch
+import tinytensor as tt
+
+
+@functools.lru_cache(maxsize=None)
+def embed(request_id):
+    return tt.ones(16) * request_id  # @alloc
+
+
+def serve(steps):
+    for step in range(steps):
+        embed(step)
+        leakwatch.step()
+
+
+serve(STEPS)
+'''
+
+
 def group_paths():
     """Globals, instance attributes with and without __dict__, __slots__,
     a class attribute, dict keys (str, int, None, a secret that must not
@@ -796,6 +819,15 @@ def group_paths():
             ("registry", "Registry.encoders['clip'][%d]"),
             ("module", "model.encoder.layers[0].outputs[%d]")]:
         expect(p, marker, path % last, glob, MOST, first=True)
+    p.cleanup()
+
+    # An lru_cache's entries, named as the cached function's with their
+    # count; the fix bounds it.
+    p = Program("lru", LRU)
+    h = expect(p, "alloc", "embed (an lru_cache: %d entries)[%d]"
+               % (STEPS, last), glob, MOST, first=True)
+    check("maxsize=N" in h["fix"] and "embed.cache_clear()" in h["fix"],
+          "lru: the holder's fix: %r" % h["fix"])
     p.cleanup()
 
     p = Program("keys", PATHS, args=["keys"])

@@ -97,7 +97,8 @@ CATEGORIES = ["retained-loss", "metric-copy", "retained-graph",
               "lingering-previous-step", "unreleased-module",
               "cycle-delayed-frees", "growth", "not-a-leak", "pool-fragmentation",
               "growing-buffer", "kept-exception", "uncollected-cycle",
-              "kept-activations"]
+              "kept-activations", "kept-outputs", "unbounded-cache",
+              "kept-inputs", "metric-state"]
 KIND_KEYS = ["device", "managed", "pinned_host", "host_registered"]
 TOTAL_KEYS = ["live_bytes", "live_count", "allocations", "bytes_allocated"]
 SITE_KEYS = ["id", "kind", "live_bytes", "live_count", "allocations",

@@ -19,8 +19,10 @@ lets go of it, as most training code does (its loop in train(), called from
 main()): what the loop kept dies when the function returns, and only what
 happened during the steps shows the leak.
 """
+import collections
 import copy
 import ctypes
+import functools
 import gc
 import json
 import os
@@ -55,7 +57,7 @@ def batches(steps, batch=BATCH):
         for x, y in loader:
             if done == steps:
                 return
-            yield done, x.to(DEVICE), y.to(DEVICE)
+            yield done, x.to(DEVICE), y.to(DEVICE)  # @lead (kept inputs)
             done += 1
 
 
@@ -696,6 +698,236 @@ def train_eval_grad(steps, rec):
     return val_total
 
 
+# ---- what is kept, and what keeps it: each with its fix applied ----
+
+def kept_outputs(steps, rec, fixed=False):
+    """Each step's validation logits kept on the device for a report at
+    the end, made under torch.no_grad(): no graph, but every tensor.
+    Fixed: a host copy is kept."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    val_logits = []
+    for _, x, y in batches(steps):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            logits = model(x)
+        val_logits.append(logits.cpu() if fixed else logits)
+        rec.step()
+    return val_logits
+
+
+def kept_outputs_fixed(steps, rec):
+    return kept_outputs(steps, rec, fixed=True)
+
+
+def unbounded_cache(steps, rec, fixed=False):
+    """Each batch's embeddings cached by the batch's id, a key no later
+    batch asks for again: the cache only grows. Fixed: an OrderedDict
+    bounded to its last 8 entries."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    cache = collections.OrderedDict()
+    for step, x, y in batches(steps):
+        key = f"batch-{step}"
+        if key not in cache:
+            with torch.no_grad():
+                cache[key] = model.fc1(x)  # @lead
+            if fixed and len(cache) > 8:
+                cache.popitem(last=False)
+        loss = F.cross_entropy(model(x), y) + cache[key].mean() * 0
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        rec.step()
+    return cache
+
+
+def unbounded_cache_fixed(steps, rec):
+    return unbounded_cache(steps, rec, fixed=True)
+
+
+def unbounded_lru(steps, rec, fixed=False):
+    """Prompt embeddings memoised with functools.lru_cache(maxsize=None),
+    one entry per prompt id, and every step asks for a new prompt.
+    Fixed: lru_cache(maxsize=8)."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+
+    @functools.lru_cache(maxsize=8 if fixed else None)
+    def prompt_embedding(prompt_id):
+        ids = torch.full((BATCH, 256), prompt_id / 1000, device=DEVICE)
+        with torch.no_grad():
+            return model.fc1(ids)  # @lead
+
+    for step, x, y in batches(steps):
+        loss = F.cross_entropy(model(x), y) + \
+            prompt_embedding(step).mean() * 0
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        rec.step()
+    return prompt_embedding
+
+
+def unbounded_lru_fixed(steps, rec):
+    return unbounded_lru(steps, rec, fixed=True)
+
+
+def kept_inputs(steps, rec, fixed=False):
+    """Every input batch kept for a replay of the hard examples that
+    never comes: the batches stay on the device. Fixed: a host copy."""
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    replay = []
+    for _, x, y in batches(steps):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        replay.append(x.cpu() if fixed else x)
+        rec.step()
+    return replay
+
+
+def kept_inputs_fixed(steps, rec):
+    return kept_inputs(steps, rec, fixed=True)
+
+
+def metric_state(steps, rec, fixed=False):
+    """torchmetrics' AveragePrecision updated every step and never reset:
+    its list states (preds, target) keep every batch. Fixed: computed and
+    reset at the end of each epoch (8 batches)."""
+    from torchmetrics.classification import MulticlassAveragePrecision
+
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    average_precision = MulticlassAveragePrecision(
+        num_classes=10, validate_args=False).to(DEVICE)
+    epoch_scores = []
+    for step, x, y in batches(steps):
+        out = model(x)
+        loss = F.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        average_precision.update(out.detach(), y)  # @lead
+        if fixed and step % 8 == 7:
+            # compute() reads the values the kernels made (bincount of
+            # the targets): on a real GPU only, since the stand-in's
+            # kernels make none. reset() is what lets go of the states.
+            if os.environ.get("LW_REAL_GPU") == "1":
+                epoch_scores.append(average_precision.compute().item())
+            average_precision.reset()
+        rec.step()
+    return average_precision
+
+
+def metric_state_fixed(steps, rec):
+    return metric_state(steps, rec, fixed=True)
+
+
+def metric_state_cat(steps, rec, fixed=False):
+    """Every batch's scores collected in torchmetrics' CatMetric, to report
+    their spread at the end: its list state keeps each batch. The scores
+    are the program's own (no metric code made them): the metric's state
+    that holds them tells. Fixed: computed and reset each epoch."""
+    from torchmetrics import CatMetric
+
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    scores_seen = CatMetric(nan_strategy="disable").to(DEVICE)
+    spreads = []
+    for step, x, y in batches(steps):
+        out = model(x)
+        loss = F.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            scores = out.softmax(1).amax(1)  # @lead
+        scores_seen.update(scores)
+        if fixed and step % 8 == 7:
+            spreads.append(scores_seen.compute().std().item())
+            scores_seen.reset()
+        rec.step()
+    return scores_seen
+
+
+def metric_state_cat_fixed(steps, rec):
+    return metric_state_cat(steps, rec, fixed=True)
+
+
+def metric_per_step(steps, rec, fixed=False):
+    """A torchmetrics metric made anew for every batch's figure and
+    dropped: a Metric refers to itself (its wrapped update() is bound to
+    it), so each one, and its states on the device, waits for the cycle
+    collector. Nothing is copied. Fixed: one metric, reset every batch."""
+    from torchmetrics.classification import MulticlassConfusionMatrix
+
+    model = MLP().to(DEVICE)
+    opt = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    gc.set_threshold(100000, 1000, 1000)
+    reused = MulticlassConfusionMatrix(num_classes=512).to(DEVICE)
+    for _, x, y in batches(steps):
+        out = model(x)
+        loss = F.cross_entropy(out, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if fixed:
+            reused.reset()
+        else:
+            reused = MulticlassConfusionMatrix(num_classes=512)
+            reused = reused.to(DEVICE)  # @lead
+        rec.step()
+    gc.set_threshold(700, 10, 10)
+
+
+def metric_per_step_fixed(steps, rec):
+    metric_per_step(steps, rec, fixed=True)
+
+
+def retry_step(model, optimizer, x, y):
+    """A step that fails once its forward pass has run, as a flaky data
+    source or an out-of-memory retry does."""
+    logits = model(x)
+    loss = F.cross_entropy(logits, y)
+    optimizer.zero_grad()
+    if loss.numel():
+        raise RuntimeError("transient failure")
+    return loss
+
+
+def kept_exception_retry(steps, rec, fixed=False):
+    """A retry loop that keeps sys.exc_info() of each failure for a report:
+    each traceback keeps the failed step's frame, its model, optimizer
+    and tensors. Fixed: the formatted traceback is kept."""
+    import traceback
+    model = MLP().to(DEVICE)
+    optimizer = rec.count(torch.optim.SGD(model.parameters(), lr=0.01))
+    reports = []
+    for _, x, y in batches(steps):
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        for attempt in range(1):
+            try:
+                retry_step(model, optimizer, x * 1.0, y)
+            except RuntimeError:
+                reports.append(traceback.format_exc() if fixed
+                               else sys.exc_info())
+        rec.step()
+    return reports
+
+
+def kept_exception_retry_fixed(steps, rec):
+    return kept_exception_retry(steps, rec, fixed=True)
+
+
 # ---- the allocator's pool ----
 
 def curriculum(steps, rec):
@@ -744,7 +976,11 @@ CASES = {f.__name__: f for f in (
     kept_activations, kept_activations_fixed, torchtitan_fixed,
     eval_grad_fixed, espnet_adamw, espnet_fixed, composer_fixed,
     simpletuner_fixed, cycle_delayed, two_holders, train_eval_grad,
-    curriculum, variable_batch)}
+    curriculum, variable_batch, kept_outputs, kept_outputs_fixed,
+    unbounded_cache, unbounded_cache_fixed, unbounded_lru, unbounded_lru_fixed,
+    kept_inputs, kept_inputs_fixed, metric_state, metric_state_fixed,
+    kept_exception_retry, kept_exception_retry_fixed, metric_state_cat,
+    metric_state_cat_fixed, metric_per_step, metric_per_step_fixed)}
 
 def main():
     record = Record()

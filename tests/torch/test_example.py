@@ -7,10 +7,10 @@ of leakwatch or of the stand-in, run as the README shows:
 
 It must train to its end, and its report must hold one leak: the logits it
 keeps, made at `out = model(x)`, one batch of them (128 x 10 floats) per
-step, kept-activations (backward() freed their graph's buffers: the kept
+step, kept-outputs (backward() freed their graph's buffers: the kept
 outputs are what holds memory). The fix as the finding words it (a host
 copy, `.cpu()`) ends the growth; `.detach()` does not, and the report
-still calls it kept activations without ever offering `.detach()`.
+still calls it kept outputs without ever offering `.detach()`.
 Environment as for test_torch.py."""
 import json
 import os
@@ -68,13 +68,13 @@ def main():
         print(json.dumps(leaks, indent=1))
         want = 128 * 10 * 4
         if not (len(leaks) == 1 and
-                leaks[0]["category"] == "kept-activations" and
+                leaks[0]["category"] == "kept-outputs" and
                 leaks[0]["location"]["line"] == line and
                 abs(leaks[0]["evidence"]["bytes_per_step"] - want) <=
                 want / 10 and ".cpu()" in leaks[0]["fix"] and
                 ".detach()" not in leaks[0]["fix"].replace(
                     "a detached tensor", "")):
-            failures.append(f"expected one kept-activations leak at "
+            failures.append(f"expected one kept-outputs leak at "
                             f"torch_train.py:{line}, {want} bytes per step, "
                             f"its fix a host copy: {leaks}")
         # The fix as the finding words it: a host copy of each output.
@@ -85,7 +85,7 @@ def main():
         # .detach() frees the graph, not the memory: still kept.
         detached = source.replace(KEPT, "outputs.append(out.detach())")
         rep, leaks = run(python, detached, tmp, "detached")
-        if [f["category"] for f in leaks] != ["kept-activations"]:
+        if [f["category"] for f in leaks] != ["kept-outputs"]:
             failures.append(f"with .detach(): {leaks}")
     for f in failures:
         print("FAIL: " + f, file=sys.stderr)

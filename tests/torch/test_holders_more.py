@@ -71,10 +71,12 @@ CASES = {
                      any_of("acts", "__closure__")),
     "thread_train": ({"retained-loss"}, starts("losses["),
                      starts("local of train "), any_of("drain `losses`")),
-    "async_serve": ({"kept-activations"},
+    # Outputs made under no_grad and kept: no graph, no hook.
+    "async_serve": ({"kept-outputs"},
                     starts("answered["), starts("local of handle "),
                     any_of("drain `answered`")),
-    "generator_batches": ({"growth"},
+    # Batches made on the device (torch.randn) and kept: inputs.
+    "generator_batches": ({"kept-inputs"},
                           starts("replay["),
                           starts("local of device_batches "),
                           any_of("drain `replay`")),

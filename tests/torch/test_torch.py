@@ -68,8 +68,54 @@ CASES = {
     "train_eval_grad": "retained-graph",
     "simpletuner_fixed": None,
     "cycle_delayed": "cycle-delayed-frees",
-    # Two causes in one loop: two findings, each with its own holder.
-    "two_holders": ("kept-activations", "retained-loss"),
+    # Two causes in one loop: two findings, each with its own holder (the
+    # model's outputs, detached, are kept outputs; the losses, losses).
+    "two_holders": ("kept-outputs", "retained-loss"),
+    # Kinds told by what the memory is and what holds it, never by its
+    # size: each with its fix applied as the finding words it.
+    "kept_outputs": "kept-outputs",
+    "kept_outputs_fixed": None,
+    "unbounded_cache": "unbounded-cache",
+    "unbounded_cache_fixed": None,
+    "unbounded_lru": "unbounded-cache",
+    "unbounded_lru_fixed": None,
+    "kept_inputs": "kept-inputs",
+    "kept_inputs_fixed": None,
+    "metric_state": "metric-state",
+    "metric_state_fixed": None,
+    "kept_exception_retry": "kept-exception",
+    "kept_exception_retry_fixed": None,
+    "metric_state_cat": "metric-state",
+    "metric_state_cat_fixed": None,
+    # A metric made anew every batch and dropped: no copy, a cycle.
+    "metric_per_step": "cycle-delayed-frees",
+    "metric_per_step_fixed": None,
+}
+
+# What the first holder of each such case must be, and words its fix (the
+# holder's) must have: the fix phrased against the holder's type.
+HOLDER_FIXES = {
+    "kept_outputs": ("val_logits[", "`.cpu()`"),
+    "unbounded_cache": ("cache['batch-", "`OrderedDict`"),
+    "unbounded_lru": ("prompt_embedding (an lru_cache: ", "maxsize=N"),
+    "kept_inputs": ("replay[", "`.cpu()`"),
+    "metric_state": ("self.preds[", "`self.reset()`"),
+    "metric_state_cat": ("scores_seen.value[", "`scores_seen.reset()`"),
+    "metric_per_step": ("<MulticlassConfusionMatrix>",
+                        "break the reference cycle"),
+    "kept_exception_retry": ("reports[", "traceback.format_exc()"),
+}
+# Words the finding's own fix must have, and words it must not: a tensor
+# that is not a loss never gets the loss's fix.
+FINDING_FIXES = {
+    "kept_outputs": ("on the host", "loss.item()"),
+    "unbounded_cache": ("lru_cache(maxsize=N)", "loss.item()"),
+    "unbounded_lru": ("lru_cache(maxsize=N)", "loss.item()"),
+    "kept_inputs": ("host", "loss.item()"),
+    "metric_state": ("reset()", "deepcopy"),
+    "metric_state_cat": ("reset()", "loss.item()"),
+    "metric_per_step": ("gc.collect()", "deepcopy"),
+    "kept_exception_retry": ("str(e)", "hook"),
 }
 
 # The allocator configurations, by the environment each adds. Under every
@@ -100,7 +146,8 @@ CONTEXTS = {
 # does not grow (a previous step's buffers, a phase's modules).
 GROWING = {"retained-loss", "cycle-delayed-frees", "metric-copy",
            "retained-graph", "growing-buffer", "kept-exception",
-           "uncollected-cycle", "kept-activations"}
+           "uncollected-cycle", "kept-activations", "kept-outputs",
+           "unbounded-cache", "kept-inputs", "metric-state"}
 
 
 class Failure(Exception):
@@ -120,7 +167,8 @@ def lead_line(case):
     owner = {"composer_no_gc": "composer", "espnet": "GradBufferLoss",
              "eval_grad": "MLP", "espnet_adamw": "GradBufferLoss",
              "kept_exception": "MLP", "kept_activations": "Probe",
-             "train_eval_grad": "MLP"}
+             "train_eval_grad": "MLP", "kept_outputs": "MLP",
+             "kept_inputs": "batches", "kept_exception_retry": "MLP"}
     want = owner.get(case, case)
     scope = None
     with open(SCENARIOS) as f:
@@ -279,7 +327,30 @@ def test(case, config, python, real_gpu):
         check_causes(case, leaks)
         return "found"
     check_leak(case, rep, program, leaks)
+    check_fixes(case, leaks[0])
     return "found"
+
+
+def check_fixes(case, f):
+    """The finding's fix fits what the memory is; its holder's, the
+    holder's type."""
+    if case in FINDING_FIXES:
+        want, never = FINDING_FIXES[case]
+        check(want in f["fix"] and never not in f["fix"],
+              f"the fix {f['fix']!r}: want {want!r}, never {never!r}")
+        # What the story returned is kept to the program's end (main()
+        # keeps it): its function's return let go of nothing, whatever
+        # the loop's last batch freed as it ended.
+        check(f["evidence"]["released_when"] is None,
+              f"released when {f['evidence']['released_when']}, though "
+              f"what it returned is kept to the end")
+    if case in HOLDER_FIXES:
+        start, words = HOLDER_FIXES[case]
+        held = f["held_by"]
+        check(held and held[0]["path"].startswith(start),
+              f"held by {held}, want a path starting {start!r}")
+        check(words is None or words in held[0]["fix"],
+              f"the holder's fix {held[0]['fix']!r} does not say {words!r}")
 
 
 def check_causes(case, leaks):
