@@ -368,6 +368,14 @@ int lw_holder_facts(const struct lw_report *r, uint32_t site,
 	for (size_t i = 0; i < held.count; i++) {
 		const struct lw_held *e = &held.items[i];
 
+		/* Kept where the program keeps its losses: by any of its
+		 * holders (the list a loop appends to, before the global
+		 * the function's return handed it to). */
+		if (!(e->holder->flags & LW_HOLDER_UNREACHABLE))
+			out->loss_named |=
+				memmem_lower(e->path,
+					     cause_prefix(e->path, e->path_len),
+					     "loss");
 		if (!same_holder(m, e->holder, first->holder))
 			continue;
 		out->graph |= (e->holder->flags & LW_HOLDER_GRAPH) ||
