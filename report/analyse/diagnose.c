@@ -438,6 +438,14 @@ static void classify_site(const struct lw_report *r,
 		f->category = LW_CATEGORY_UNCOLLECTED_CYCLE;
 		f->confidence = LW_CONFIDENCE_HIGH;
 		f->reason = "kept by reference cycles that nothing refers to, which the cycle collector, turned off, never frees";
+	} else if (growing && h->unreachable && h->metric_list && !gc &&
+		   !h->graph) {
+		/* One metric's state that grew while the metric was in use,
+		 * left in a cycle once its owner returned: no pass of the
+		 * collector freed any of it during the loop. */
+		f->category = LW_CATEGORY_METRIC_STATE;
+		f->confidence = LW_CONFIDENCE_HIGH;
+		f->reason = "kept in a metric's state from step to step: list states that grow until the metric is computed and reset";
 	} else if (growing && h->unreachable) {
 		f->category = LW_CATEGORY_CYCLE_DELAYED;
 		f->confidence = LW_CONFIDENCE_HIGH;

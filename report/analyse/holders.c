@@ -383,6 +383,13 @@ int lw_holder_facts(const struct lw_report *r, uint32_t site,
 		out->graph_known |= e->holder->flags & LW_HOLDER_TORCH;
 		out->traceback |= traceback_in(e->path, e->path_len) != NULL;
 		out->metric_state |= e->holder->flags & LW_HOLDER_METRIC_STATE;
+		if (e->holder->flags & LW_HOLDER_METRIC_STATE) {
+			const char *dot = memrchr(e->path, '.', e->path_len);
+			size_t after = dot ? (size_t)(dot - e->path) : 0;
+
+			out->metric_list |= memchr(e->path + after, '[',
+						   e->path_len - after) != NULL;
+		}
 		out->closure |= memmem(e->path, e->path_len, ".__closure__",
 				       12) != NULL ||
 				memmem(e->path, e->path_len, ".cell_contents",

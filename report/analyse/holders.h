@@ -87,6 +87,9 @@ struct lw_holder_facts {
 	bool closure;
 	/* ... through a state a metric declared (LW_HOLDER_METRIC_STATE). */
 	bool metric_state;
+	/* ... and an entry of a list state (`m.value[39]`): one metric
+	 * whose state grows, not many metrics each with its own. */
+	bool metric_list;
 	/* The container's name says it keeps losses ("losses",
 	 * "train_loss_history"): the program's own word for what it is. */
 	bool loss_named;
