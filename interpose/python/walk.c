@@ -1015,6 +1015,15 @@ static void tuple_edges(struct edges_ctx *c, const void *t, enum via via)
  * refers to each: the one place that knows the objects' structure, for the
  * walk and for the paths alike.
  */
+/* Whether n was reached from an unreachable cycle: what nothing reachable
+ * refers to is garbage, an optimizer's state included. */
+static bool from_cycle(const struct node *n)
+{
+	while (n->parent != NO_PARENT)
+		n = node(n->parent);
+	return roots[n->aux >> 3].kind == R_CYCLE;
+}
+
 static void edges(const struct node *n, edge_fn fn, void *ctx)
 {
 	struct edges_ctx c = { fn, ctx, { NULL, NULL }, false };
@@ -1132,9 +1141,13 @@ static void edges(const struct node *n, edge_fn fn, void *ctx)
 		break;
 	case K_OPTIMIZER:
 		/* Its parameter groups and state are the model's parameters
-		 * and its own: never a path to offer as what to let go of. */
-		c.skip[0] = attribute(o, "param_groups");
-		c.skip[1] = attribute(o, "state");
+		 * and its own: never a path to offer as what to let go of,
+		 * unless the optimizer itself is garbage (one remade every
+		 * iteration, left in a cycle: its state is what is kept). */
+		if (!from_cycle(n)) {
+			c.skip[0] = attribute(o, "param_groups");
+			c.skip[1] = attribute(o, "state");
+		}
 		traverse(o, &c);
 		break;
 	case K_OBJECT:
