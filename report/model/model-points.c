@@ -158,6 +158,13 @@ int lw_points_add(struct lw_model *m)
 					   ? live - t->allocated_bytes : 0;
 		p->peak_outside_bytes = t->step_peak_outside;
 		p->peak_in_use_bytes = t->step_peak_in_use;
+		/* Without PyTorch's pool all the device memory is outside
+		 * it, and the step's peak says the most of it, in a bounded
+		 * trace (whose steps are sums) as in a full one. */
+		if (!t->segments && !t->allocated_bytes) {
+			p->peak_outside_bytes = p->peak_bytes;
+			p->peak_in_use_bytes = p->peak_bytes;
+		}
 		p->max_request_bytes = t->step_max_request;
 		/* The next step's account starts from what is live now. */
 		t->step_peak_allocated = 0;
