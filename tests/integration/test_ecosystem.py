@@ -722,7 +722,10 @@ def pytest_bad_marker():
         print("no python with pytest: skipped")
         sys.exit(77)
     tmp = scratch_dir("lw-pytest-")
-    env = {"PYTHONPATH": os.environ["LW_SCRIPTS"], "LD_PRELOAD": LIB}
+    # The command names the kinds fail_on= may take (wherever the build
+    # directory is).
+    env = {"PYTHONPATH": os.environ["LW_SCRIPTS"], "LD_PRELOAD": LIB,
+           "LEAKWATCH_CLI": CLI}
     for marker, said in (('max_growth="lots"', "not a size: 'lots'"),
                          ('steps="many"', "steps='many' is not a whole number"),
                          ("steps=3", "steps=3: growth is judged on at least 5"),
