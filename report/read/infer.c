@@ -26,10 +26,12 @@
 #include "infer.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lw-addr-table.h"
 #include "lw-format.h"
 #include "lw-hash.h"
 #include "lw-origin.h"
@@ -63,12 +65,9 @@ struct infer_state {
 	 * count in its pattern. */
 	uint64_t *counts_in;
 	uint32_t *members;
-	/* Per string id: a file of the user's code; per code id: its file's
-	 * string id. */
-	uint8_t *user_file;
-	size_t string_count;
-	uint64_t *code_file;
-	size_t code_count;
+	/* The string ids of the user's code's files; per code id, its
+	 * file's string id. */
+	struct lw_addr_table user_files, code_files;
 	/* The frames of the user's code (a hash of their code ids and
 	 * lines, and their count) -> the first stack with them: open
 	 * addressing, a power of two, at most half full. */
@@ -78,61 +77,59 @@ struct infer_state {
 	size_t line_capacity, line_count;
 };
 
-/* Makes *array (of *count elements of size bytes) hold index id, the new
- * ones zero. */
-static int grow_to(void **array, size_t *count, uint64_t id, size_t size)
-{
-	size_t n = *count;
-	void *p;
+/* Ids of strings and code objects: sparse in a trace as it may be, so
+ * kept by key, never as an index. */
+struct id_value {
+	uint64_t id;
+	uint64_t value;
+	unsigned char used;
+};
 
-	if (id < n)
-		return 0;
-	if (id >= SIZE_MAX / (2 * size) - 1)
+static const struct lw_addr_table_kind id_value_kind = {
+	.slot_size = sizeof(struct id_value),
+	.used_offset = offsetof(struct id_value, used),
+	.alloc = malloc,
+	.release = free,
+	.max_load = 128,
+};
+
+static int put_id(struct lw_addr_table *t, uint64_t id, uint64_t value)
+{
+	bool found;
+	struct id_value *v = lw_addr_table_put(t, &id_value_kind, id, &found);
+
+	if (!v)
 		return -ENOMEM;
-	n = n + n / 2 > id + 1 ? n + n / 2 : (size_t)id + 1;
-	if (n < 64)
-		n = 64;
-	p = realloc(*array, n * size);
-	if (!p)
-		return -ENOMEM;
-	memset((char *)p + *count * size, 0, (n - *count) * size);
-	*array = p;
-	*count = n;
+	v->value = value;
 	return 0;
 }
 
 static int infer_string(void *ctx, uint64_t id, struct lw_bytes text)
 {
 	struct infer_state *st = ctx;
-	int rc = grow_to((void **)&st->user_file, &st->string_count, id, 1);
 
-	if (rc < 0)
-		return rc;
-	st->user_file[id] = lw_python_file_origin(text.data, text.len) ==
-			    LW_CODE_USER;
-	return 0;
+	if (lw_python_file_origin(text.data, text.len) != LW_CODE_USER)
+		return 0;
+	return put_id(&st->user_files, id, 1);
 }
 
 static int infer_pycode(void *ctx, uint64_t id, uint64_t file_string,
 			uint64_t name_string, uint64_t first_line)
 {
 	struct infer_state *st = ctx;
-	int rc = grow_to((void **)&st->code_file, &st->code_count, id,
-			 sizeof(*st->code_file));
 
 	(void)name_string;
 	(void)first_line;
-	if (rc < 0)
-		return rc;
-	st->code_file[id] = file_string;
-	return 0;
+	return put_id(&st->code_files, id, file_string);
 }
 
 static bool user_code(const struct infer_state *st, uint64_t code)
 {
-	uint64_t file = code < st->code_count ? st->code_file[code] : 0;
+	const struct id_value *c =
+		lw_addr_table_find(&st->code_files, &id_value_kind, code);
 
-	return file && file < st->string_count && st->user_file[file];
+	return c && c->value &&
+	       lw_addr_table_find(&st->user_files, &id_value_kind, c->value);
 }
 
 /* The first stack seen with the same frames of the user's code (their
@@ -435,8 +432,8 @@ out:
 	free(st.stacks);
 	free(st.counts_in);
 	free(st.members);
-	free(st.user_file);
-	free(st.code_file);
+	lw_addr_table_clear(&st.user_files, &id_value_kind);
+	lw_addr_table_clear(&st.code_files, &id_value_kind);
 	free(st.lines);
 	return rc;
 }
