@@ -38,6 +38,9 @@ import subprocess
 import sys
 import tempfile
 
+import test_torch
+from test_torch import Failure, check
+
 SKIP = 77
 STEPS = 30
 MIB = 1 << 20
@@ -50,23 +53,8 @@ CONFIGS = {"native": {},
                           "expandable_segments:True"}}
 
 
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
 def environment(config, extra=None):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("LEAKWATCH_", "PYTORCH_"))}
-    env["LEAKWATCH_LIB"] = os.environ["LW_LIB"]
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    if "LEAKWATCH_BUILD" in os.environ:
-        env["LEAKWATCH_BUILD"] = os.environ["LEAKWATCH_BUILD"]
-    env.update(CONFIGS[config])
+    env = test_torch.environment(config)
     env.update(extra or {})
     return env
 
@@ -257,13 +245,6 @@ def record_stream(tmp, config, real_gpu):
           "wait_stream" in found[0]["fix"], f"findings {found}")
 
 
-def gpu_present():
-    probe = ("import torch, sys\n"
-             "sys.exit(0 if torch.cuda.is_available() else 1)\n")
-    return subprocess.run([os.environ["LW_TORCH_PYTHON"], "-c", probe],
-                          capture_output=True).returncode == 0
-
-
 def main():
     if len(sys.argv) != 3 or sys.argv[1] not in CASES or \
        sys.argv[2] not in CONFIGS:
@@ -279,7 +260,7 @@ def main():
         print("the stand-in GPU completes events at once: record_stream "
               "holds nothing back there (the gpu suite runs it): skipped")
         return SKIP
-    if real_gpu and not (os.path.exists("/dev/nvidiactl") and gpu_present()):
+    if real_gpu and not (os.path.exists("/dev/nvidiactl") and test_torch.gpu_present()):
         print("no NVIDIA GPU: skipped")
         return SKIP
     try:
