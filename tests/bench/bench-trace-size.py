@@ -211,7 +211,7 @@ def main():
         gpt = os.path.join(tmp, "gpt.py")
         with open(gpt, "w") as f:
             f.write(load("bench-report-torch").CHILD)
-        scripts = os.path.join(SOURCE, "scripts")
+        pydir = os.path.join(SOURCE, "scripts")
         for model in ("transformer", "mlp", "convnet"):
             rows.append(row(f"{model} (bench-torch.py)", measure(
                 build, [args.python, child, model, str(steps)], tmp, model)))
@@ -221,7 +221,7 @@ def main():
             out = os.path.join(tmp, case + ".json")
             rows.append(row(f"scenario {case}", measure(
                 build, [args.python, SCENARIOS, case, str(steps), out,
-                        scripts], tmp, case)))
+                        pydir], tmp, case)))
         libraries = {} if args.quick else LIBRARY_PROGRAMS
         if libraries and not has_libraries(args.python):
             print("| the libraries' programs | not installed | | | | |")
@@ -232,7 +232,7 @@ def main():
             out = os.path.join(tmp, name + ".json")
             rows.append(row(f"{name} (libraries)", measure(
                 build, [args.python, os.path.join(LIBRARIES, name + ".py"),
-                        "clean", str(program_steps), out, scripts], tmp,
+                        "clean", str(program_steps), out, pydir], tmp,
                 name, offline)))
     worst = max((bounded or 0) for bounded, _ in rows)
     differ = sum(1 for _, same in rows if not same)

@@ -11,7 +11,7 @@ missing one skips (77). Reports are read with --rules tinytensor.rules,
 which says of tinytensor's frames what data/rules.conf says of PyTorch's.
 
 Environment (tests/diagnose/meson.build): LW_LIB, LW_CLI, LW_TINYTENSOR,
-LW_TINYTENSOR_PY, LW_SCRIPTS, LW_FAKETORCH.
+LW_TINYTENSOR_PY, LW_PYTHON_DIR, LW_FAKETORCH.
 """
 import os
 import shutil
@@ -49,7 +49,7 @@ class Scenario(object):
         self.run = Run([py, "-E", "-s", self.script, *args],
                        env={"TINYTENSOR_SITE": site_dir,
                             "LW_TINYTENSOR": os.environ["LW_TINYTENSOR"],
-                            "LW_SCRIPTS": os.environ["LW_SCRIPTS"],
+                            "LW_PYTHON_DIR": os.environ["LW_PYTHON_DIR"],
                             "LW_FAKETORCH": os.environ["LW_FAKETORCH"],
                             "LEAKWATCH_QUIET": "1"})
         self.run.expect_ok()

@@ -144,7 +144,7 @@ def snapshot_returns():
     the trace it names is flushed and readable now. Without the shim it
     returns None and prints nothing."""
     env = {"PYTHONPATH": os.pathsep.join(
-        [os.environ["LW_SCRIPTS"],
+        [os.environ["LW_PYTHON_DIR"],
          os.path.dirname(os.environ["LW_TINYTENSOR_PY"])])}
     run = Run([sys.executable, "-c", SNAPSHOT, "20"], env=env).expect_ok()
     fields = json.loads(run.stdout.split("fields: ", 1)[1])
@@ -199,7 +199,7 @@ def notebook_cells():
     trace; a cell whose text the interpreter does not keep, and code
     compiled from a string, are named without text."""
     env = {"PYTHONPATH": os.pathsep.join(
-        [os.environ["LW_SCRIPTS"],
+        [os.environ["LW_PYTHON_DIR"],
          os.path.dirname(os.environ["LW_TINYTENSOR_PY"])])}
     text = "`kept.append(tt.full(256, 1.0))  # kept per step`"
     for name, cell, seed, shown in (
@@ -359,7 +359,7 @@ def holders():
     the leak's finding is held by the trainer's list; LEAKWATCH_HOLDERS=0
     searches nothing."""
     env = {"PYTHONPATH": os.pathsep.join(
-        [os.environ["LW_SCRIPTS"],
+        [os.environ["LW_PYTHON_DIR"],
          os.path.dirname(os.environ["LW_TINYTENSOR_PY"])]),
            "LEAKWATCH_SIGNAL": "1"}
     want = {"end": ("trainer.history[29]", "global of __main__", 29),
@@ -468,7 +468,7 @@ def holders_run_no_program_code():
     and the frames it reads keep nothing alive (a local the function lets
     go of is freed at once)."""
     env = {"PYTHONPATH": os.pathsep.join(
-        [os.environ["LW_SCRIPTS"],
+        [os.environ["LW_PYTHON_DIR"],
          os.path.dirname(os.environ["LW_TINYTENSOR_PY"])])}
     run = Run([sys.executable, "-c", QUIET],
               env=dict(env, LEAKWATCH_SIGNAL="1"), timeout=60).expect_ok()
@@ -501,7 +501,7 @@ def summary_names_dead_code():
     allocation was made, not by whatever code object took the address of
     one that died since (a module's body, once imported)."""
     env = {"PYTHONPATH": os.pathsep.join(
-        [os.environ["LW_SCRIPTS"],
+        [os.environ["LW_PYTHON_DIR"],
          os.path.dirname(os.environ["LW_TINYTENSOR_PY"])])}
     run = Run([sys.executable, "-c", DEAD_CODE], env=env).expect_ok()
     check("16 B in 1 allocation at <module> (lwdead.py:2)" in run.stderr,
@@ -558,7 +558,7 @@ def plugin_env():
     """pytest with the plugin and tinytensor importable; the plugin
     preloads the shim itself (it starts pytest again)."""
     return {
-        "PYTHONPATH": os.pathsep.join([os.environ["LW_SCRIPTS"],
+        "PYTHONPATH": os.pathsep.join([os.environ["LW_PYTHON_DIR"],
                                        os.path.dirname(
                                            os.environ["LW_TINYTENSOR_PY"])]),
         "LEAKWATCH_LIB": LIB,
@@ -724,7 +724,7 @@ def pytest_bad_marker():
     tmp = scratch_dir("lw-pytest-")
     # The command names the kinds fail_on= may take (wherever the build
     # directory is).
-    env = {"PYTHONPATH": os.environ["LW_SCRIPTS"], "LD_PRELOAD": LIB,
+    env = {"PYTHONPATH": os.environ["LW_PYTHON_DIR"], "LD_PRELOAD": LIB,
            "LEAKWATCH_CLI": CLI}
     for marker, said in (('max_growth="lots"', "not a size: 'lots'"),
                          ('steps="many"', "steps='many' is not a whole number"),

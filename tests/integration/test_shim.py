@@ -432,12 +432,12 @@ def optimizer_steps():
     optimizers; once per optimizer step under gradient accumulation; and an
     explicit leakwatch.step() takes precedence."""
     faketorch = os.environ["LW_FAKETORCH"]
-    scripts = os.environ["LW_SCRIPTS"]
+    pydir = os.environ["LW_PYTHON_DIR"]
     for mode, steps, source in [("every", 40, "optimizer"),
                                 ("accumulate", 10, "optimizer"),
                                 ("explicit", 40, "api")]:
         run = Run([sys.executable, "-c", OPTIMIZER_STEPS,
-                   os.environ["LW_TESTEXT"], mode, faketorch, scripts])
+                   os.environ["LW_TESTEXT"], mode, faketorch, pydir])
         run.expect_ok()
         rep = report(run.trace())
         check_eq(rep["steps"], steps, f"{mode}: steps")
@@ -450,7 +450,7 @@ def python_helper_without_shim():
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import leakwatch; "
             "assert not leakwatch.active(); leakwatch.step(); "
             "\nwith leakwatch.phase('x'): pass\nprint('ok')")
-    run = Run([sys.executable, "-c", code, os.environ["LW_SCRIPTS"]],
+    run = Run([sys.executable, "-c", code, os.environ["LW_PYTHON_DIR"]],
               preload=False).expect_ok()
     check_eq(run.stdout.strip(), "ok", "output")
     check_eq(run.traces(), [], "no trace")

@@ -197,9 +197,9 @@ def backward_attribution():
         f.write(TRAIN)
     line = next(i for i, text in enumerate(TRAIN.splitlines(), 1)
                 if "# BACKWARD" in text)
-    scripts = os.environ["LW_SCRIPTS"]
+    pydir = os.environ["LW_PYTHON_DIR"]
     env = {**CLEAN, "PYTHONPATH": site}
-    run = Run([sys.executable, train, scripts], env=env).expect_ok()
+    run = Run([sys.executable, train, pydir], env=env).expect_ok()
     rep = report(run.trace())
     grads = [s for s in rep["sites"] if s["live_count"] == 20]
     check_eq(len(grads), 1, f"the kept gradients' site: {rep['sites']}")
@@ -212,7 +212,7 @@ def backward_attribution():
     check(f"in backward() called from <module>  {train}:{line}" in text,
           f"text: {text}")
     # No _make_grads: the engine's native stack, a native thread's.
-    run = Run([sys.executable, train, scripts],
+    run = Run([sys.executable, train, pydir],
               env={**env, "GRADIENT_GIVEN": "1"}).expect_ok()
     grads = [s for s in report(run.trace())["sites"]
              if s["live_count"] == 20]

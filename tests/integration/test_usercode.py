@@ -147,7 +147,7 @@ class Project(object):
             "LD_PRELOAD": LIB,
             "LEAKWATCH_OUT": os.path.join(self.tmp, "train-%p.trace"),
             "PYTHONPATH": os.pathsep.join(
-                list(pythonpath) + [self.libs, os.environ["LW_SCRIPTS"]]),
+                list(pythonpath) + [self.libs, os.environ["LW_PYTHON_DIR"]]),
             "PYTHONDONTWRITEBYTECODE": "1",
         })
         full.update(env or {})
@@ -380,7 +380,7 @@ def pytest_option():
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("LEAKWATCH_") and k != "LD_PRELOAD"}
     env.update({"PYTHONPATH": os.pathsep.join([pr.libs,
-                                               os.environ["LW_SCRIPTS"]]),
+                                               os.environ["LW_PYTHON_DIR"]]),
                 "LEAKWATCH_LIB": LIB, "LEAKWATCH_CLI": CLI,
                 "LEAKWATCH_OUT": os.path.join(pr.tmp, "pytest-%p.trace"),
                 "PYTHONDONTWRITEBYTECODE": "1"})

@@ -11,7 +11,7 @@ the search was cut.
 
 GROUP is one of the keys of GROUPS below. The paths come from the
 environment (tests/python/meson.build): LW_LIB, LW_CLI, LW_TINYTENSOR,
-LW_TINYTENSOR_PY, LW_SCRIPTS. LW_KEEP=1 keeps the programs and traces.
+LW_TINYTENSOR_PY, LW_PYTHON_DIR. LW_KEEP=1 keeps the programs and traces.
 Kept to Python 3.9 syntax, as the programs are.
 """
 import json
@@ -627,7 +627,7 @@ class Program:
             "LD_PRELOAD": env_path("LW_LIB"),
             "LW_TINYTENSOR": env_path("LW_TINYTENSOR"),
             "PYTHONPATH": os.pathsep.join([
-                env_path("LW_SCRIPTS"),
+                env_path("LW_PYTHON_DIR"),
                 os.path.dirname(env_path("LW_TINYTENSOR_PY")),
                 os.path.join(HERE, "..")]),
             "PYTHONDONTWRITEBYTECODE": "1",

@@ -8,7 +8,7 @@ what an engineer reading the memory plot would.
     test_steps.py CASE
 
 Environment (tests/steps/meson.build): LW_LIB, LW_CLI, LW_TINYTENSOR,
-LW_TINYTENSOR_PY, LW_SCRIPTS.
+LW_TINYTENSOR_PY, LW_PYTHON_DIR.
 """
 import json
 import os
@@ -67,7 +67,7 @@ def environment(tmp):
     shutil.copy(os.environ["LW_TINYTENSOR_PY"], site)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("LEAKWATCH_") and k != "LD_PRELOAD"}
-    env.update(TINYTENSOR_SITE=site, LEAKWATCH_PY=os.environ["LW_SCRIPTS"],
+    env.update(TINYTENSOR_SITE=site, LEAKWATCH_PY=os.environ["LW_PYTHON_DIR"],
                LEAKWATCH_LIB=os.environ["LW_LIB"], PYTHONDONTWRITEBYTECODE="1")
     return env
 

@@ -11,7 +11,7 @@ import sys
 import torch
 from torch import nn
 
-sys.path.insert(0, os.environ["LW_SCRIPTS"])
+sys.path.insert(0, os.environ["LW_PYTHON_DIR"])
 import leakwatch  # noqa: E402
 
 model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10)).cuda()

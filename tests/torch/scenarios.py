@@ -10,8 +10,8 @@ after every step and the number of optimizer steps it made, and writes them
 as JSON to OUT, so that a test can compare what leakwatch measured with
 PyTorch's own counter on the same run.
 
-Usage: scenarios.py CASE STEPS OUT [SCRIPTS_DIR [held|released]]
-(SCRIPTS_DIR: where the leakwatch helper module is, for phase marks.)
+Usage: scenarios.py CASE STEPS OUT [PYTHON_DIR [held|released]]
+(PYTHON_DIR: where the leakwatch helper module is, for phase marks.)
 
 held (the default): what the story kept stays live to the program's end,
 as a job's memory is when it runs out. released: main() calls the story and
@@ -67,7 +67,7 @@ def caching():
 
 
 def helper():
-    """leakwatch's Python helper (step and phase marks), from SCRIPTS_DIR."""
+    """leakwatch's Python helper (step and phase marks), from PYTHON_DIR."""
     sys.path.insert(0, sys.argv[4])
     import leakwatch
     return leakwatch

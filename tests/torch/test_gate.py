@@ -28,7 +28,7 @@ for, each against its fixed twin or a control.
 
 Where a case runs under a limit, `run` exits 23 where `check` exits 1, and
 0 where it does; limits derived from a run are judged by `check`. Environment as
-for test_torch.py (LW_CLI, LW_LIB, LW_SCRIPTS, LW_TORCH_PYTHON, LW_FAKEGPU,
+for test_torch.py (LW_CLI, LW_LIB, LW_PYTHON_DIR, LW_TORCH_PYTHON, LW_FAKEGPU,
 LEAKWATCH_BUILD); skipped (77) without PyTorch.
 """
 import json
@@ -53,7 +53,7 @@ def run(tmp, case, gate, extra_env=None):
     r = subprocess.run([os.environ["LW_FAKEGPU"], os.environ["LW_CLI"], "run",
                         "--no-report", "--trace", trace, *gate, "--",
                         os.environ["LW_TORCH_PYTHON"], SCENARIOS, case,
-                        str(STEPS), rec, os.environ["LW_SCRIPTS"]],
+                        str(STEPS), rec, os.environ["LW_PYTHON_DIR"]],
                        env=env, capture_output=True, text=True, timeout=300)
     traces = [os.path.join(tmp, f) for f in os.listdir(tmp)
               if f.startswith(case + "-") and f.endswith(".trace")]
@@ -182,7 +182,7 @@ def pytest_limits(tmp):
     tests = os.path.join(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))), "pytest-plugin", "test_torch_limits.py")
     env = environment("native")
-    env["PYTHONPATH"] = os.pathsep.join([path, os.environ["LW_SCRIPTS"]])
+    env["PYTHONPATH"] = os.pathsep.join([path, os.environ["LW_PYTHON_DIR"]])
     r = subprocess.run([os.environ["LW_FAKEGPU"], os.environ["LW_CLI"], "run",
                         "--no-report", "--trace",
                         os.path.join(tmp, "pytest-%p.trace"), "--",

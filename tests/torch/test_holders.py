@@ -24,7 +24,7 @@ from lwcheck import conclude  # noqa: E402
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "scripts")
+PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(HERE)), "scripts")
 STEPS = 30
 
 # case: (the finding's category, how its first holder's path starts, what
@@ -60,7 +60,7 @@ def run(tmp, case, env_extra=None, name=None):
     r = subprocess.run([os.environ["LW_FAKEGPU"], os.environ["LW_CLI"], "run",
                         "--no-report", "--trace", trace, "--", python,
                         os.path.join(HERE, "scenarios.py"), case, str(STEPS),
-                        os.path.join(tmp, case + ".json"), SCRIPTS],
+                        os.path.join(tmp, case + ".json"), PYTHON_DIR],
                        env=env, capture_output=True, text=True, timeout=600)
     if r.returncode != 0 or "ok" not in r.stdout:
         print(r.stdout, r.stderr[-3000:])

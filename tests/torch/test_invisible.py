@@ -167,7 +167,7 @@ def leakwatch_functions(seen):
     """The (file, function) pairs of leakwatch's own code: what the shim
     compiles in (<leakwatch holders>, <leakwatch origins>) and the Python
     module it installs (scripts/leakwatch)."""
-    package = os.path.join(os.environ["LW_SCRIPTS"], "leakwatch") + os.sep
+    package = os.path.join(os.environ["LW_PYTHON_DIR"], "leakwatch") + os.sep
     return sorted((f, name) for f, name in seen
                   if f.startswith("<leakwatch") or f.startswith(package) or
                   "/site-packages/leakwatch/" in f)

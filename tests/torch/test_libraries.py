@@ -110,7 +110,7 @@ def run(name, case, config, tmp, leakwatch=True):
     out = os.path.join(tmp, "report.json")
     rec = os.path.join(tmp, "program.json")
     cmd = [os.environ["LW_TORCH_PYTHON"], source(name), case,
-           str(PROGRAMS[name].steps), rec, os.environ["LW_SCRIPTS"]]
+           str(PROGRAMS[name].steps), rec, os.environ["LW_PYTHON_DIR"]]
     if leakwatch:
         cmd = [os.environ["LW_CLI"], "run", "--format", "json", "-o", out,
                "--trace", os.path.join(tmp, "t-%p.trace"), "--"] + cmd

@@ -28,7 +28,7 @@ Cases:
                   elsewhere.
 CONFIG: native or expandable (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True).
 
-Environment as test_torch.py's (LW_CLI, LW_LIB, LW_SCRIPTS, LW_FAKEGPU,
+Environment as test_torch.py's (LW_CLI, LW_LIB, LW_PYTHON_DIR, LW_FAKEGPU,
 LW_TORCH_PYTHON, LEAKWATCH_BUILD, LW_REAL_GPU).
 """
 import json
@@ -109,7 +109,7 @@ def texts(trace):
 def scenario(tmp, case, config, real_gpu):
     rec = os.path.join(tmp, "program.json")
     rep, trace = run(tmp, config, [SCENARIOS, case, str(STEPS), rec,
-                                   os.environ["LW_SCRIPTS"], "released"],
+                                   os.environ["LW_PYTHON_DIR"], "released"],
                      real_gpu, {"LEAKWATCH_LIVE_EVERY": "10"})
     with open(rec) as f:
         program = json.load(f)
@@ -146,7 +146,7 @@ def curriculum_gate(tmp, config, real_gpu):
     no growth."""
     bare = [os.environ["LW_TORCH_PYTHON"], SCENARIOS, "curriculum",
             str(STEPS), os.path.join(tmp, "bare.json"),
-            os.environ["LW_SCRIPTS"], "released"]
+            os.environ["LW_PYTHON_DIR"], "released"]
     if not real_gpu:
         bare = [os.environ["LW_FAKEGPU"]] + bare
     r = subprocess.run(bare, env=environment(config, {

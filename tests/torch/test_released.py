@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Leaks held inside a function, on real PyTorch: a seed story of
 scenarios.py with its loop inside a function that main() calls and lets
-go of (`scenarios.py CASE STEPS OUT SCRIPTS released`), as most training
+go of (`scenarios.py CASE STEPS OUT PYTHON_DIR released`), as most training
 code is written, so that nothing of the leak is live when the program's
 code finishes. Every view must still show it:
 
@@ -64,7 +64,7 @@ def run(case, config, tmp, name, env=None):
     cmd = [os.environ["LW_FAKEGPU"], os.environ["LW_CLI"], "run", "--format",
            "json", "-o", out, "--trace", trace, "--", python,
            test_torch.SCENARIOS, case, str(STEPS), rec,
-           os.environ["LW_SCRIPTS"], "released"]
+           os.environ["LW_PYTHON_DIR"], "released"]
     r = subprocess.run(cmd, env=dict(test_torch.environment(config),
                                      **(env or {})),
                        capture_output=True, text=True, timeout=600)

@@ -9,7 +9,7 @@ On the stand-in GPU (the torch suite) the program runs through
 scripts/fakegpu.sh; with LW_REAL_GPU=1 (the gpu suite) on the machine's own
 GPU, unchanged, and the test exits 77 (skipped) when there is none.
 
-Environment: LW_CLI (the leakwatch command), LW_LIB (the shim), LW_SCRIPTS
+Environment: LW_CLI (the leakwatch command), LW_LIB (the shim), LW_PYTHON_DIR
 (scripts/), LW_TORCH_PYTHON (a python3 that imports torch; the torch suite
 fails when it is set and broken, and skips only when it is empty),
 LW_FAKEGPU (scripts/fakegpu.sh) and LEAKWATCH_BUILD (the build directory
@@ -198,7 +198,7 @@ def run_program(source, tmp, name):
     with the leakwatch module importable: (the completed process, the JSON
     report of its trace, its trace)."""
     env = environment("native")
-    env["PYTHONPATH"] = os.environ["LW_SCRIPTS"]
+    env["PYTHONPATH"] = os.environ["LW_PYTHON_DIR"]
     script = os.path.join(tmp, name + ".py")
     with open(script, "w") as f:
         f.write(source)
@@ -222,7 +222,7 @@ def run(case, config, python, real_gpu):
         cmd = [os.environ["LW_CLI"], "run", "--format", "json", "-o", out,
                "--trace", os.path.join(tmp, "t-%p.trace"), "--",
                python, SCENARIOS, case, str(STEPS), rec,
-               os.environ["LW_SCRIPTS"]]
+               os.environ["LW_PYTHON_DIR"]]
         if not real_gpu:
             cmd = [os.environ["LW_FAKEGPU"]] + cmd
         r = subprocess.run(cmd, env=environment(config), capture_output=True,

@@ -5,7 +5,7 @@ import os
 import sys
 
 sys.path.insert(0, os.environ["TINYTENSOR_SITE"])
-sys.path.insert(0, os.environ["LW_SCRIPTS"])
+sys.path.insert(0, os.environ["LW_PYTHON_DIR"])
 sys.path.insert(0, os.environ["LW_FAKETORCH"])
 
 import leakwatch  # noqa: E402,F401

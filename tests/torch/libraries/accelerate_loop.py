@@ -4,7 +4,7 @@
 training a tiny GPT-2 built from a config (random weights, nothing
 downloaded) on token ids, with a validation pass every 5 steps.
 
-    accelerate_loop.py CASE STEPS OUT SCRIPTS_DIR
+    accelerate_loop.py CASE STEPS OUT PYTHON_DIR
 
 CASE:
   clean       validation under torch.no_grad(), losses summed as floats;

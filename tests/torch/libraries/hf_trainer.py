@@ -4,7 +4,7 @@ library's documentation shows: a model built from a config (random
 weights, nothing downloaded), a dataset of token ids, TrainingArguments
 with evaluation every few steps and compute_metrics.
 
-    hf_trainer.py CASE STEPS OUT SCRIPTS_DIR
+    hf_trainer.py CASE STEPS OUT PYTHON_DIR
 
 CASE:
   clean         the Trainer as documented;

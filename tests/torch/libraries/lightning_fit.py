@@ -5,7 +5,7 @@ as Lightning's documentation shows: `self.log(..., on_epoch=True)` in
 epoch's end (append them in `training_step`, use and clear them in
 `on_train_epoch_end`).
 
-    lightning_fit.py CASE STEPS OUT SCRIPTS_DIR
+    lightning_fit.py CASE STEPS OUT PYTHON_DIR
 
 CASE:
   clean    the documented pattern: the list grows within an epoch and is

@@ -5,7 +5,7 @@ documentation shows. (Regression metrics: the classification ones size
 their buffers from the values of their inputs, which the stand-in GPU
 leaves as garbage.)
 
-    torchmetrics_loop.py CASE STEPS OUT SCRIPTS_DIR
+    torchmetrics_loop.py CASE STEPS OUT PYTHON_DIR
 
 CASE:
   clean        the metrics used as documented: update() every step,
