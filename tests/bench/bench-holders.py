@@ -169,7 +169,7 @@ def run_once(build, python, tensors, work, n, env_extra):
                LEAKWATCH_HOLDERS_BUDGET="600", LEAKWATCH_BUILD=build,
                PYTHONDONTWRITEBYTECODE="1", LW_BENCH_STEPS=str(STEPS),
                PYTHONPATH=os.pathsep.join([
-                   os.path.join(SOURCE, "scripts"),
+                   os.path.join(SOURCE, "python"),
                    os.path.join(SOURCE, "tests", "tinytensor")]),
                LW_TINYTENSOR=os.path.join(build, "tests", "tinytensor",
                                           "libtinytensor.so"))

@@ -211,7 +211,7 @@ def main():
         gpt = os.path.join(tmp, "gpt.py")
         with open(gpt, "w") as f:
             f.write(load("bench-report-torch").CHILD)
-        pydir = os.path.join(SOURCE, "scripts")
+        pydir = os.path.join(SOURCE, "python")
         for model in ("transformer", "mlp", "convnet"):
             rows.append(row(f"{model} (bench-torch.py)", measure(
                 build, [args.python, child, model, str(steps)], tmp, model)))

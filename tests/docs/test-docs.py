@@ -126,7 +126,7 @@ def main():
 
     # Options anywhere in the docs.
     plugin = set(re.findall(r'addoption\("(--[\w-]+)"',
-                            read("scripts/pytest_leakwatch.py")))
+                            read("python/pytest_leakwatch.py")))
     check("--leakwatch" in plugin, "the plugin's options were not found")
     known = set().union(*real.values(), plugin, *OTHER_TOOLS.values(),
                         {"-h", "--help", "--version"})
@@ -139,7 +139,8 @@ def main():
 
     # Environment variables: those of the product must be in the reference;
     # those the docs name must be read by the product, its tests or CI.
-    read_by_code = variables("interpose", "report", "common", "scripts")
+    read_by_code = variables("interpose", "report", "common", "python",
+                             "scripts")
     read_anywhere = read_by_code | variables("tests", ".ci")
     check(len(read_by_code) >= 10, f"variables found in the code: {read_by_code}")
     table = set(re.findall(r"^\| `(LEAKWATCH_[A-Z_]+)`", reference, re.M))

@@ -24,7 +24,7 @@ from lwcheck import conclude  # noqa: E402
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(HERE)), "scripts")
+PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(HERE)), "python")
 STEPS = 30
 
 # case: (the finding's category, how its first holder's path starts, what

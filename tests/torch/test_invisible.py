@@ -166,7 +166,7 @@ def profiled(path):
 def leakwatch_functions(seen):
     """The (file, function) pairs of leakwatch's own code: what the shim
     compiles in (<leakwatch holders>, <leakwatch origins>) and the Python
-    module it installs (scripts/leakwatch)."""
+    module it installs (python/leakwatch)."""
     package = os.path.join(os.environ["LW_PYTHON_DIR"], "leakwatch") + os.sep
     return sorted((f, name) for f, name in seen
                   if f.startswith("<leakwatch") or f.startswith(package) or

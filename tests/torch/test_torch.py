@@ -10,7 +10,7 @@ scripts/fakegpu.sh; with LW_REAL_GPU=1 (the gpu suite) on the machine's own
 GPU, unchanged, and the test exits 77 (skipped) when there is none.
 
 Environment: LW_CLI (the leakwatch command), LW_LIB (the shim), LW_PYTHON_DIR
-(scripts/), LW_TORCH_PYTHON (a python3 that imports torch; the torch suite
+(python/), LW_TORCH_PYTHON (a python3 that imports torch; the torch suite
 fails when it is set and broken, and skips only when it is empty),
 LW_FAKEGPU (scripts/fakegpu.sh) and LEAKWATCH_BUILD (the build directory
 with the stand-in).

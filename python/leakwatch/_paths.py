@@ -28,7 +28,7 @@ def _installed(suffix):
 
 
 def _built(*parts):
-    # scripts/leakwatch/ in a source checkout: build/ beside scripts/.
+    # python/leakwatch/ in a source checkout: build/ beside python/.
     path = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "build",
                         *parts)
     return path if os.path.exists(path) else None

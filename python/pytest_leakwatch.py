@@ -42,7 +42,7 @@ it sets LEAKWATCH_USER_CODE for the shim and the command). Without it, the
 tests' tree is, less the libraries the interpreter imported.
 
 pip installs the plugin with an entry point, so pytest loads it by itself;
-from a source checkout, put scripts/ on PYTHONPATH and pass -p
+from a source checkout, put python/ on PYTHONPATH and pass -p
 pytest_leakwatch.
 """
 import ctypes
