@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The Python C API's table (pyapi.h). Looked up with dlsym(RTLD_DEFAULT):
- * the interpreter is the program itself or a library it loaded with its
- * symbols global, as python and every embedder that imports extension
- * modules does.
+ * The Python C API's table (pyapi.h), looked up with dlsym(RTLD_DEFAULT):
+ * the interpreter's symbols are global, in the python executable or in a
+ * libpython loaded with its symbols global, which extension modules need.
  */
 #include "pyapi.h"
 
