@@ -511,6 +511,8 @@ unsigned lw_py_capture(struct lw_py_frame *frames, unsigned max)
 		return 0;
 
 	const struct py_layout *l = py.layout;
+	/* Read once: the loop's stores could otherwise make it reload. */
+	const void *code_type = py.api->PyCode_Type;
 	const char *tstate = py.api->PyGILState_GetThisThreadState();
 	if (!tstate)
 		return 0;
@@ -538,7 +540,7 @@ unsigned lw_py_capture(struct lw_py_frame *frames, unsigned max)
 			if (n == max)
 				break;
 			code = load_ptr(frame, l->frame_code);
-			if (!has_type(code, py.api->PyCode_Type))
+			if (!has_type(code, code_type))
 				continue;
 			offset = load_int(frame, l->frame_instr);
 		} else {
@@ -552,7 +554,7 @@ unsigned lw_py_capture(struct lw_py_frame *frames, unsigned max)
 				break;
 			entry = l->frame_is_entry >= 0 && frame[l->frame_is_entry];
 			code = load_ptr(frame, l->frame_code);
-			if (!has_type(code, py.api->PyCode_Type)) {
+			if (!has_type(code, code_type)) {
 				if (entry)
 					end_activation(frames, n, &run);
 				continue;
