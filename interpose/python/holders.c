@@ -25,11 +25,11 @@
  */
 #include "holders.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
+#include "pyapi.h"
 #include "lw-format.h"
 #include "tracker.h"
 #include "walk.h"
@@ -51,8 +51,6 @@ static int enabled = 1;
 /* The searches during the run: how many, their time, since when. */
 static unsigned in_run_searches;
 static double in_run_seconds, started;
-static int (*add_pending_call)(int (*fn)(void *), void *arg);
-static int (*is_initialized)(void);
 
 void lw_holders_configure(int on, double budget_seconds)
 {
@@ -215,17 +213,17 @@ static int pending_call(void *arg)
 
 static void ask(int what)
 {
+	const struct lw_pyapi *py;
+
 	if (!enabled)
 		return;
 	if (__atomic_fetch_or(&asked, what, __ATOMIC_ACQ_REL) & what)
 		return; /* asked already: that one covers this */
 	__atomic_store_n(&lw_holders_asked, 1, __ATOMIC_RELEASE);
-	if (!add_pending_call) {
-		*(void **)&add_pending_call = dlsym(RTLD_DEFAULT, "Py_AddPendingCall");
-		*(void **)&is_initialized = dlsym(RTLD_DEFAULT, "Py_IsInitialized");
-	}
-	if (add_pending_call && is_initialized && is_initialized())
-		add_pending_call(pending_call, NULL);
+	py = lw_pyapi();
+	if (py->Py_AddPendingCall && py->Py_IsInitialized &&
+	    py->Py_IsInitialized())
+		py->Py_AddPendingCall(pending_call, NULL);
 }
 
 void lw_holders_schedule(void)

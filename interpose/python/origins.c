@@ -53,13 +53,11 @@ static void give_up(const char *why)
 static uint64_t fact_hash(unsigned kind, const char *path,
 			  const char *name)
 {
-	uint64_t h = (kind + 1) * LW_HASH_GOLDEN;
+	/* 0xff, in no UTF-8 text, between the two: ("ab", "c") and
+	 * ("a", "bc") are two facts. */
+	uint64_t h = lw_fnv1a_str((kind + 1) * LW_HASH_GOLDEN, path);
 
-	for (const char *p = path; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3u;
-	h = (h ^ 0xff) * 0x100000001b3u;
-	for (const char *p = name; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3u;
+	h = lw_fnv1a_str(lw_fnv1a(h, "\xff", 1), name);
 	return h ^ (h >> 29);
 }
 

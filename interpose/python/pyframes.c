@@ -23,9 +23,9 @@
 #include "pyframes.h"
 #include "lw-hash.h"
 #include "pyeval.h"
+#include "pyapi.h"
 #include "arena.h"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -192,13 +192,7 @@ static const struct py_layout layouts[] = {
 static struct {
 	enum lw_py_status status;
 	const struct py_layout *layout;
-	void *(*this_thread_state)(void); /* PyGILState_GetThisThreadState */
-	const char *runtime;              /* &_PyRuntime */
-	const void *code_type;            /* &PyCode_Type */
-	const void *frame_type;           /* &PyFrame_Type */
-	const void *tuple_type;
-	const void *bytes_type;
-	const void *unicode_type;
+	const struct lw_pyapi *api;
 	struct lw_py_eval_ranges eval;
 	char version[32];
 } py;
@@ -315,7 +309,7 @@ static int32_t decode_line(const char *table, int first_line, long offset)
 {
 	const struct py_layout *l = py.layout;
 
-	if (!has_type(table, py.bytes_type))
+	if (!has_type(table, py.api->PyBytes_Type))
 		return -1;
 	long size = load_long(table, l->bytes_size);
 	const uint8_t *data = (const uint8_t *)table + l->bytes_data;
@@ -517,13 +511,16 @@ unsigned lw_py_capture(struct lw_py_frame *frames, unsigned max)
 		return 0;
 
 	const struct py_layout *l = py.layout;
-	const char *tstate = py.this_thread_state();
+	/* Read once: the loop's stores could otherwise make it reload. */
+	const void *code_type = py.api->PyCode_Type;
+	const char *tstate = py.api->PyGILState_GetThisThreadState();
 	if (!tstate)
 		return 0;
 	/* Finalisation frees the other threads' states: only the finalising
 	 * thread's own frames are still safe to read. */
 	const char *finalizing = __atomic_load_n(
-		(const char *const *)(py.runtime + l->runtime_finalizing), __ATOMIC_ACQUIRE);
+		(const char *const *)(py.api->_PyRuntime + l->runtime_finalizing),
+		__ATOMIC_ACQUIRE);
 	if (finalizing && finalizing != tstate)
 		return 0;
 
@@ -543,7 +540,7 @@ unsigned lw_py_capture(struct lw_py_frame *frames, unsigned max)
 			if (n == max)
 				break;
 			code = load_ptr(frame, l->frame_code);
-			if (!has_type(code, py.code_type))
+			if (!has_type(code, code_type))
 				continue;
 			offset = load_int(frame, l->frame_instr);
 		} else {
@@ -557,7 +554,7 @@ unsigned lw_py_capture(struct lw_py_frame *frames, unsigned max)
 				break;
 			entry = l->frame_is_entry >= 0 && frame[l->frame_is_entry];
 			code = load_ptr(frame, l->frame_code);
-			if (!has_type(code, py.code_type)) {
+			if (!has_type(code, code_type)) {
 				if (entry)
 					end_activation(frames, n, &run);
 				continue;
@@ -636,7 +633,7 @@ static int copy_str(const char *str, char *out, size_t size)
 	if (size == 0)
 		return -1;
 	out[0] = '\0';
-	if (!has_type(str, py.unicode_type))
+	if (!has_type(str, py.api->PyUnicode_Type))
 		return -1;
 
 	uint32_t state;
@@ -686,7 +683,7 @@ int lw_py_code_info(const void *code, char *file, size_t file_size,
 		file[0] = '\0';
 	if (qualname_size)
 		qualname[0] = '\0';
-	if (lw_py_init() != LW_PY_SUPPORTED || !has_type(code, py.code_type))
+	if (lw_py_init() != LW_PY_SUPPORTED || !has_type(code, py.api->PyCode_Type))
 		return -1;
 
 	const struct py_layout *l = py.layout;
@@ -706,7 +703,7 @@ static const char *tuple_item(const char *tuple, long i)
 {
 	const struct py_layout *l = py.layout;
 
-	if (!has_type(tuple, py.tuple_type) || i < 0 ||
+	if (!has_type(tuple, py.api->PyTuple_Type) || i < 0 ||
 	    i >= load_long(tuple, l->bytes_size))
 		return NULL;
 	return load_ptr(tuple, l->tuple_items + (int)(i * (long)sizeof(void *)));
@@ -727,24 +724,24 @@ static int locals_of(const char *code, const char *values,
 	const char *names, *kinds = NULL, *cells = NULL, *frees = NULL;
 	long count, locals, ncells = 0;
 
-	if (!has_type(code, py.code_type))
+	if (!has_type(code, py.api->PyCode_Type))
 		return -1;
 	locals = load_int(code, l->code_nlocalsplus);
 	names = load_ptr(code, l->code_localsplusnames);
-	if (!has_type(names, py.tuple_type) || locals < 0)
+	if (!has_type(names, py.api->PyTuple_Type) || locals < 0)
 		return -1;
 	count = locals;
 	if (l->code_localspluskinds >= 0) {
 		kinds = load_ptr(code, l->code_localspluskinds);
-		if (!has_type(kinds, py.bytes_type) ||
+		if (!has_type(kinds, py.api->PyBytes_Type) ||
 		    load_long(kinds, l->bytes_size) < count)
 			return -1;
 	} else {
 		/* 3.9/3.10: the locals, then the cells, then the frees. */
 		cells = load_ptr(code, l->code_cellvars);
 		frees = load_ptr(code, l->code_freevars);
-		if (!has_type(cells, py.tuple_type) ||
-		    !has_type(frees, py.tuple_type))
+		if (!has_type(cells, py.api->PyTuple_Type) ||
+		    !has_type(frees, py.api->PyTuple_Type))
 			return -1;
 		ncells = load_long(cells, l->bytes_size);
 		count += ncells + load_long(frees, l->bytes_size);
@@ -777,7 +774,7 @@ int lw_py_frame_locals(const void *frame,
 {
 	const struct py_layout *l;
 
-	if (lw_py_init() != LW_PY_SUPPORTED || !has_type(frame, py.frame_type))
+	if (lw_py_init() != LW_PY_SUPPORTED || !has_type(frame, py.api->PyFrame_Type))
 		return -1;
 	l = py.layout;
 	if (l->frameobj_frame >= 0) {
@@ -825,7 +822,7 @@ int lw_py_thread_frames(const void *tstate,
 		const char *code = load_ptr(frame, l->frame_code);
 		long offset;
 
-		if (!has_type(code, py.code_type))
+		if (!has_type(code, py.api->PyCode_Type))
 			continue; /* 3.12+: a C-stack shim */
 		if (l->frame_kind == PY_FRAME_OBJECT) {
 			offset = load_int(frame, l->frame_instr);
@@ -854,7 +851,7 @@ const void *lw_py_live_frame_code(const void *frame)
 	if (lw_py_init() != LW_PY_SUPPORTED || !frame)
 		return NULL;
 	code = load_ptr(frame, py.layout->frame_code);
-	return has_type(code, py.code_type) ? code : NULL;
+	return has_type(code, py.api->PyCode_Type) ? code : NULL;
 }
 
 const void *lw_py_generator_frame(const void *gen)
@@ -878,7 +875,7 @@ const void *lw_py_code_freevar(const void *code, long i)
 	const struct py_layout *l = py.layout;
 
 	if (!__atomic_load_n(&py_ready, __ATOMIC_ACQUIRE) ||
-	    py.status != LW_PY_SUPPORTED || !has_type(code, py.code_type) || i < 0)
+	    py.status != LW_PY_SUPPORTED || !has_type(code, py.api->PyCode_Type) || i < 0)
 		return NULL;
 	if (l->code_localspluskinds < 0)
 		return tuple_item(load_ptr(code, l->code_freevars), i);
@@ -886,7 +883,7 @@ const void *lw_py_code_freevar(const void *code, long i)
 	const char *kinds = load_ptr(code, l->code_localspluskinds);
 	long count = load_int(code, l->code_nlocalsplus);
 
-	if (!has_type(kinds, py.bytes_type) ||
+	if (!has_type(kinds, py.api->PyBytes_Type) ||
 	    load_long(kinds, l->bytes_size) < count)
 		return NULL;
 	/* The free variables are the last of localsplus, in closure order. */
@@ -941,7 +938,7 @@ struct debug_offsets_313 {
 
 static int debug_offsets_agree(const struct py_layout *l, unsigned long hex)
 {
-	const struct debug_offsets_313 *d = (const void *)py.runtime;
+	const struct debug_offsets_313 *d = (const void *)py.api->_PyRuntime;
 
 	return memcmp(d->cookie, "xdebugpy", 8) == 0 &&
 	       (d->version >> 16) == (hex >> 16) &&
@@ -1016,25 +1013,19 @@ static unsigned long parse_version(const char *text)
 	return (part[0] & 0xff) << 24 | (part[1] & 0xff) << 16 | (part[2] & 0xff) << 8;
 }
 
-static void *symbol(const char *name)
-{
-	return dlsym(RTLD_DEFAULT, name);
-}
-
 static enum lw_py_status detect(void)
 {
-	const unsigned long *version_hex = symbol("Py_Version"); /* 3.11+ */
-	const char *(*get_version)(void);
+	const struct lw_pyapi *api = lw_pyapi();
 	unsigned long hex;
 
-	*(void **)&get_version = symbol("Py_GetVersion");
-	if (version_hex) {
-		hex = *version_hex;
+	py.api = api;
+	if (api->Py_Version) { /* 3.11+ */
+		hex = *api->Py_Version;
 		format_version(hex);
-	} else if (get_version) {
+	} else if (api->Py_GetVersion) {
 		/* Formats into a static buffer with snprintf: runs no Python
 		 * code, takes no lock. */
-		hex = parse_version(get_version());
+		hex = parse_version(api->Py_GetVersion());
 	} else {
 		return LW_PY_NOT_PYTHON;
 	}
@@ -1051,26 +1042,20 @@ static enum lw_py_status detect(void)
 
 	/* Free-threaded (3.13t) and debug builds lay objects out differently;
 	 * these symbols exist only there. */
-	if (symbol("_Py_DecRefShared") || symbol("_Py_NegativeRefcount") ||
-	    symbol("_Py_PrintReferences"))
+	if (lw_pyapi_found(api, _Py_DecRefShared) ||
+	    lw_pyapi_found(api, _Py_NegativeRefcount) ||
+	    lw_pyapi_found(api, _Py_PrintReferences))
 		return LW_PY_UNSUPPORTED;
 
-	void *eval = symbol(LW_PY_EVAL_NAME);
-	*(void **)&py.this_thread_state = symbol("PyGILState_GetThisThreadState");
-	py.runtime = symbol("_PyRuntime");
-	py.code_type = symbol("PyCode_Type");
-	py.frame_type = symbol("PyFrame_Type");
-	py.tuple_type = symbol("PyTuple_Type");
-	py.bytes_type = symbol("PyBytes_Type");
-	py.unicode_type = symbol("PyUnicode_Type");
-	if (!eval || !py.this_thread_state || !py.runtime || !py.code_type ||
-	    !py.frame_type || !py.tuple_type || !py.bytes_type ||
-	    !py.unicode_type)
+	if (!api->_PyEval_EvalFrameDefault ||
+	    !api->PyGILState_GetThisThreadState || !api->_PyRuntime ||
+	    !api->PyCode_Type || !api->PyFrame_Type || !api->PyTuple_Type ||
+	    !api->PyBytes_Type || !api->PyUnicode_Type)
 		return LW_PY_UNSUPPORTED;
 	if (layout->minor == 13 && !debug_offsets_agree(layout, hex))
 		return LW_PY_UNSUPPORTED;
 
-	lw_py_find_eval_ranges(eval, &py.eval);
+	lw_py_find_eval_ranges(api->_PyEval_EvalFrameDefault, &py.eval);
 	py.layout = layout;
 	return LW_PY_SUPPORTED;
 }

@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 #include "pyhooks.h"
 
-#include <dlfcn.h>
 #include <stddef.h>
 
 #include "holders.h"
+#include "pyapi.h"
 #include "lw-format.h"
 #include "origins.h"
 #include "tracker.h"
 
 /*
- * The few Python C API pieces used here, declared by hand: the shim does not
- * build against Python's headers, and these belong to the stable ABI, which
- * keeps them the same in every CPython 3 release.
+ * The C functions handed to the interpreter, declared by hand: the shim
+ * does not build against Python's headers, and these belong to the stable
+ * ABI, which keeps them the same in every CPython 3 release. The functions
+ * called are pyapi.h's.
  */
 struct py_object;
 struct py_method_def {
@@ -25,62 +26,21 @@ struct py_method_def {
 #define PY_METH_VARARGS 0x0001
 #define PY_METH_NOARGS 0x0004
 
-struct py_api {
-	int (*add_pending_call)(int (*fn)(void *), void *arg);
-	int (*is_initialized)(void);
-	struct py_object *(*import_module)(const char *name);
-	struct py_object *(*get_attr_string)(struct py_object *o,
-					     const char *name);
-	struct py_object *(*cfunction_new_ex)(struct py_method_def *def,
-					      struct py_object *self,
-					      struct py_object *module);
-	struct py_object *(*call_objargs)(struct py_object *fn, ...);
-	void (*inc_ref)(struct py_object *o);
-	void (*dec_ref)(struct py_object *o);
-	void (*err_clear)(void);
-	struct py_object *(*sys_get_object)(const char *name);
-	struct py_object *(*dict_get_item_string)(struct py_object *dict,
-						  const char *key);
-	struct py_object *(*tuple_get_item)(struct py_object *tuple,
-					    ptrdiff_t index);
-	const char *(*unicode_as_utf8)(struct py_object *o);
-	int (*list_append)(struct py_object *list, struct py_object *item);
-	struct py_object *none;
-};
-
-static struct py_api py;
+static const struct lw_pyapi *py;
 /* A call is queued; tries so far (torch may be imported late). */
 static int pending, attempts;
 #define MAX_ATTEMPTS 32
 
-static void *lookup(const char *name)
-{
-	return dlsym(RTLD_DEFAULT, name);
-}
-
 static int load_api(void)
 {
-	*(void **)&py.add_pending_call = lookup("Py_AddPendingCall");
-	*(void **)&py.is_initialized = lookup("Py_IsInitialized");
-	*(void **)&py.import_module = lookup("PyImport_ImportModule");
-	*(void **)&py.get_attr_string = lookup("PyObject_GetAttrString");
-	*(void **)&py.cfunction_new_ex = lookup("PyCFunction_NewEx");
-	*(void **)&py.call_objargs = lookup("PyObject_CallFunctionObjArgs");
-	*(void **)&py.inc_ref = lookup("Py_IncRef");
-	*(void **)&py.dec_ref = lookup("Py_DecRef");
-	*(void **)&py.err_clear = lookup("PyErr_Clear");
-	*(void **)&py.sys_get_object = lookup("PySys_GetObject");
-	*(void **)&py.dict_get_item_string = lookup("PyDict_GetItemString");
-	*(void **)&py.tuple_get_item = lookup("PyTuple_GetItem");
-	*(void **)&py.unicode_as_utf8 = lookup("PyUnicode_AsUTF8");
-	*(void **)&py.list_append = lookup("PyList_Append");
-	py.none = lookup("_Py_NoneStruct");
-	return py.call_objargs && py.add_pending_call && py.is_initialized &&
-	       py.import_module &&
-	       py.get_attr_string && py.cfunction_new_ex && py.inc_ref &&
-	       py.dec_ref && py.err_clear && py.sys_get_object &&
-	       py.dict_get_item_string && py.tuple_get_item &&
-	       py.unicode_as_utf8 && py.list_append && py.none ? 0 : -1;
+	py = lw_pyapi();
+	return py->PyObject_CallFunctionObjArgs && py->Py_AddPendingCall &&
+	       py->Py_IsInitialized && py->PyImport_ImportModule &&
+	       py->PyObject_GetAttrString && py->PyCFunction_NewEx &&
+	       py->Py_IncRef && py->Py_DecRef && py->PyErr_Clear &&
+	       py->PySys_GetObject && py->PyDict_GetItemString &&
+	       py->PyTuple_GetItem && py->PyUnicode_AsUTF8 &&
+	       py->PyList_Append && py->_Py_NoneStruct ? 0 : -1;
 }
 
 static struct py_object *on_program_end(struct py_object *self,
@@ -93,8 +53,8 @@ static struct py_object *on_program_end(struct py_object *self,
 	/* The program's code is done and its objects are all still there:
 	 * what holds the memory that outlived its step. */
 	lw_holders_search();
-	py.inc_ref(py.none);
-	return py.none;
+	py->Py_IncRef(py->_Py_NoneStruct);
+	return py->_Py_NoneStruct;
 }
 
 static struct py_method_def program_end_def = {
@@ -110,17 +70,17 @@ static struct py_method_def program_end_def = {
  */
 static struct py_object *on_gc(struct py_object *self, struct py_object *args)
 {
-	struct py_object *phase = py.tuple_get_item(args, 0);
-	const char *name = phase ? py.unicode_as_utf8(phase) : NULL;
+	struct py_object *phase = py->PyTuple_GetItem(args, 0);
+	const char *name = phase ? py->PyUnicode_AsUTF8(phase) : NULL;
 
 	if (!name)
-		py.err_clear();
+		py->PyErr_Clear();
 	else if (name[0] == 's' && name[1] == 't' && name[2] == 'a')
 		lw_record_mark(LW_MARK_GC_START);
 	else if (name[0] == 's' && name[1] == 't' && name[2] == 'o')
 		lw_record_mark(LW_MARK_GC_STOP);
-	py.inc_ref(py.none);
-	return py.none;
+	py->Py_IncRef(py->_Py_NoneStruct);
+	return py->_Py_NoneStruct;
 }
 
 static struct py_method_def gc_def = {
@@ -149,11 +109,11 @@ static unsigned optimizer_steps, remade;
 static struct py_object *on_optimizer_step(struct py_object *self,
 					   struct py_object *args)
 {
-	struct py_object *optimizer = py.tuple_get_item(args, 0);
+	struct py_object *optimizer = py->PyTuple_GetItem(args, 0);
 	uintptr_t id = (uintptr_t)optimizer;
 
 	if (!optimizer) {
-		py.err_clear();
+		py->PyErr_Clear();
 	} else if (remade >= 2) {
 		/* The loop's steps, not the optimizers'. */
 	} else if (!leader || id == leader) {
@@ -176,8 +136,8 @@ static struct py_object *on_optimizer_step(struct py_object *self,
 	}
 	/* The GIL is held here: a search asked for may run now. */
 	lw_holders_poll();
-	py.inc_ref(py.none);
-	return py.none;
+	py->Py_IncRef(py->_Py_NoneStruct);
+	return py->_Py_NoneStruct;
 }
 
 static struct py_method_def optimizer_step_def = {
@@ -191,20 +151,20 @@ static int call_with_function(struct py_object *module, const char *attr,
 {
 	struct py_object *reg, *fn, *res;
 
-	reg = py.get_attr_string(module, attr);
+	reg = py->PyObject_GetAttrString(module, attr);
 	if (!reg)
 		return -1;
-	fn = py.cfunction_new_ex(def, NULL, NULL);
+	fn = py->PyCFunction_NewEx(def, NULL, NULL);
 	if (!fn) {
-		py.dec_ref(reg);
+		py->Py_DecRef(reg);
 		return -1;
 	}
-	res = py.call_objargs(reg, fn, (struct py_object *)NULL);
-	py.dec_ref(fn);
-	py.dec_ref(reg);
+	res = py->PyObject_CallFunctionObjArgs(reg, fn, (struct py_object *)NULL);
+	py->Py_DecRef(fn);
+	py->Py_DecRef(reg);
 	if (!res)
 		return -1;
-	py.dec_ref(res);
+	py->Py_DecRef(res);
 	return 0;
 }
 
@@ -217,18 +177,18 @@ static int register_gc_callback(void)
 	struct py_object *gc, *callbacks, *fn;
 	int rc = -1;
 
-	gc = py.import_module("gc");
+	gc = py->PyImport_ImportModule("gc");
 	if (!gc)
 		return -1;
-	callbacks = py.get_attr_string(gc, "callbacks");
-	fn = callbacks ? py.cfunction_new_ex(&gc_def, NULL, NULL) : NULL;
+	callbacks = py->PyObject_GetAttrString(gc, "callbacks");
+	fn = callbacks ? py->PyCFunction_NewEx(&gc_def, NULL, NULL) : NULL;
 	if (fn) {
-		rc = py.list_append(callbacks, fn);
-		py.dec_ref(fn);
+		rc = py->PyList_Append(callbacks, fn);
+		py->Py_DecRef(fn);
 	}
 	if (callbacks)
-		py.dec_ref(callbacks);
-	py.dec_ref(gc);
+		py->Py_DecRef(callbacks);
+	py->Py_DecRef(gc);
 	return rc;
 }
 
@@ -243,28 +203,28 @@ static int install_hooks(void *arg)
 	 * stack is seen. */
 	lw_origins_record_early();
 	if (!program_end_registered) {
-		struct py_object *atexit = py.import_module("atexit");
+		struct py_object *atexit = py->PyImport_ImportModule("atexit");
 		if (atexit) {
 			program_end_registered = call_with_function(
 				atexit, "register", &program_end_def) == 0;
-			py.dec_ref(atexit);
+			py->Py_DecRef(atexit);
 		}
-		py.err_clear();
+		py->PyErr_Clear();
 	}
 	if (!gc_registered) {
 		gc_registered = register_gc_callback() == 0;
-		py.err_clear();
+		py->PyErr_Clear();
 	}
 	if (!optimizer_hook_registered) {
-		struct py_object *modules = py.sys_get_object("modules");
-		struct py_object *optim = modules ? py.dict_get_item_string(
+		struct py_object *modules = py->PySys_GetObject("modules");
+		struct py_object *optim = modules ? py->PyDict_GetItemString(
 				modules, "torch.optim.optimizer") : NULL;
 		if (optim)
 			optimizer_hook_registered = call_with_function(
 				optim, "register_optimizer_step_post_hook",
 				&optimizer_step_def) == 0;
 		/* Never leave an exception behind in the program. */
-		py.err_clear();
+		py->PyErr_Clear();
 	}
 	__atomic_store_n(&pending, 0, __ATOMIC_RELEASE);
 	return 0;
@@ -285,12 +245,12 @@ int lw_py_schedule_hooks(void)
 		return 0; /* one is queued already */
 	if (!api_state)
 		api_state = load_api() == 0 ? 1 : -1;
-	if (api_state < 0 || !py.is_initialized()) {
+	if (api_state < 0 || !py->Py_IsInitialized()) {
 		__atomic_store_n(&pending, 0, __ATOMIC_RELEASE);
 		return -1;
 	}
 	__atomic_fetch_add(&attempts, 1, __ATOMIC_RELAXED);
-	if (py.add_pending_call(install_hooks, NULL) != 0) {
+	if (py->Py_AddPendingCall(install_hooks, NULL) != 0) {
 		__atomic_store_n(&pending, 0, __ATOMIC_RELEASE);
 		return -1;
 	}

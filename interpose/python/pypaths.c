@@ -40,13 +40,11 @@
  * directories' names for their .pth files, a sys.path entry's for a
  * *.dist-info. A fact that cannot be read is left out.
  *
- * The Python C API is looked up with dlsym(): the shim does not link
- * against Python.
+ * The Python C API is pyapi.h's: the shim does not link against Python.
  */
 #include "origins.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -60,6 +58,7 @@
 
 #include "lw-coderoots.h"
 #include "lw-format.h"
+#include "pyapi.h"
 #include "pyframes.h"
 
 /* What one reading looks at, at most. */
@@ -73,49 +72,20 @@
 
 struct py_object;
 
-static struct {
-	int (*is_initialized)(void);
-	struct py_object *(*modules)(void);
-	int (*dict_next)(struct py_object *d, ptrdiff_t *pos,
-			 struct py_object **key, struct py_object **value);
-	int (*is_subtype)(const void *a, const void *b);
-	ptrdiff_t (*list_size)(struct py_object *l);
-	struct py_object *(*list_get_item)(struct py_object *l, ptrdiff_t i);
-	ptrdiff_t (*tuple_size)(struct py_object *t);
-	struct py_object *(*tuple_get_item)(struct py_object *t, ptrdiff_t i);
-	long (*long_as_long)(struct py_object *o, int *overflow);
-	const void *dict_type, *module_type, *list_type, *tuple_type,
-		   *long_type, *bool_type;
-} py;
+static const struct lw_pyapi *py;
 
 /* 0 unknown, 1 usable, -1 not. With the GIL. */
 static int api_state;
 
 static int load_api(void)
 {
-#define LOOK(field, name) (*(void **)&py.field = dlsym(RTLD_DEFAULT, name))
-	LOOK(is_initialized, "Py_IsInitialized");
-	LOOK(modules, "PyImport_GetModuleDict");
-	LOOK(dict_next, "PyDict_Next");
-	LOOK(is_subtype, "PyType_IsSubtype");
-	LOOK(list_size, "PyList_Size");
-	LOOK(list_get_item, "PyList_GetItem");
-	LOOK(tuple_size, "PyTuple_Size");
-	LOOK(tuple_get_item, "PyTuple_GetItem");
-	LOOK(long_as_long, "PyLong_AsLongAndOverflow");
-#undef LOOK
-	py.dict_type = dlsym(RTLD_DEFAULT, "PyDict_Type");
-	py.module_type = dlsym(RTLD_DEFAULT, "PyModule_Type");
-	py.list_type = dlsym(RTLD_DEFAULT, "PyList_Type");
-	py.tuple_type = dlsym(RTLD_DEFAULT, "PyTuple_Type");
-	py.long_type = dlsym(RTLD_DEFAULT, "PyLong_Type");
-	py.bool_type = dlsym(RTLD_DEFAULT, "PyBool_Type");
-	return py.is_initialized && py.modules && py.dict_next &&
-	       py.is_subtype && py.list_size &&
-	       py.list_get_item && py.tuple_size && py.tuple_get_item &&
-	       py.long_as_long && py.dict_type && py.module_type &&
-	       py.list_type && py.tuple_type && py.long_type &&
-	       py.bool_type ? 0 : -1;
+	py = lw_pyapi();
+	return py->Py_IsInitialized && py->PyImport_GetModuleDict &&
+	       py->PyDict_Next && py->PyType_IsSubtype && py->PyList_Size &&
+	       py->PyList_GetItem && py->PyTuple_Size && py->PyTuple_GetItem &&
+	       py->PyLong_AsLongAndOverflow && py->PyDict_Type &&
+	       py->PyModule_Type && py->PyList_Type && py->PyTuple_Type &&
+	       py->PyLong_Type && py->PyBool_Type ? 0 : -1;
 }
 
 /* ---- the interpreter's objects ---- */
@@ -143,12 +113,12 @@ static struct py_object *module_dict(struct py_object *o)
 {
 	struct py_object *dict;
 
-	if (!o || (type_of(o) != py.module_type &&
-		   !py.is_subtype(type_of(o), py.module_type)))
+	if (!o || (type_of(o) != py->PyModule_Type &&
+		   !py->PyType_IsSubtype(type_of(o), py->PyModule_Type)))
 		return NULL;
 	memcpy(&dict, (const char *)o + sizeof(ptrdiff_t) + sizeof(void *),
 	       sizeof(dict));
-	return is_a(dict, py.dict_type) ? dict : NULL;
+	return is_a(dict, py->PyDict_Type) ? dict : NULL;
 }
 
 /* An exact str's text (UTF-8, file names' undecodable bytes as they were);
@@ -166,14 +136,14 @@ static int text(const struct py_object *o, char *out, size_t size)
 static void find_all(struct py_object *dict, const char *const *names,
 		     struct py_object **values, size_t n)
 {
-	struct py_object *key, *value;
+	void *key, *value;
 	char name[NAME_SIZE];
 	ptrdiff_t pos = 0;
 
 	memset(values, 0, n * sizeof(*values));
-	if (!is_a(dict, py.dict_type))
+	if (!is_a(dict, py->PyDict_Type))
 		return;
-	while (py.dict_next(dict, &pos, &key, &value)) {
+	while (py->PyDict_Next(dict, &pos, &key, &value)) {
 		if (text(key, name, sizeof(name)) < 0)
 			continue;
 		for (size_t i = 0; i < n; i++)
@@ -375,7 +345,7 @@ static int find_modules(struct reading *r)
 	static const char *const names[] = { "sys", "os", "site", "__main__" };
 	struct py_object *found[4];
 
-	r->modules = py.modules();
+	r->modules = py->PyImport_GetModuleDict();
 	find_all(r->modules, names, found, 4);
 	r->os = module_dict(found[1]);
 	r->site = module_dict(found[2]);
@@ -391,13 +361,13 @@ static bool ignores_environment(struct py_object *flags)
 	struct py_object *item;
 	int overflow = 0;
 
-	if (!flags || !py.is_subtype(type_of(flags), py.tuple_type) ||
-	    py.tuple_size(flags) <= 7)
+	if (!flags || !py->PyType_IsSubtype(type_of(flags), py->PyTuple_Type) ||
+	    py->PyTuple_Size(flags) <= 7)
 		return false;
-	item = py.tuple_get_item(flags, 7);
-	if (!is_a(item, py.long_type) && !is_a(item, py.bool_type))
+	item = py->PyTuple_GetItem(flags, 7);
+	if (!is_a(item, py->PyLong_Type) && !is_a(item, py->PyBool_Type))
 		return false;
-	return py.long_as_long(item, &overflow) != 0 || overflow;
+	return py->PyLong_AsLongAndOverflow(item, &overflow) != 0 || overflow;
 }
 
 static int read_sys(struct reading *r)
@@ -424,7 +394,7 @@ static int read_sys(struct reading *r)
 	if (text(v[4], r->platlibdir, sizeof(r->platlibdir)) < 0 ||
 	    !r->platlibdir[0] || strchr(r->platlibdir, '/'))
 		strcpy(r->platlibdir, "lib");
-	r->path = is_a(v[5], py.list_type) ? v[5] : NULL;
+	r->path = is_a(v[5], py->PyList_Type) ? v[5] : NULL;
 	r->ignore_environment = ignores_environment(v[6]);
 	return 0;
 }
@@ -451,16 +421,16 @@ static void give_lib(struct reading *r, unsigned kind, const char *prefix,
 static void find_prefixes(struct reading *r)
 {
 	struct py_object *list = find(r->site, "PREFIXES");
-	ptrdiff_t n = is_a(list, py.list_type) ? py.list_size(list) : 0;
+	ptrdiff_t n = is_a(list, py->PyList_Type) ? py->PyList_Size(list) : 0;
 
 	for (ptrdiff_t i = 0; i < n && i < MAX_ENTRIES; i++) {
-		char *p = path_of(r, py.list_get_item(list, i));
+		char *p = path_of(r, py->PyList_GetItem(list, i));
 
 		if (p && paths_add(&r->prefixes, p) < 0)
 			failed(r, -ENOMEM);
 		free(p);
 	}
-	if (r->site && is_a(list, py.list_type))
+	if (r->site && is_a(list, py->PyList_Type))
 		return;
 	if ((r->prefix && paths_add(&r->prefixes, r->prefix) < 0) ||
 	    (r->exec_prefix && paths_add(&r->prefixes, r->exec_prefix) < 0))
@@ -535,7 +505,7 @@ static void scripts_beside(struct reading *r, const char *site)
 static void stdlib_and_site(struct reading *r)
 {
 	struct py_object *os_file = find(r->os, "__file__");
-	ptrdiff_t n = r->path ? py.list_size(r->path) : 0;
+	ptrdiff_t n = r->path ? py->PyList_Size(r->path) : 0;
 
 	if (text(os_file, r->buf, sizeof(r->buf)) == 0 && strchr(r->buf, '/')) {
 		*strrchr(r->buf, '/') = '\0';
@@ -565,7 +535,7 @@ static void stdlib_and_site(struct reading *r)
 	}
 	/* What a distribution's site.py adds of its own under a prefix. */
 	for (ptrdiff_t i = 0; i < n && i < MAX_ENTRIES; i++) {
-		char *p = path_of(r, py.list_get_item(r->path, i));
+		char *p = path_of(r, py->PyList_GetItem(r->path, i));
 
 		if (p && site_named(p) && paths_hold(&r->prefixes, p))
 			give_in(r, LW_PYPATH_SITE, NULL, p, &r->sites);
@@ -706,11 +676,12 @@ static void pth(struct reading *r)
  * MAPPING of each __editable___*_finder module in sys.modules. */
 static void editable_finders(struct reading *r)
 {
-	struct py_object *key, *value, *mapping, *package, *where;
+	void *key, *value, *package, *where;
+	struct py_object *mapping;
 	char name[NAME_SIZE];
 	ptrdiff_t pos = 0;
 
-	while (py.dict_next(r->modules, &pos, &key, &value)) {
+	while (py->PyDict_Next(r->modules, &pos, &key, &value)) {
 		ptrdiff_t at = 0;
 
 		if (text(key, name, sizeof(name)) < 0 ||
@@ -718,10 +689,10 @@ static void editable_finders(struct reading *r)
 		    !ends_with(name, "_finder"))
 			continue;
 		mapping = find(module_dict(value), "MAPPING");
-		if (!is_a(mapping, py.dict_type))
+		if (!is_a(mapping, py->PyDict_Type))
 			continue;
 		for (unsigned n = 0; n < MAX_FINDER_ENTRIES &&
-				     py.dict_next(mapping, &at, &package, &where);
+				     py->PyDict_Next(mapping, &at, &package, &where);
 		     n++) {
 			char *p;
 
@@ -778,12 +749,12 @@ static void read_pythonpath(struct reading *r, struct paths *env)
 /* Each sys.path entry, by where it came from. */
 static void sys_path(struct reading *r)
 {
-	ptrdiff_t n = r->path ? py.list_size(r->path) : 0;
+	ptrdiff_t n = r->path ? py->PyList_Size(r->path) : 0;
 	struct paths env = { NULL, 0, 0 };
 
 	read_pythonpath(r, &env);
 	for (ptrdiff_t i = 0; i < n && i < MAX_ENTRIES; i++) {
-		char *p = path_of(r, py.list_get_item(r->path, i));
+		char *p = path_of(r, py->PyList_GetItem(r->path, i));
 		bool known = false;
 
 		if (!p || paths_has(&r->sites, p) || paths_has(&r->pth, p)) {
@@ -888,7 +859,7 @@ int lw_pypaths_read(void (*fn)(unsigned kind, const char *path,
 		return -ENOTSUP;
 	if (!api_state)
 		api_state = load_api() == 0 ? 1 : -1;
-	if (api_state < 0 || !py.is_initialized())
+	if (api_state < 0 || !py->Py_IsInitialized())
 		return -ENOTSUP;
 	if (!(r = calloc(1, sizeof(*r))))
 		return -ENOMEM;

@@ -32,7 +32,6 @@
  */
 #include "walk.h"
 
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +41,7 @@
 #include "lw-cells.h"
 #include "lw-format.h"
 #include "pyabi.h"
+#include "pyapi.h"
 #include "pyframes.h"
 #include "torchread.h"
 
@@ -131,38 +131,23 @@ struct member_def {
 typedef int (*visit_fn)(void *object, void *arg);
 typedef int (*traverse_fn)(void *object, visit_fn visit, void *arg);
 
+static const struct lw_pyapi *api;
 static struct {
 	int state; /* 0 unknown, 1 usable, -1 not */
 	int minor;
 	const struct walk_layout *l;
-	int (*dict_next)(const void *d, ptrdiff_t *pos, void **key,
-			 void **value);
-	void *(*interp_main)(void);
-	void *(*thread_head)(void *interp);
-	void *(*thread_next)(void *tstate);
-	void *(*modules)(void);
-	void *(*this_thread_state)(void);
+	/* The thread state holding the GIL: no check of its own, unlike
+	 * PyThreadState_Get(), which aborts when there is none. */
 	void *(*current_tstate)(void);
-	int (*is_initialized)(void);
 	int (*is_finalizing)(void);
-	const void *list, *tuple, *dict, *str, *long_, *bool_, *float_, *none,
-		*module, *type, *function, *cell, *frame, *code, *traceback,
-		*gen, *coro, *asyncgen, *method, *cfunction, *weakref, *property,
-		*member_descr, *getset_descr, *method_descr, *wrapper_descr,
-		*classmethod_descr, *staticmethod, *classmethod, *set, *frozenset,
-		*bytes, *object;
 } py;
-
-static void *sym(const char *name)
-{
-	return dlsym(RTLD_DEFAULT, name);
-}
 
 static int load(void)
 {
 	const char *v = lw_py_init() == LW_PY_SUPPORTED ? lw_py_version() : NULL;
 	int minor;
 
+	api = lw_pyapi();
 	if (!v || sscanf(v, "3.%d", &minor) != 1)
 		return -1;
 	for (size_t i = 0; i < sizeof(walk_layouts) / sizeof(walk_layouts[0]); i++)
@@ -171,62 +156,26 @@ static int load(void)
 	if (!py.l)
 		return -1;
 	py.minor = minor;
-	*(void **)&py.dict_next = sym("PyDict_Next");
-	*(void **)&py.interp_main = sym("PyInterpreterState_Main");
-	*(void **)&py.thread_head = sym("PyInterpreterState_ThreadHead");
-	*(void **)&py.thread_next = sym("PyThreadState_Next");
-	*(void **)&py.modules = sym("PyImport_GetModuleDict");
-	*(void **)&py.this_thread_state = sym("PyGILState_GetThisThreadState");
-	/* The thread state holding the GIL: no check of its own, unlike
-	 * PyThreadState_Get(), which aborts when there is none. */
-	*(void **)&py.current_tstate = sym(minor >= 13 ? "PyThreadState_GetUnchecked"
-						       : "_PyThreadState_UncheckedGet");
-	*(void **)&py.is_initialized = sym("Py_IsInitialized");
-	*(void **)&py.is_finalizing = sym(minor >= 13 ? "Py_IsFinalizing"
-						      : "_Py_IsFinalizing");
-	py.list = sym("PyList_Type");
-	py.tuple = sym("PyTuple_Type");
-	py.dict = sym("PyDict_Type");
-	py.str = sym("PyUnicode_Type");
-	py.long_ = sym("PyLong_Type");
-	py.bool_ = sym("PyBool_Type");
-	py.float_ = sym("PyFloat_Type");
-	py.none = sym("_Py_NoneStruct");
-	py.module = sym("PyModule_Type");
-	py.type = sym("PyType_Type");
-	py.function = sym("PyFunction_Type");
-	py.cell = sym("PyCell_Type");
-	py.frame = sym("PyFrame_Type");
-	py.code = sym("PyCode_Type");
-	py.traceback = sym("PyTraceBack_Type");
-	py.gen = sym("PyGen_Type");
-	py.coro = sym("PyCoro_Type");
-	py.asyncgen = sym("PyAsyncGen_Type");
-	py.method = sym("PyMethod_Type");
-	py.cfunction = sym("PyCFunction_Type");
-	py.weakref = sym("_PyWeakref_RefType");
-	py.property = sym("PyProperty_Type");
-	py.member_descr = sym("PyMemberDescr_Type");
-	py.getset_descr = sym("PyGetSetDescr_Type");
-	py.method_descr = sym("PyMethodDescr_Type");
-	py.wrapper_descr = sym("PyWrapperDescr_Type");
-	py.classmethod_descr = sym("PyClassMethodDescr_Type");
-	py.staticmethod = sym("PyStaticMethod_Type");
-	py.classmethod = sym("PyClassMethod_Type");
-	py.set = sym("PySet_Type");
-	py.frozenset = sym("PyFrozenSet_Type");
-	py.bytes = sym("PyBytes_Type");
-	py.object = sym("PyBaseObject_Type");
-	if (!py.dict_next || !py.interp_main || !py.thread_head ||
-	    !py.thread_next || !py.modules || !py.this_thread_state ||
-	    !py.current_tstate || !py.is_initialized || !py.is_finalizing ||
-	    !py.list || !py.tuple || !py.dict || !py.str || !py.long_ ||
-	    !py.module || !py.type || !py.function || !py.cell || !py.frame ||
-	    !py.code || !py.traceback || !py.gen || !py.coro || !py.method ||
-	    !py.cfunction)
+	py.current_tstate = minor >= 13 ? api->PyThreadState_GetUnchecked
+					: api->_PyThreadState_UncheckedGet;
+	py.is_finalizing = minor >= 13 ? api->Py_IsFinalizing
+				       : api->_Py_IsFinalizing;
+	if (!api->PyDict_Next || !api->PyInterpreterState_Main ||
+	    !api->PyInterpreterState_ThreadHead || !api->PyThreadState_Next ||
+	    !api->PyImport_GetModuleDict ||
+	    !api->PyGILState_GetThisThreadState || !py.current_tstate ||
+	    !api->Py_IsInitialized || !py.is_finalizing ||
+	    !api->PyList_Type || !api->PyTuple_Type || !api->PyDict_Type ||
+	    !api->PyUnicode_Type || !api->PyLong_Type ||
+	    !api->PyModule_Type || !api->PyType_Type ||
+	    !api->PyFunction_Type || !api->PyCell_Type ||
+	    !api->PyFrame_Type || !api->PyCode_Type ||
+	    !api->PyTraceBack_Type || !api->PyGen_Type ||
+	    !api->PyCoro_Type || !api->PyMethod_Type ||
+	    !api->PyCFunction_Type)
 		return -1;
 	/* A free-threaded build has no GIL to hold the world still. */
-	if (sym("_Py_DecRefShared"))
+	if (lw_pyapi_found(api, _Py_DecRefShared))
 		return -1;
 	return 0;
 }
@@ -279,7 +228,7 @@ static bool has_base(const void *tp, const void *base)
 
 	if (tp == base)
 		return true;
-	if (!mro || type_of(mro) != py.tuple)
+	if (!mro || type_of(mro) != api->PyTuple_Type)
 		return false;
 	n = long_at(mro, LW_PY_OB_SIZE);
 	for (long i = 0; i < n; i++)
@@ -340,7 +289,7 @@ static bool str_is(const void *s, const char *text)
 {
 	char buf[64];
 
-	return s && type_of(s) == py.str &&
+	return s && type_of(s) == api->PyUnicode_Type &&
 	       lw_py_str(s, buf, sizeof(buf)) == 0 && strcmp(buf, text) == 0;
 }
 
@@ -414,10 +363,10 @@ static bool attrs_next(struct attr_iter *it, const void **name,
 	if (it->dict) {
 		void *k, *v;
 
-		if (type_of(it->dict) != py.dict &&
+		if (type_of(it->dict) != api->PyDict_Type &&
 		    !(type_flags(type_of(it->dict)) & LW_PY_TPFLAGS_DICT_SUBCLASS))
 			return false;
-		if (!py.dict_next(it->dict, &it->pos, &k, &v))
+		if (!api->PyDict_Next(it->dict, &it->pos, &k, &v))
 			return false;
 		*name = k;
 		*value = v;
@@ -444,7 +393,8 @@ static const struct member_def *member_named_type(const void *tp,
 						  const char *name)
 {
 	const void *mro = ptr_at(tp, LW_PY_TP_MRO);
-	long n = mro && type_of(mro) == py.tuple ? long_at(mro, LW_PY_OB_SIZE) : 0;
+	long n = mro && type_of(mro) == api->PyTuple_Type ?
+		 long_at(mro, LW_PY_OB_SIZE) : 0;
 
 	for (long i = 0; i < n; i++) {
 		const struct member_def *m = ptr_at(ptr_at(mro, LW_PY_TUPLE_ITEMS + 8 * i),
@@ -474,7 +424,7 @@ static const void *dict_get(const void *d, const char *text)
 
 	if (!d || !(type_flags(type_of(d)) & LW_PY_TPFLAGS_DICT_SUBCLASS))
 		return NULL;
-	while (py.dict_next(d, &pos, &k, &v))
+	while (api->PyDict_Next(d, &pos, &k, &v))
 		if (str_is(k, text))
 			return v;
 	return NULL;
@@ -529,42 +479,46 @@ static enum kind classify(const void *tp)
 {
 	unsigned long f = type_flags(tp);
 
-	if (tp == py.str || tp == py.long_ || tp == py.bool_ || tp == py.float_ ||
-	    tp == py.bytes || tp == type_of(py.none))
+	if (tp == api->PyUnicode_Type || tp == api->PyLong_Type ||
+	    tp == api->PyBool_Type || tp == api->PyFloat_Type ||
+	    tp == api->PyBytes_Type || tp == type_of(api->_Py_NoneStruct))
 		return K_ATOM;
 	if (f & LW_PY_TPFLAGS_TYPE_SUBCLASS)
 		return K_CLASS;
-	if (tp == py.module || has_base(tp, py.module) || tp == py.code ||
-	    tp == py.cfunction || has_base(tp, py.cfunction) ||
-	    tp == py.property || tp == py.member_descr ||
-	    tp == py.getset_descr || tp == py.method_descr ||
-	    tp == py.wrapper_descr || tp == py.classmethod_descr ||
-	    tp == py.staticmethod || tp == py.classmethod ||
-	    (py.weakref && has_base(tp, py.weakref)))
+	if (tp == api->PyModule_Type || has_base(tp, api->PyModule_Type) ||
+	    tp == api->PyCode_Type ||
+	    tp == api->PyCFunction_Type || has_base(tp, api->PyCFunction_Type) ||
+	    tp == api->PyProperty_Type || tp == api->PyMemberDescr_Type ||
+	    tp == api->PyGetSetDescr_Type || tp == api->PyMethodDescr_Type ||
+	    tp == api->PyWrapperDescr_Type || tp == api->PyClassMethodDescr_Type ||
+	    tp == api->PyStaticMethod_Type || tp == api->PyClassMethod_Type ||
+	    (api->_PyWeakref_RefType && has_base(tp, api->_PyWeakref_RefType)))
 		return K_SKIP;
-	if (tp == py.function)
+	if (tp == api->PyFunction_Type)
 		return K_FUNCTION;
-	if (tp == py.cell)
+	if (tp == api->PyCell_Type)
 		return K_CELL;
-	if (tp == py.frame)
+	if (tp == api->PyFrame_Type)
 		return K_FRAME;
-	if (tp == py.traceback)
+	if (tp == api->PyTraceBack_Type)
 		return K_TRACEBACK;
-	if (tp == py.gen || tp == py.coro || (py.asyncgen && tp == py.asyncgen))
+	if (tp == api->PyGen_Type || tp == api->PyCoro_Type ||
+	    (api->PyAsyncGen_Type && tp == api->PyAsyncGen_Type))
 		return K_GEN;
-	if (tp == py.method)
+	if (tp == api->PyMethod_Type)
 		return K_METHOD;
 	if (lw_torch_is_tensor_type(tp))
 		return K_TENSOR;
 	if (!(f & LW_PY_TPFLAGS_HAVE_GC) || !ptr_at(tp, LW_PY_TP_TRAVERSE))
 		return K_ATOM;
-	if (tp == py.list || tp == py.tuple)
+	if (tp == api->PyList_Type || tp == api->PyTuple_Type)
 		return K_SEQ;
-	if (tp == py.dict)
+	if (tp == api->PyDict_Type)
 		return K_DICT;
 	if (f & LW_PY_TPFLAGS_HEAPTYPE) {
 		const void *mro = ptr_at(tp, LW_PY_TP_MRO);
-		long n = mro && type_of(mro) == py.tuple ? long_at(mro, LW_PY_OB_SIZE) : 0;
+		long n = mro && type_of(mro) == api->PyTuple_Type ?
+			 long_at(mro, LW_PY_OB_SIZE) : 0;
 
 		for (long i = 0; i < n; i++) {
 			const void *base = ptr_at(mro, LW_PY_TUPLE_ITEMS + 8 * i);
@@ -577,7 +531,7 @@ static enum kind classify(const void *tp)
 
 			/* A dict as a class attribute; a property is the
 			 * program's code, never run. */
-			if (iface && type_of(iface) == py.dict)
+			if (iface && type_of(iface) == api->PyDict_Type)
 				return K_ARRAY;
 		}
 		if (member_named_type(tp, "__cuda_array_interface__"))
@@ -665,7 +619,7 @@ static enum kind kind_of(const void *o)
 	if (t->kind == K_OBJECT && !t->instance_checked) {
 		t->instance_checked = 1;
 		iface = attribute(o, "__cuda_array_interface__");
-		if (iface && type_of(iface) == py.dict)
+		if (iface && type_of(iface) == api->PyDict_Type)
 			t->kind = K_ARRAY;
 	}
 	return (enum kind)t->kind;
@@ -883,10 +837,10 @@ static uint64_t buffer_of(const void *obj, unsigned type)
 				iface = dict_get(ptr_at(ptr_at(mro, LW_PY_TUPLE_ITEMS + 8 * i), LW_PY_TP_DICT),
 						 "__cuda_array_interface__");
 		}
-		if (!iface || type_of(iface) != py.dict)
+		if (!iface || type_of(iface) != api->PyDict_Type)
 			return 0;
 		data = dict_get(iface, "data");
-		if (!data || type_of(data) != py.tuple)
+		if (!data || type_of(data) != api->PyTuple_Type)
 			return 0;
 		items = seq_items(data, &n);
 		return n > 0 && long_value(items[0], &v) ? v : 0;
@@ -989,7 +943,7 @@ static void traverse(const void *obj, struct edges_ctx *c)
 /* A local's value, its cell's contents for a cell. */
 static const void *unwrapped(const void *v)
 {
-	return v && type_of(v) == py.cell ? ptr_at(v, CELL_REF) : v;
+	return v && type_of(v) == api->PyCell_Type ? ptr_at(v, CELL_REF) : v;
 }
 
 static void local_edge(const void *name, const void *value, void *ctx)
@@ -1002,7 +956,7 @@ static void tuple_edges(struct edges_ctx *c, const void *t, enum via via)
 	long m;
 	const void *const *items;
 
-	if (!t || type_of(t) != py.tuple)
+	if (!t || type_of(t) != api->PyTuple_Type)
 		return;
 	items = seq_items(t, &m);
 	for (long j = 0; j < m; j++)
@@ -1084,7 +1038,7 @@ static void edges(const struct node *n, edge_fn fn, void *ctx)
 		void *k, *v;
 		long j = 0;
 
-		while (py.dict_next(o, &pos, &k, &v)) {
+		while (api->PyDict_Next(o, &pos, &k, &v)) {
 			if (!(j & 0xfffff) && j && !labelling && late())
 				return;
 			if (emit(&c, v, N_PY, V_KEY, j++, k, NULL))
@@ -1230,7 +1184,7 @@ static bool all_atoms(const void *o, enum kind k, int depth)
 		ptrdiff_t pos = 0;
 		void *key, *v;
 
-		while (py.dict_next(o, &pos, &key, &v))
+		while (api->PyDict_Next(o, &pos, &key, &v))
 			if (!atom_like(v, depth))
 				return false;
 		return true;
@@ -1376,9 +1330,9 @@ static bool root_globals(const void *module, const void *name)
 	ptrdiff_t pos = 0;
 	void *k, *v;
 
-	if (!d || type_of(d) != py.dict)
+	if (!d || type_of(d) != api->PyDict_Type)
 		return false;
-	while (py.dict_next(d, &pos, &k, &v)) {
+	while (api->PyDict_Next(d, &pos, &k, &v)) {
 		struct root r = { k, name, 0, R_GLOBAL, 0 };
 
 		if (root_object(v, &r))
@@ -1420,9 +1374,9 @@ static int visit_task(void *obj, void *arg)
 	bool *done = arg;
 	traverse_fn fn;
 
-	if (py.weakref && has_base(type_of(obj), py.weakref))
+	if (api->_PyWeakref_RefType && has_base(type_of(obj), api->_PyWeakref_RefType))
 		obj = (void *)ptr_at(obj, WEAKREF_OBJECT);
-	if (!obj || obj == py.none || long_at(obj, LW_PY_OB_REFCNT) <= 0 ||
+	if (!obj || obj == api->_Py_NoneStruct || long_at(obj, LW_PY_OB_REFCNT) <= 0 ||
 	    kind_of(obj) == K_ATOM || !(fn = traverse_of(obj)))
 		return 0;
 	fn(obj, visit_coroutine, done);
@@ -1439,13 +1393,13 @@ static bool task_roots(void)
 {
 	static const char *const sets[] = { "_all_tasks", "_scheduled_tasks",
 					    "_eager_tasks" };
-	const void *modules = py.modules(), *d = NULL;
+	const void *modules = api->PyImport_GetModuleDict(), *d = NULL;
 	ptrdiff_t pos = 0;
 	void *k, *v;
 	bool done = false;
 
-	while (modules && py.dict_next(modules, &pos, &k, &v))
-		if (str_is(k, "asyncio.tasks") && type_of(v) == py.module)
+	while (modules && api->PyDict_Next(modules, &pos, &k, &v))
+		if (str_is(k, "asyncio.tasks") && type_of(v) == api->PyModule_Type)
 			d = ptr_at(v, MODULE_DICT);
 	for (size_t i = 0; d && i < sizeof(sets) / sizeof(sets[0]) && !done; i++) {
 		const void *set = dict_get(d, sets[i]);
@@ -1453,7 +1407,7 @@ static bool task_roots(void)
 
 		if (set && kind_of(set) == K_OBJECT)
 			set = attribute(set, "data"); /* a WeakSet's */
-		if (!set || (type_of(set) != py.set) || !(fn = traverse_of(set)))
+		if (!set || (type_of(set) != api->PySet_Type) || !(fn = traverse_of(set)))
 			continue;
 		fn((void *)set, visit_task, &done);
 	}
@@ -1466,19 +1420,20 @@ static bool phase_frames(void)
 {
 	void *me = py.current_tstate();
 	struct frame_ctx f = { 0 };
-	const void *modules = py.modules();
+	const void *modules = api->PyImport_GetModuleDict();
 	ptrdiff_t pos = 0;
 	void *k, *v;
 
 	lw_py_thread_frames(me, root_frame, &f);
-	for (void *t = py.thread_head(py.interp_main()); t && !f.done;
-	     t = py.thread_next(t))
+	for (void *t = api->PyInterpreterState_ThreadHead(
+			api->PyInterpreterState_Main());
+	     t && !f.done; t = api->PyThreadState_Next(t))
 		if (t != me)
 			lw_py_thread_frames(t, root_frame, &f);
 	if (f.done || task_roots())
 		return true;
-	while (modules && py.dict_next(modules, &pos, &k, &v))
-		if (str_is(k, "__main__") && type_of(v) == py.module)
+	while (modules && api->PyDict_Next(modules, &pos, &k, &v))
+		if (str_is(k, "__main__") && type_of(v) == api->PyModule_Type)
 			return root_globals(v, k);
 	return false;
 }
@@ -1486,16 +1441,16 @@ static bool phase_frames(void)
 /* Phase 2: every other module's globals. */
 static bool phase_modules(void)
 {
-	const void *modules = py.modules();
+	const void *modules = api->PyImport_GetModuleDict();
 	ptrdiff_t pos = 0;
 	void *k, *v;
 
-	while (modules && py.dict_next(modules, &pos, &k, &v)) {
+	while (modules && api->PyDict_Next(modules, &pos, &k, &v)) {
 		if (late())
 			return false;
 		uint32_t first = nodes_used;
 
-		if (!v || type_of(v) != py.module || str_is(k, "__main__"))
+		if (!v || type_of(v) != api->PyModule_Type || str_is(k, "__main__"))
 			continue;
 		if (root_globals(v, k) || walk_from(first))
 			return true;
@@ -1512,7 +1467,7 @@ struct gc_head {
 
 static const char *gc_state(void)
 {
-	return py.interp_main();
+	return api->PyInterpreterState_Main();
 }
 
 static bool collector_running(void)
@@ -1903,7 +1858,7 @@ static void put_key(struct text *t, const void *k, long position, bool attr)
 	char s[32];
 	uint64_t v;
 
-	if (k && type_of(k) == py.str && lw_py_str(k, s, sizeof(s)) == 0) {
+	if (k && type_of(k) == api->PyUnicode_Type && lw_py_str(k, s, sizeof(s)) == 0) {
 		size_t n = strlen(s);
 		bool ident = n > 0 && n < 25 && !(s[0] >= '0' && s[0] <= '9');
 
@@ -1926,15 +1881,15 @@ static void put_key(struct text *t, const void *k, long position, bool attr)
 			return;
 		}
 	}
-	if (k && (type_of(k) == py.long_ || type_of(k) == py.bool_) &&
+	if (k && (type_of(k) == api->PyLong_Type || type_of(k) == api->PyBool_Type) &&
 	    long_value(k, &v)) {
-		if (type_of(k) == py.bool_)
+		if (type_of(k) == api->PyBool_Type)
 			put(t, "[%s]", v ? "True" : "False");
 		else
 			put(t, "[%llu]", (unsigned long long)v);
 		return;
 	}
-	if (k == py.none) {
+	if (k == api->_Py_NoneStruct) {
 		put(t, "[None]");
 		return;
 	}
@@ -1997,8 +1952,8 @@ static void label(uint32_t i, struct text *t)
 				attributes_of(node(p->parent)->obj, o));
 		return;
 	case V_LOCAL:
-		put(t, "%s.f_locals", type_of(o) == py.coro ? ".cr_frame"
-				      : type_of(o) == py.gen ? ".gi_frame"
+		put(t, "%s.f_locals", type_of(o) == api->PyCoro_Type ? ".cr_frame"
+				      : type_of(o) == api->PyGen_Type ? ".gi_frame"
 				      : kind_of(o) == K_GEN ? ".ag_frame" : "");
 		put_key(t, f.e.key, 0, false);
 		return;
@@ -2033,7 +1988,7 @@ static void label(uint32_t i, struct text *t)
 			return;
 		}
 	mro = ptr_at(type_of(o), LW_PY_TP_MRO);
-	m = mro && type_of(mro) == py.tuple ? long_at(mro, LW_PY_OB_SIZE) : 0;
+	m = mro && type_of(mro) == api->PyTuple_Type ? long_at(mro, LW_PY_OB_SIZE) : 0;
 	for (long j = 0; j < m; j++) {
 		const struct member_def *d =
 			ptr_at(ptr_at(mro, LW_PY_TUPLE_ITEMS + 8 * j), LW_PY_TP_MEMBERS);
@@ -2074,7 +2029,7 @@ static void label(uint32_t i, struct text *t)
 		void *dk, *dv;
 		long j = 0;
 
-		while (py.dict_next(o, &pos, &dk, &dv)) {
+		while (api->PyDict_Next(o, &pos, &dk, &dv)) {
 			if (dv == c) {
 				put_key(t, dk, j, false);
 				return;
@@ -2085,7 +2040,7 @@ static void label(uint32_t i, struct text *t)
 	/* functools' lru_cache keeps its entries in a dict only its
 	 * tp_traverse shows: named as the cached function's, with how
 	 * many entries it holds (what tells a cache with no bound). */
-	if (type_of(c) == py.dict &&
+	if (type_of(c) == api->PyDict_Type &&
 	    strcmp(type_name(type_of(o)), "_lru_cache_wrapper") == 0) {
 		put(t, " (an lru_cache: %ld entries)", long_at(c, LW_PY_OB_SIZE));
 		return;
@@ -2341,22 +2296,22 @@ void lw_walk_cells(void (*found)(const char *name, const char *text,
 {
 	static char text[LW_WALK_CELL_MAX], line[LW_WALK_CELL_MAX];
 	char name[512];
-	const void *modules = py.modules(), *cache = NULL;
+	const void *modules = api->PyImport_GetModuleDict(), *cache = NULL;
 	ptrdiff_t pos = 0;
 	void *k, *v;
 
-	while (modules && py.dict_next(modules, &pos, &k, &v))
-		if (str_is(k, "linecache") && type_of(v) == py.module)
+	while (modules && api->PyDict_Next(modules, &pos, &k, &v))
+		if (str_is(k, "linecache") && type_of(v) == api->PyModule_Type)
 			cache = dict_get(ptr_at(v, MODULE_DICT), "cache");
-	if (!cache || type_of(cache) != py.dict)
+	if (!cache || type_of(cache) != api->PyDict_Type)
 		return;
 	pos = 0;
-	while (py.dict_next(cache, &pos, &k, &v)) {
+	while (api->PyDict_Next(cache, &pos, &k, &v)) {
 		const void *const *entry, *const *lines;
 		long n, count;
 		size_t len = 0;
 
-		if (type_of(k) != py.str ||
+		if (type_of(k) != api->PyUnicode_Type ||
 		    lw_py_str(k, name, sizeof(name)) < 0 ||
 		    !lw_cell_name(name, strlen(name), NULL, 0))
 			continue;
@@ -2370,7 +2325,7 @@ void lw_walk_cells(void (*found)(const char *name, const char *text,
 		for (long i = 0; i < count; i++) {
 			size_t l;
 
-			if (!lines[i] || type_of(lines[i]) != py.str ||
+			if (!lines[i] || type_of(lines[i]) != api->PyUnicode_Type ||
 			    lw_py_str(lines[i], line, sizeof(line)) < 0)
 				break;
 			l = strlen(line);
@@ -2389,11 +2344,11 @@ bool lw_walk_possible(void)
 
 	if (!py.state)
 		py.state = load() == 0 ? 1 : -1;
-	if (py.state < 0 || !py.is_initialized() || py.is_finalizing())
+	if (py.state < 0 || !api->Py_IsInitialized() || py.is_finalizing())
 		return false;
 	/* This thread holds the GIL: the state holding it is this thread's. */
 	me = py.current_tstate();
-	if (!me || me != py.this_thread_state())
+	if (!me || me != api->PyGILState_GetThisThreadState())
 		return false;
 	return !collector_running();
 }
@@ -2416,18 +2371,18 @@ static bool through_metric_state(uint32_t i)
 		if ((p->aux & 3) != N_PY || (node(i)->aux & 3) != N_PY)
 			continue;
 		/* An attribute is met through its object's __dict__. */
-		if (type_of(metric) == py.dict && p->parent != NO_PARENT &&
+		if (type_of(metric) == api->PyDict_Type && p->parent != NO_PARENT &&
 		    attributes_of(node(p->parent)->obj, metric))
 			metric = node(p->parent)->obj;
 		if (kind_of(metric) != K_OBJECT)
 			continue;
 		defaults = attribute(metric, "_defaults");
-		if (!defaults || type_of(defaults) != py.dict ||
+		if (!defaults || type_of(defaults) != api->PyDict_Type ||
 		    !attribute(metric, "_reductions"))
 			continue;
 		attrs_begin(metric, &it);
 		while (attrs_next(&it, &k, &v))
-			if (v == node(i)->obj && type_of(k) == py.str &&
+			if (v == node(i)->obj && type_of(k) == api->PyUnicode_Type &&
 			    lw_py_str(k, name, sizeof(name)) == 0 &&
 			    dict_get(defaults, name))
 				return true;

@@ -24,6 +24,7 @@
 #include "live-table.h"
 #include "live-view.h"
 #include "lw-cells.h"
+#include "lw-hash.h"
 #include "modules.h"
 #include "origins.h"
 #include "pyframes.h"
@@ -1509,15 +1510,14 @@ void lw_record_holder(uint64_t address, const char *path, const char *root,
 void lw_record_source(const char *name, const char *text, size_t len)
 {
 	char key[PATH_MAX];
-	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+	uint64_t h;
 	unsigned i;
 
 	if (snprintf(key, sizeof(key), "%s%s", LW_CELL_SOURCE_KEY, name) >=
 	    (int)sizeof(key))
 		return;
-	for (const char *p = name; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	h ^= len;
+	/* Its own seed; compared within this run only. */
+	h = lw_fnv1a_str(1469598103934665603ull, name) ^ len;
 	pthread_mutex_lock(&lock);
 	for (i = 0; i < tc.cells_written_count && tc.cells_written[i] != h; i++)
 		;

@@ -7,6 +7,7 @@
 #include "locations.h"
 #include "lw-cells.h"
 #include "lw-format.h"
+#include "lw-hash.h"
 #include "model.h"
 
 const char *lw_holder_text(const struct lw_model *m, uint64_t id, size_t *len)
@@ -260,16 +261,6 @@ static size_t cause_prefix(const char *path, size_t len)
 	return n ? n : len;
 }
 
-/* FNV-1a, continued from h. */
-static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
-
 /* Whether a path runs through an exception's traceback: the exception's,
  * or a traceback object kept on its own (sys.exc_info()[2]). */
 static const char *traceback_in(const char *path, size_t len)
@@ -351,17 +342,16 @@ int lw_holder_facts(const struct lw_report *r, uint32_t site,
 	path = out->unreachable ? span_until(first->path, first->path_len, ".[")
 				: cause_prefix(first->path, first->path_len);
 	root = out->unreachable ? 0 : root_frame(first->root, first->root_len);
-	out->cause = hash_bytes(hash_bytes(0xcbf29ce484222325ull, first->path,
-					   path), first->root, root) | 1;
+	out->cause = lw_fnv1a(lw_fnv1a(LW_FNV1A_BASIS, first->path, path),
+			      first->root, root) | 1;
 	if (!out->unreachable) {
 		const char *dot = memrchr(first->path, '.', path);
 
 		if (dot && dot > first->path)
-			out->owner = hash_bytes(hash_bytes(0x84222325cbf29ce4ull,
-							   first->path,
-							   (size_t)(dot -
-								    first->path)),
-						first->root, root) | 1;
+			out->owner = lw_fnv1a(lw_fnv1a(0x84222325cbf29ce4ull,
+						       first->path,
+						       (size_t)(dot - first->path)),
+					      first->root, root) | 1;
 		out->cache = keyed_cache(first->path, first->path_len);
 		out->loss_named = memmem_lower(first->path, path, "loss");
 	}

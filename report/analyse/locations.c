@@ -6,20 +6,11 @@
 #include <string.h>
 
 #include "lw-format.h"
+#include "lw-hash.h"
 
 /* Memory kinds, each summed apart: pinned host memory and device memory
  * made at one line are two entries. */
 #define KINDS (LW_MEM_KIND_MAX + 1)
-
-/* FNV-1a over the label's bytes. */
-static uint64_t label_hash(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h;
-}
 
 int lw_locations_init(struct lw_locations *l, const struct lw_report *r)
 {
@@ -59,7 +50,7 @@ static int table_grow(struct lw_locations *l)
 
 		if (!e->label)
 			continue;
-		slot = label_hash(e->label, e->label_len) & (size - 1);
+		slot = lw_fnv1a(LW_FNV1A_BASIS, e->label, e->label_len) & (size - 1);
 		while (table[slot])
 			slot = (slot + 1) & (size - 1);
 		table[slot] = (uint32_t)i + 1;
@@ -81,7 +72,7 @@ static int find_or_add(struct lw_locations *l, char *label, size_t len,
 		if ((l->count + 1) * 2 > l->table_size &&
 		    (rc = table_grow(l)) < 0)
 			return rc;
-		slot = label_hash(label, len) & (l->table_size - 1);
+		slot = lw_fnv1a(LW_FNV1A_BASIS, label, len) & (l->table_size - 1);
 		for (; l->table[slot]; slot = (slot + 1) & (l->table_size - 1)) {
 			const struct lw_location_entry *e =
 				&l->items[l->table[slot] - 1];

@@ -108,15 +108,6 @@ int lw_symcache_dir(char **out)
 	return 0;
 }
 
-static uint64_t fnv1a(const uint8_t *p, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	return h;
-}
-
 static void free_frames(struct lw_sym_frame *frames, uint32_t count)
 {
 	for (uint32_t i = 0; frames && i < count; i++) {
@@ -370,7 +361,7 @@ static int load(struct lw_symcache *c, const char *dir)
 	payload = take_u64(&cur);
 	hash = take_u64(&cur);
 	if (payload != (uint64_t)(cur.end - cur.p) ||
-	    fnv1a(cur.p, (size_t)payload) != hash)
+	    lw_fnv1a(LW_FNV1A_BASIS, cur.p, (size_t)payload) != hash)
 		goto out;
 	rc = merge_payload(c, &cur, entries);
 out:
@@ -661,7 +652,8 @@ static void save(struct lw_symcache *c)
 		}
 	}
 	payload = o.len - HEADER_SIZE;
-	hash = fnv1a(o.data + HEADER_SIZE, (size_t)payload);
+	hash = lw_fnv1a(LW_FNV1A_BASIS, o.data + HEADER_SIZE,
+			(size_t)payload);
 	memcpy(o.data + COUNT_AT, &entries, 4);
 	memcpy(o.data + COUNT_AT + 4, &payload, 8);
 	memcpy(o.data + COUNT_AT + 12, &hash, 8);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "elf-symbols.h"
+#include "lw-coderoots.h"
 #include "lw-hash.h"
 #include "lw-report-config.h"
 #include "symbol-cache.h"
@@ -246,45 +247,17 @@ static char *demangle(const char *name)
  * file, made absolute against dir when relative, with "." and ".." resolved
  * by name: compilers record paths like "../src/x.c" relative to the build
  * directory, or "/build/../src/x.c". A copy of file when it is relative and
- * dir is unknown.
+ * dir is unknown or relative itself; dir when file is empty.
  */
 static char *absolute_path(const char *dir, const char *file)
 {
-	size_t len;
-	char *path, *out;
-
-	if (file[0] != '/' && (!dir || dir[0] != '/'))
-		return strdup(file);
 	if (file[0] == '/')
-		dir = "";
-	len = strlen(dir) + strlen(file) + 2;
-	path = malloc(len);
-	out = malloc(len);
-	if (!path || !out) {
-		free(path);
-		free(out);
-		return NULL;
-	}
-	snprintf(path, len, "%s/%s", dir, file);
-	out[0] = 0;
-	len = 0;
-	for (char *save, *part = strtok_r(path, "/", &save); part;
-	     part = strtok_r(NULL, "/", &save)) {
-		if (strcmp(part, ".") == 0)
-			continue;
-		if (strcmp(part, "..") == 0) {
-			char *slash = strrchr(out, '/');
-
-			len = slash ? (size_t)(slash - out) : 0;
-			out[len] = 0;
-			continue;
-		}
-		len += (size_t)sprintf(out + len, "/%s", part);
-	}
-	if (len == 0)
-		strcpy(out, "/");
-	free(path);
-	return out;
+		return lw_code_path_normalise(NULL, file, strlen(file));
+	if (!dir || dir[0] != '/')
+		return strdup(file);
+	if (!file[0])
+		file = ".";
+	return lw_code_path_normalise(dir, file, strlen(file));
 }
 
 /* Appends a frame taking copies of function (demangled) and file (made
