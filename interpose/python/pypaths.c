@@ -43,7 +43,7 @@
  * The Python C API is looked up with dlsym(): the shim does not link
  * against Python.
  */
-#include "origins.h"
+#include "coderules.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

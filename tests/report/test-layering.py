@@ -45,14 +45,6 @@ UPWARD = {
     # The text report of several traces ends with their merged view
     # (merge.c), which reads them again.
     ("report", "render/text.c", "commands.h"),
-    # The work run in the interpreter records what it finds.
-    ("interpose", "python/holders.c", "tracker.h"),
-    ("interpose", "python/origins.c", "tracker.h"),
-    ("interpose", "python/pyhooks.c", "tracker.h"),
-    # The growth gate judges the allocations counted so far.
-    ("interpose", "summary/gate.c", "tracker.h"),
-    # The trace says how PyTorch's allocator was set up.
-    ("interpose", "record/tracker.c", "torchconf.h"),
 }
 
 
