@@ -13,7 +13,7 @@ agree and fails if they do not (the table has one entry per minor version).
     python3 scripts/py-offsets.py [INCLUDE_DIR...] > /tmp/layouts.txt
     python3 scripts/py-offsets.py --walk [INCLUDE_DIR...]
 
-With --walk it prints the offsets of interpose/python/walk.c's table instead.
+With --walk it prints the offsets of interpose/holders/walk.c's table instead.
 
 INCLUDE_DIR is the directory holding Python.h, e.g.
 /root/.pyenv/versions/3.12.1/include/python3.12. The compiler is $CC or cc.
@@ -144,7 +144,7 @@ int main(void)
 }
 """
 
-# The offsets interpose/python/walk.c reads (struct walk_layout), with
+# The offsets interpose/holders/walk.c reads (struct walk_layout), with
 # --walk: the collector's state, heap types, functions, exceptions and the
 # inline values of instances.
 PROBE_WALK = r"""

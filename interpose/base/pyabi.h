@@ -5,7 +5,7 @@
  * of PyTypeObject up to tp_mro, the type flags, and the items of the
  * built-in containers. Checked against each version's headers by
  * scripts/py-offsets.py --walk. For the readers of the interpreter that
- * never link against it (python/walk.c, torch/torchread.c).
+ * never link against it (holders/walk.c, torch/torchread.c).
  */
 #ifndef LW_PYABI_H
 #define LW_PYABI_H

@@ -8,6 +8,7 @@
 #include <sys/auxv.h>
 
 #include "config.h"
+#include "events.h"
 #include "real.h"
 #include "writer.h"
 
@@ -99,4 +100,15 @@ static int uncached(void)
 int lw_torch_is_segment(const void *caller)
 {
 	return lw_real_caller_is_torch(caller) && !uncached();
+}
+
+static void on_trace_info(const struct lw_event *event, void *ctx)
+{
+	(void)ctx;
+	lw_torch_write_info(event->writer);
+}
+
+void lw_torch_start(void)
+{
+	lw_events_subscribe(LW_EVENT_TRACE_INFO, on_trace_info, NULL);
 }

@@ -31,6 +31,10 @@ void lw_torch_choose(void);
  */
 void lw_torch_write_info(struct lw_writer *writer);
 
+/* Subscribes to the recorder's events (events.h): the allocator's settings
+ * are written into the trace as it opens (lw_torch_write_info()). */
+void lw_torch_start(void);
+
 /*
  * Whether device memory that caller (a hook's return address) obtained
  * from cudaMalloc or cuMemCreate is a segment of PyTorch's native caching

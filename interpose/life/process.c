@@ -14,17 +14,17 @@
 
 #include "arena.h"
 #include "config.h"
+#include "gate.h"
 #include "holders.h"
 #include "kept.h"
 #include "live-view.h"
+#include "origins.h"
 #include "pyframes.h"
+#include "pyhooks.h"
 #include "signals.h"
+#include "summary.h"
+#include "torchconf.h"
 #include "unwind.h"
-
-__thread int lw_in_hook __attribute__((tls_model("initial-exec")));
-int lw_state = LW_STATE_UNINIT;
-
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 void lw_flush_before_exec(void)
 {
@@ -73,7 +73,8 @@ void lw_flush_at_end(void)
 /* Read once, at the start; the tracker keeps a pointer. */
 static struct lw_config config;
 
-static void init_once_fn(void)
+/* The start, run once by lw_init() (base/state.c). */
+static void start(void)
 {
 	int state = LW_STATE_ACTIVE;
 
@@ -88,8 +89,15 @@ static void init_once_fn(void)
 		state = LW_STATE_OFF;
 		goto done;
 	}
+	/* What reacts to the recorder's events subscribes, in the order
+	 * each event calls them (events.h). */
+	lw_torch_start();
+	lw_origins_start();
+	lw_gate_start();
 	lw_live_view_configure(config.live_every, config.use_signal);
 	lw_holders_configure(config.holders, config.holders_budget);
+	lw_summary_start();
+	lw_py_hooks_start();
 	lw_kept_configure(config.min_steps);
 	lw_unwind_init(config.fast_unwind);
 	enum lw_py_status py = lw_py_init();
@@ -106,9 +114,10 @@ done:
 	__atomic_store_n(&lw_state, state, __ATOMIC_RELEASE);
 }
 
-void lw_init(void)
+/* Before any other constructor of the library: one may run a hook. */
+__attribute__((constructor(101))) static void leakwatch_set_start(void)
 {
-	pthread_once(&init_once, init_once_fn);
+	lw_set_start(start);
 }
 
 __attribute__((destructor)) static void leakwatch_fini(void)

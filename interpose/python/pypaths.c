@@ -42,7 +42,7 @@
  *
  * The Python C API is pyapi.h's: the shim does not link against Python.
  */
-#include "origins.h"
+#include "coderules.h"
 
 #include <dirent.h>
 #include <errno.h>

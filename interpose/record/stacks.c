@@ -8,7 +8,7 @@
 #include "lw-cells.h"
 #include "lw-format.h"
 #include "lw-origin.h"
-#include "origins.h"
+#include "coderules.h"
 #include "pyframes.h"
 #include "unwind.h"
 #include "writer.h"

@@ -6,7 +6,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,22 +18,16 @@
 #include "backward.h"
 #include "bounded.h"
 #include "config.h"
-#include "gate.h"
-#include "holders.h"
+#include "events.h"
 #include "kept.h"
 #include "live-table.h"
-#include "live-view.h"
 #include "lw-cells.h"
 #include "lw-hash.h"
 #include "modules.h"
-#include "origins.h"
 #include "pyframes.h"
-#include "pyhooks.h"
 #include "real.h"
 #include "segments.h"
 #include "stacks.h"
-#include "summary.h"
-#include "torchconf.h"
 #include "unwind.h"
 #include "writer.h"
 
@@ -98,8 +92,7 @@ static struct trace_context {
 	int64_t recent_device;
 	uint64_t recent_stream;
 	/* What was live when the program's code finished (PROGRAM_END). */
-	struct lw_summary program_end_summary;
-	int have_program_end_summary;
+	int have_program_end_summary;	/* taken (LW_EVENT_SUMMARY) */
 	/* The PROGRAM_END mark was written: no step is unfinished. */
 	bool code_finished;
 	/* The notebook cells whose text is written (hashes of name and
@@ -139,6 +132,17 @@ static uint64_t failed_allocations;
 static unsigned first_failed_api;
 static int first_failed_error;
 
+/* Set by a signal's handler (lw_record_request()): the live view's line
+ * and a flush, at the next event. */
+static volatile sig_atomic_t requested;
+
+/* The holder searches during the run, and their time (holders.c tells). */
+static unsigned in_run_searches;
+static double in_run_seconds;
+
+/* What an event that tells nothing more says. */
+static const struct lw_event no_detail;
+
 static int python_frames;      /* CPython frames can be read */
 static int python_process;     /* running inside CPython */
 
@@ -153,8 +157,6 @@ static int python_process;     /* running inside CPython */
 static int explicit_steps;
 static unsigned optimizer_steps_pending;
 
-static char warnings[LW_WARN_COUNT][256];
-static unsigned warned_mask;
 
 #define FLUSH_INTERVAL_NS 1000000000ull
 
@@ -165,35 +167,18 @@ static uint64_t coarse_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void lw_warn_once(enum lw_warning kind, const char *fmt, ...)
-{
-	char line[300];
-	va_list ap;
-
-	if (__atomic_fetch_or(&warned_mask, 1u << kind, __ATOMIC_ACQ_REL) &
-	    (1u << kind))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(warnings[kind], sizeof(warnings[kind]), fmt, ap);
-	va_end(ap);
-	int n = snprintf(line, sizeof(line), "leakwatch: warning: %s\n",
-			 warnings[kind]);
-	if (n > 0)
-		lw_write_stderr(line, (size_t)n < sizeof(line) ? (size_t)n
-							    : sizeof(line) - 1);
-}
-
 /* Copies warnings printed so far into the trace. Under the lock. */
 static void record_warnings_locked(void)
 {
-	unsigned pending = __atomic_load_n(&warned_mask, __ATOMIC_ACQUIRE) &
+	unsigned pending = __atomic_load_n(&lw_warned_mask, __ATOMIC_ACQUIRE) &
 			   ~tc.warnings_in_trace_mask;
 
 	for (unsigned k = 0; pending && k < LW_WARN_COUNT; k++) {
 		if (!(pending & (1u << k)))
 			continue;
 		lw_writer_ext(&writer, LW_REC_WARNING,
-			      (const uint8_t *)warnings[k], strlen(warnings[k]));
+			      (const uint8_t *)lw_warning_text(k),
+			      strlen(lw_warning_text(k)));
 		tc.warnings_in_trace_mask |= 1u << k;
 		pending &= ~(1u << k);
 	}
@@ -293,7 +278,8 @@ static void write_process_info_locked(void)
 	const char *cudart = lw_real_runtime_path();
 	if (cudart)
 		lw_writer_info(&writer, "cudart", cudart, strlen(cudart));
-	lw_torch_write_info(&writer);
+	lw_events_emit(LW_EVENT_TRACE_INFO,
+		       &(struct lw_event){ .writer = &writer });
 }
 
 /*
@@ -385,7 +371,8 @@ static int ensure_trace_locked(void)
 			     "recorded, the program runs as without leakwatch",
 			     trace_path, strerror(-err));
 		append_to_manifest(trace_path, 1);
-		lw_gate_trace_failed(trace_path);
+		lw_events_emit(LW_EVENT_TRACE_FAILED,
+			       &(struct lw_event){ .path = trace_path });
 		return 0;
 	}
 	trace_state = TRACE_OPEN;
@@ -397,8 +384,8 @@ static int ensure_trace_locked(void)
 		lw_writer_info(&writer, "trace_detail", "full", 4);
 	record_warnings_locked();
 	append_to_manifest(trace_path, 0);
-	lw_gate_trace_opened(trace_path);
-	lw_live_view_trace_opened();
+	lw_events_emit(LW_EVENT_TRACE_OPENED,
+		       &(struct lw_event){ .path = trace_path });
 	return 1;
 }
 
@@ -411,7 +398,7 @@ static void note_loop_locked(struct lw_stack_entry *s,
 static void note_deepbind_locked(void)
 {
 	if (!lw_deepbind_loaded() ||
-	    (__atomic_load_n(&warned_mask, __ATOMIC_ACQUIRE) &
+	    (__atomic_load_n(&lw_warned_mask, __ATOMIC_ACQUIRE) &
 	     (1u << LW_WARN_DEEPBIND)))
 		return;
 	lw_warn_once(LW_WARN_DEEPBIND,
@@ -507,24 +494,37 @@ static void bounded_stopped_locked(void)
 			     "is written in full from here on");
 }
 
+/* The live view's line now, with the trace's figures. */
+static void live_now_locked(const char *lead)
+{
+	lw_events_emit(LW_EVENT_LIVE_NOW, &(struct lw_event){
+		.lead = lead, .path = trace_path,
+		.live_bytes = device_live_bytes(),
+		.live_count = device_live_count(),
+		.pool_allocated = tc.torch_live_bytes,
+		.pool_reserved = lw_segments_live_bytes(),
+		.growth = growing_now,
+	});
+}
+
 /* SIGUSR2's request: the trace flushed, what is live printed. */
 static __attribute__((noinline)) void answer_request_locked(void)
 {
-	lw_holders_schedule();
+	lw_events_emit(LW_EVENT_REQUEST, &no_detail);
 	settle_locked();
 	flush_locked();
-	lw_live_view_pool(tc.torch_live_bytes, lw_segments_live_bytes());
-	lw_live_view_print_now("SIGUSR2: ", device_live_bytes(),
-			       device_live_count(), trace_path, growing_now);
+	live_now_locked("SIGUSR2: ");
 }
 
 /* What every event does besides its record: the live view's request,
  * the warnings to copy into the trace. */
 static inline void note_requests_locked(void)
 {
-	if (lw_live_view_take_request())
+	if (requested) {
+		requested = 0;
 		answer_request_locked();
-	if (warned_mask != tc.warnings_in_trace_mask)
+	}
+	if (lw_warned_mask != tc.warnings_in_trace_mask)
 		record_warnings_locked();
 }
 
@@ -807,8 +807,8 @@ out:
 	/* New code is running: torch may have been imported since the last
 	 * try to register PyTorch's optimizer hook. */
 	if (new_stack && python_process)
-		lw_py_schedule_hooks();
-	lw_holders_poll();
+		lw_events_emit(LW_EVENT_NEW_CODE, &no_detail);
+	lw_events_poll();
 }
 
 void lw_record_alloc_failed(enum lw_api api, enum lw_mem_kind kind,
@@ -1010,7 +1010,7 @@ void lw_free_end(struct lw_pending_free *pending, int succeeded)
 	}
 out:
 	pthread_mutex_unlock(&lock);
-	lw_holders_poll();
+	lw_events_poll();
 }
 
 /* The holder searches made during the run, and their time (INFO
@@ -1022,7 +1022,8 @@ static void note_holder_searches_locked(void)
 	char value[64];
 	int n;
 
-	lw_holders_in_run_stats(&searches, &seconds);
+	searches = __atomic_load_n(&in_run_searches, __ATOMIC_RELAXED);
+	seconds = in_run_seconds;
 	if (!searches)
 		return;
 	n = snprintf(value, sizeof(value), "%u %.6f", searches, seconds);
@@ -1106,7 +1107,7 @@ static void write_step_locked(enum lw_step_source source)
 	}
 	if (lw_kept_step_end(tc.steps_written, device_live_bytes()) ||
 	    tc.phase_search_due)
-		lw_holders_schedule_in_run();
+		lw_events_emit(LW_EVENT_SEARCH_DUE, &no_detail);
 	tc.steps_written++;
 	if (source == LW_STEP_OPTIMIZER)
 		tc.optimizer_steps_written++;
@@ -1120,10 +1121,14 @@ static void write_step_locked(enum lw_step_source source)
 	 * first step's end on: the first step (the warm-up) is whole. */
 	lw_bounded_steps_begin(device_live_bytes(), tc.torch_live_bytes);
 	flush_locked();
-	lw_gate_step(device_live_bytes() - lw_kept_step_input_bytes());
-	lw_live_view_pool(tc.torch_live_bytes, lw_segments_live_bytes());
-	lw_live_view_step(device_live_bytes(), device_live_count(),
-			  growing_now);
+	lw_events_emit(LW_EVENT_STEP_END, &(struct lw_event){
+		.step_bytes = device_live_bytes() - lw_kept_step_input_bytes(),
+		.live_bytes = device_live_bytes(),
+		.live_count = device_live_count(),
+		.pool_allocated = tc.torch_live_bytes,
+		.pool_reserved = lw_segments_live_bytes(),
+		.growth = growing_now,
+	});
 }
 
 /* Where the loop (or the marked line) is, for the trace: from the
@@ -1257,7 +1262,7 @@ void lw_record_step(enum lw_step_source source)
 		write_step_locked(source);
 	}
 	pthread_mutex_unlock(&lock);
-	lw_holders_poll();
+	lw_events_poll();
 	lw_leave();
 }
 
@@ -1307,34 +1312,17 @@ void lw_record_phase_end(void)
 	lw_leave();
 }
 
-static void summarize_stack(struct lw_stack_entry *s, void *data)
+/* The exit summary of the device memory live now is taken (when: a
+ * literal). Under the lock. */
+static void summarize_locked(const char *when)
 {
-	struct lw_summary *summary = data;
-	char python[160] = "";
-	int growing = lw_kept_growing(s, tc.steps_written);
-
-	if (!s->device_live_count && !growing)
-		return;
-	lw_stacks_python_location(s, python, sizeof(python));
-	if (growing)
-		lw_summary_add_growing(summary, s->frames, s->depth,
-				       python[0] ? python : NULL,
-				       lw_kept_rate(s), s->kept.max_bytes,
-				       !s->device_live_count);
-	if (s->device_live_count)
-		lw_summary_add_site(summary, s->frames, s->depth,
-				    python[0] ? python : NULL,
-				    s->device_live_bytes, s->device_live_count);
-}
-
-/* Fills a summary of the device memory live now. Under the lock. */
-static void summarize_locked(struct lw_summary *summary, const char *when)
-{
-	lw_summary_init(summary, trace_path, when,
-			device_live_bytes(),
-			device_live_count(),
-			tc.unknown_frees);
-	lw_stacks_for_each(summarize_stack, summary);
+	lw_events_emit(LW_EVENT_SUMMARY, &(struct lw_event){
+		.lead = when, .path = trace_path,
+		.live_bytes = device_live_bytes(),
+		.live_count = device_live_count(),
+		.unknown_frees = tc.unknown_frees,
+		.steps = tc.steps_written,
+	});
 }
 
 /* A GC mark in the interval of a bounded trace; false when the caller
@@ -1387,8 +1375,7 @@ void lw_record_mark(enum lw_mark mark)
 			flush_locked();
 		}
 		if (mark == LW_MARK_PROGRAM_END && !config->quiet) {
-			summarize_locked(&tc.program_end_summary,
-					 "when the program's code finished");
+			summarize_locked("when the program's code finished");
 			tc.have_program_end_summary = 1;
 		}
 	}
@@ -1461,6 +1448,17 @@ size_t lw_holder_targets(uint64_t *pairs, size_t max, int wanted_only)
 	}
 	pthread_mutex_unlock(&lock);
 	return n;
+}
+
+void lw_record_searches_in_run(unsigned searches, double seconds)
+{
+	in_run_seconds = seconds;
+	__atomic_store_n(&in_run_searches, searches, __ATOMIC_RELAXED);
+}
+
+void lw_record_request(void)
+{
+	requested = 1;
 }
 
 bool lw_holders_first_of_its_reason(void)
@@ -1586,11 +1584,7 @@ int lw_snapshot_taken(char *path, size_t path_size, struct lw_snapshot *out)
 		growing_now(&out->growing_sites, &out->fastest);
 		if (path && path_size)
 			snprintf(path, path_size, "%s", trace_path);
-		lw_live_view_pool(tc.torch_live_bytes,
-				  lw_segments_live_bytes());
-		lw_live_view_print_now("snapshot: ", out->live_bytes,
-				       out->live_count, trace_path,
-				       growing_now);
+		live_now_locked("snapshot: ");
 		rc = 0;
 	}
 	pthread_mutex_unlock(&lock);
@@ -1665,20 +1659,19 @@ void lw_tracker_after_fork_in_child(void)
 	 * string ids start again at 1 in the child's trace. */
 	trace_context_reset();
 	failed_allocations = 0;
+	requested = 0;
 	lw_segments_reset();
 	lw_backward_reset();
-	lw_origins_reset();
 	lw_stacks_reset();
 	lw_loop_reset();
-	lw_gate_reset();
 	lw_modules_reset();
-	lw_live_view_reset();
+	lw_events_emit(LW_EVENT_FORK_CHILD, &no_detail);
 	pthread_mutex_unlock(&lock);
 }
 
 void lw_shutdown(void)
 {
-	struct lw_summary summary;
+	struct lw_event said = { 0 };
 	int have_summary = 0;
 
 	if (__atomic_load_n(&lw_state, __ATOMIC_ACQUIRE) != LW_STATE_ACTIVE)
@@ -1695,25 +1688,25 @@ void lw_shutdown(void)
 		lw_writer_close(&writer, 1, 0);
 		if (tc.have_program_end_summary) {
 			/* In a Python program, what its code left allocated;
-			 * finalization frees much of it afterwards. */
-			summary = tc.program_end_summary;
+			 * finalization frees much of it afterwards: the
+			 * summary taken then is the one said. */
 			have_summary = 1;
 		} else if (!config->quiet) {
-			summarize_locked(&summary, "at exit");
+			summarize_locked("at exit");
 			have_summary = 1;
 		}
 		trace_state = TRACE_FAILED; /* nothing more is written */
 		if (have_summary) {
-			summary.failed_allocations = failed_allocations;
-			summary.failed_api = lw_api_name(first_failed_api);
-			summary.failed_error = first_failed_error;
-			summary.lost_events = writer.lost;
-			summary.descriptor_lost = writer.descriptor_lost;
+			said.failed_allocations = failed_allocations;
+			said.failed_api = lw_api_name(first_failed_api);
+			said.failed_error = first_failed_error;
+			said.lost_events = writer.lost;
+			said.descriptor_lost = writer.descriptor_lost;
 		}
 	}
 	__atomic_store_n(&lw_state, LW_STATE_CLOSED, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&lock);
 	if (have_summary)
-		lw_summary_print(&summary);
+		lw_events_emit(LW_EVENT_EXIT, &said);
 	lw_in_hook = 0;
 }

@@ -18,20 +18,8 @@
 
 #include "lw-format.h"
 #include "pyframes.h"
+#include "state.h"
 #include "warn.h"
-
-enum lw_state {
-	LW_STATE_UNINIT = 0,
-	LW_STATE_ACTIVE,
-	LW_STATE_OFF,    /* disabled, secure execution, or a fatal failure */
-	LW_STATE_CLOSED, /* the trace was closed at exit */
-};
-
-
-extern __thread int lw_in_hook __attribute__((tls_model("initial-exec")));
-extern int lw_state;
-
-void lw_init(void);
 
 /* True if this call is to be recorded; then lw_leave() must follow. */
 static inline int lw_enter(void)
@@ -151,6 +139,10 @@ void lw_record_holder(uint64_t address, const char *path, const char *root,
 int lw_record_pypath(unsigned kind, const char *path, const char *name);
 /* Steps since the cycle collector's last pass ended; -1 if none was seen. */
 int64_t lw_steps_since_gc(void);
+/* The holder searches made during the run so far, and their time in
+ * seconds, for the trace to say at its end (INFO
+ * "holder_searches_in_run"). */
+void lw_record_searches_in_run(unsigned searches, double seconds);
 /* Whether the search asked for now is the first for its reason (kept.h):
  * it runs whatever the searches before it cost. */
 bool lw_holders_first_of_its_reason(void);
@@ -204,6 +196,10 @@ struct lw_snapshot {
  * the shim is not tracking (no trace open).
  */
 int lw_snapshot_taken(char *path, size_t path_size, struct lw_snapshot *out);
+
+/* A signal asks for the live view's line and a flush of the trace, at the
+ * next event (the handler of SIGUSR2). Async-signal-safe. */
+void lw_record_request(void);
 
 /* Closes the trace and prints the exit summary (the library destructor). */
 void lw_shutdown(void);

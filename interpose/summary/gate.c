@@ -40,10 +40,11 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "events.h"
 #include "lw-growth.h"
 #include "lw-size.h"
-#include "summary.h"
 #include "tracker.h"
+#include "warn.h"
 
 #define LW_GATE_POINTS 8192
 
@@ -59,7 +60,7 @@ static char trace[256];
 static int trace_failed;
 static char limit_text[64];	/* as the user wrote it */
 
-void lw_gate_trace_opened(const char *path)
+static void opened(const char *path)
 {
 	if (!gate_on && !other_limits[0])
 		return;
@@ -68,7 +69,7 @@ void lw_gate_trace_opened(const char *path)
 	pthread_mutex_unlock(&gate_lock);
 }
 
-void lw_gate_trace_failed(const char *path)
+static void failed(const char *path)
 {
 	if (!gate_on && !other_limits[0])
 		return;
@@ -78,7 +79,7 @@ void lw_gate_trace_failed(const char *path)
 	pthread_mutex_unlock(&gate_lock);
 }
 
-void lw_gate_step(uint64_t device_bytes)
+static void step(uint64_t device_bytes)
 {
 	if (!gate_on)
 		return;
@@ -97,7 +98,7 @@ void lw_gate_step(uint64_t device_bytes)
 	pthread_mutex_unlock(&gate_lock);
 }
 
-void lw_gate_reset(void)
+static void reset(void)
 {
 	/* After fork, in the only thread: no lock is held. */
 	steps = 0;
@@ -308,4 +309,38 @@ __attribute__((constructor)) static void gate_init(void)
 		gate_on = growth;
 	else
 		other_limits[0] = 0;
+}
+
+/* The recorder's events (events.h). */
+static void on_trace_opened(const struct lw_event *event, void *ctx)
+{
+	(void)ctx;
+	opened(event->path);
+}
+
+static void on_trace_failed(const struct lw_event *event, void *ctx)
+{
+	(void)ctx;
+	failed(event->path);
+}
+
+static void on_step_end(const struct lw_event *event, void *ctx)
+{
+	(void)ctx;
+	step(event->step_bytes);
+}
+
+static void on_fork_child(const struct lw_event *event, void *ctx)
+{
+	(void)event;
+	(void)ctx;
+	reset();
+}
+
+void lw_gate_start(void)
+{
+	lw_events_subscribe(LW_EVENT_TRACE_OPENED, on_trace_opened, NULL);
+	lw_events_subscribe(LW_EVENT_TRACE_FAILED, on_trace_failed, NULL);
+	lw_events_subscribe(LW_EVENT_STEP_END, on_step_end, NULL);
+	lw_events_subscribe(LW_EVENT_FORK_CHILD, on_fork_child, NULL);
 }

@@ -8,13 +8,12 @@
 
 #include <stdint.h>
 
-/* A trace was opened at path (the gate names it in its verdict). */
-void lw_gate_trace_opened(const char *path);
-/* The trace at path could not be written: nothing can be judged. */
-void lw_gate_trace_failed(const char *path);
-/* A step ended with this much device memory (device + managed) live. */
-void lw_gate_step(uint64_t device_bytes);
-/* In a forked child: the parent's steps are not the child's. */
-void lw_gate_reset(void);
+/*
+ * Subscribes to the recorder's events (events.h): the trace opened at a
+ * path (named in the verdict) or could not be written (nothing can be
+ * judged), each step's end with its device memory (device + managed)
+ * live, and a forked child, whose steps are not its parent's.
+ */
+void lw_gate_start(void);
 
 #endif

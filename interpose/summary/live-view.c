@@ -2,13 +2,14 @@
 #include "live-view.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "events.h"
 #include "lw-size.h"
-#include "summary.h"
-
-volatile sig_atomic_t lw_live_requested;
+#include "tracker.h"
+#include "warn.h"
 
 static unsigned live_every;
 static int live_signal;
@@ -22,20 +23,15 @@ static int have_first;
 /* PyTorch's pool now: what its tensors use, what it reserved. */
 static uint64_t pool_allocated, pool_reserved;
 
-void lw_live_view_configure(unsigned every, int use_signal)
-{
-	live_every = every;
-	live_signal = use_signal;
-}
-
-/* Async-signal-safe: sets a flag; the next event does the work. */
+/* Async-signal-safe: the recorder sets a flag; its next event does the
+ * work (LW_EVENT_LIVE_NOW). */
 static void on_signal(int signo)
 {
 	(void)signo;
-	lw_live_requested = 1;
+	lw_record_request();
 }
 
-void lw_live_view_trace_opened(void)
+static void trace_opened(void)
 {
 	struct sigaction old, sa;
 
@@ -70,7 +66,7 @@ static int format_growth(char *line, size_t size, uint64_t bytes)
 }
 
 /* "; growing at N sites (+R per step at the fastest)" (kept.h). */
-static void format_sites(char *line, size_t size, lw_live_growth_fn *growth)
+static void format_sites(char *line, size_t size, lw_growth_fn *growth)
 {
 	char rate[32];
 	unsigned sites = 0;
@@ -87,7 +83,7 @@ static void format_sites(char *line, size_t size, lw_live_growth_fn *growth)
 
 static void format_line(char *line, size_t size, const char *lead,
 			uint64_t live_bytes, uint64_t live_count,
-			lw_live_growth_fn *growth)
+			lw_growth_fn *growth)
 {
 	char live[32];
 	size_t len;
@@ -127,7 +123,7 @@ static void format_line(char *line, size_t size, const char *lead,
 	}
 }
 
-void lw_live_view_pool(uint64_t allocated, uint64_t reserved)
+static void pool(uint64_t allocated, uint64_t reserved)
 {
 	pool_allocated = allocated;
 	pool_reserved = reserved;
@@ -144,8 +140,8 @@ static void remember(uint64_t live_bytes)
 	last_step = steps;
 }
 
-void lw_live_view_step(uint64_t live_bytes, uint64_t live_count,
-		       lw_live_growth_fn *growth)
+static void step(uint64_t live_bytes, uint64_t live_count,
+		 lw_growth_fn *growth)
 {
 	char line[512];
 
@@ -165,9 +161,9 @@ void lw_live_view_step(uint64_t live_bytes, uint64_t live_count,
 	remember(live_bytes);
 }
 
-void lw_live_view_print_now(const char *lead, uint64_t live_bytes,
-			    uint64_t live_count, const char *trace_path,
-			    lw_live_growth_fn *growth)
+static void print_now(const char *lead, uint64_t live_bytes,
+		      uint64_t live_count, const char *trace_path,
+		      lw_growth_fn *growth)
 {
 	char line[512 + 4096];
 	size_t n;
@@ -179,10 +175,48 @@ void lw_live_view_print_now(const char *lead, uint64_t live_bytes,
 	lw_write_stderr(line, strlen(line));
 }
 
-void lw_live_view_reset(void)
+static void reset(void)
 {
 	steps = first_step = last_step = end_bytes = 0;
 	pool_allocated = pool_reserved = 0;
 	have_first = 0;
-	lw_live_requested = 0;
+}
+
+/* The recorder's events (events.h). */
+static void on_trace_opened(const struct lw_event *event, void *ctx)
+{
+	(void)event;
+	(void)ctx;
+	trace_opened();
+}
+
+static void on_step_end(const struct lw_event *e, void *ctx)
+{
+	(void)ctx;
+	pool(e->pool_allocated, e->pool_reserved);
+	step(e->live_bytes, e->live_count, e->growth);
+}
+
+static void on_live_now(const struct lw_event *e, void *ctx)
+{
+	(void)ctx;
+	pool(e->pool_allocated, e->pool_reserved);
+	print_now(e->lead, e->live_bytes, e->live_count, e->path, e->growth);
+}
+
+static void on_fork_child(const struct lw_event *event, void *ctx)
+{
+	(void)event;
+	(void)ctx;
+	reset();
+}
+
+void lw_live_view_configure(unsigned every, int use_signal)
+{
+	live_every = every;
+	live_signal = use_signal;
+	lw_events_subscribe(LW_EVENT_TRACE_OPENED, on_trace_opened, NULL);
+	lw_events_subscribe(LW_EVENT_STEP_END, on_step_end, NULL);
+	lw_events_subscribe(LW_EVENT_LIVE_NOW, on_live_now, NULL);
+	lw_events_subscribe(LW_EVENT_FORK_CHILD, on_fork_child, NULL);
 }

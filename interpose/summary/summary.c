@@ -7,8 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "events.h"
+#include "kept.h"
 #include "lw-size.h"
 #include "lw-text.h"
+#include "stacks.h"
+#include "warn.h"
 
 void lw_summary_init(struct lw_summary *s, const char *trace_path,
 		     const char *when, uint64_t live_bytes, uint64_t live_count,
@@ -68,19 +72,6 @@ void lw_summary_add_growing(struct lw_summary *s, const uintptr_t *frames,
 	g->depth = depth < LW_SUMMARY_FRAMES ? depth : LW_SUMMARY_FRAMES;
 	memcpy(g->frames, frames, g->depth * sizeof(*frames));
 	snprintf(g->python, sizeof(g->python), "%s", python ? python : "");
-}
-
-void lw_write_stderr(const char *text, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(STDERR_FILENO, text, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		text += w;
-		len -= (size_t)w;
-	}
 }
 
 /* Writes what snprintf() formatted into line (n, cut to the buffer). */
@@ -240,4 +231,62 @@ void lw_summary_print(const struct lw_summary *s)
 		     "leakwatch: trace %s (full report: leakwatch report %s)\n",
 		     path, path);
 	put(line, n, sizeof(line));
+}
+
+/* ---- the recorder's events (events.h) ---- */
+
+/* The summary taken last: said at exit. */
+static struct lw_summary taken;
+
+struct summarizing {
+	struct lw_summary *summary;
+	uint32_t steps;
+};
+
+static void summarize_stack(struct lw_stack_entry *s, void *data)
+{
+	const struct summarizing *z = data;
+	char python[160] = "";
+	int growing = lw_kept_growing(s, z->steps);
+
+	if (!s->device_live_count && !growing)
+		return;
+	lw_stacks_python_location(s, python, sizeof(python));
+	if (growing)
+		lw_summary_add_growing(z->summary, s->frames, s->depth,
+				       python[0] ? python : NULL,
+				       lw_kept_rate(s), s->kept.max_bytes,
+				       !s->device_live_count);
+	if (s->device_live_count)
+		lw_summary_add_site(z->summary, s->frames, s->depth,
+				    python[0] ? python : NULL,
+				    s->device_live_bytes, s->device_live_count);
+}
+
+/* Under the tracker's lock: the stacks hold still. */
+static void on_summary(const struct lw_event *e, void *ctx)
+{
+	struct summarizing z = { &taken, (uint32_t)e->steps };
+
+	(void)ctx;
+	lw_summary_init(&taken, e->path, e->lead, e->live_bytes,
+			e->live_count, e->unknown_frees);
+	lw_stacks_for_each(summarize_stack, &z);
+}
+
+static void on_exit_said(const struct lw_event *e, void *ctx)
+{
+	(void)ctx;
+	taken.failed_allocations = e->failed_allocations;
+	taken.failed_api = e->failed_api;
+	taken.failed_error = e->failed_error;
+	taken.lost_events = e->lost_events;
+	taken.descriptor_lost = e->descriptor_lost;
+	lw_summary_print(&taken);
+}
+
+void lw_summary_start(void)
+{
+	lw_events_subscribe(LW_EVENT_SUMMARY, on_summary, NULL);
+	lw_events_subscribe(LW_EVENT_EXIT, on_exit_said, NULL);
 }

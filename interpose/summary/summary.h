@@ -72,8 +72,12 @@ void lw_summary_add_growing(struct lw_summary *s, const uintptr_t *frames,
 /* Writes the summary to stderr. */
 void lw_summary_print(const struct lw_summary *s);
 
-/* Writes all of text to stderr with write(2), retrying EINTR; no stdio,
- * so it is safe from the hooks' contexts. Gives up silently on error. */
-void lw_write_stderr(const char *text, size_t len);
+/*
+ * Subscribes to the recorder's events (events.h): the summary is taken
+ * when the recorder says (the device memory live then, its sites and the
+ * stacks that grew, record/stacks.h and kept.h), and said at exit with the
+ * failures and losses the trace saw.
+ */
+void lw_summary_start(void);
 
 #endif

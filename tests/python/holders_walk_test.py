@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The holder search (interpose/python/walk.c) in real programs, under the
+"""The holder search (interpose/holders/walk.c) in real programs, under the
 shim with the stand-in CUDA runtime, on the interpreter that runs this
 script: programs written as users write them (loops in functions) keep
 tinytensor tensors or CudaArray objects (tests/cuda_array.py) somewhere,

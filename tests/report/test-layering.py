@@ -15,17 +15,23 @@
   and a room includes headers of its own and of lower rooms only: the
   reader never reaches the model or the analysis, the analysis never a
   renderer. An include is judged by the room of the file it names. The few
-  calls back up are listed below (UPWARD), each with its reason, and each
-  must still be there;
+  includes back up are listed below (UPWARD), each with its reason, and
+  each must still be there;
+- and a room calls into its own and lower rooms only: from `nm` on a
+  product's built objects (--objects, the folders of a product's objects:
+  its room is the prefix of an object's name, record_tracker.c.o is
+  record/'s), every lw_ symbol an object uses that another object of the
+  product defines is defined in the same or a lower room;
 - in the shim, every file that exports an entry point (LW_EXPORT) reaches
   the recorder (interpose/record/) through tracker.h alone;
 - every room has a README.md and at most ROOM_MAX source files.
 
-    test-layering.py --root SOURCE_ROOT
+    test-layering.py --root SOURCE_ROOT [--objects BUILD/PRODUCT/X.p]...
 """
 import argparse
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -45,14 +51,6 @@ UPWARD = {
     # The text report of several traces ends with their merged view
     # (merge.c), which reads them again.
     ("report", "render/text.c", "commands.h"),
-    # The work run in the interpreter records what it finds.
-    ("interpose", "python/holders.c", "tracker.h"),
-    ("interpose", "python/origins.c", "tracker.h"),
-    ("interpose", "python/pyhooks.c", "tracker.h"),
-    # The growth gate judges the allocations counted so far.
-    ("interpose", "summary/gate.c", "tracker.h"),
-    # The trace says how PyTorch's allocator was set up.
-    ("interpose", "record/tracker.c", "torchconf.h"),
 }
 
 
@@ -129,6 +127,68 @@ def check_rooms(root, product, rooms):
     return where
 
 
+def room_of_object(name, rooms):
+    """The room of a built object, by its name's prefix: "record" for
+    record_tracker.c.o; None for code beside the rooms (common/, whose
+    objects' names start with ".."); the product's own folder ("", when
+    a room) for any other name."""
+    prefix = name.split("_", 1)[0] if "_" in name else ""
+    if prefix in rooms and prefix:
+        return prefix
+    if name.startswith(".."):
+        return None
+    return "" if "" in rooms else None
+
+
+def object_symbols(path):
+    """The lw_ symbols an object defines (global) and those it uses."""
+    out = subprocess.run(["nm", path], capture_output=True, text=True,
+                         check=True).stdout
+    defined, used = set(), set()
+    for line in out.splitlines():
+        fields = line.split()
+        if not fields or not fields[-1].startswith("lw_"):
+            continue
+        if len(fields) == 2 and fields[0] == "U":
+            used.add(fields[1])
+        elif len(fields) == 3 and fields[1].isupper():
+            defined.add(fields[2])
+    return defined, used
+
+
+def check_calls(product, rooms, folders):
+    """Checks that no object of product calls (or reads) an lw_ symbol
+    another of its objects defines in a higher room. rooms: lowest first;
+    code beside them (common/) counts as below them all. Returns how many
+    objects were read."""
+    rank = {room: n for n, room in enumerate(rooms)}
+    objects = []	# (name, rank, room, used)
+    owner = {}	# symbol -> (rank, room, object)
+    for folder in folders:
+        if not check(os.path.isdir(folder),
+                     f"{product}: no folder of objects {folder}"):
+            continue
+        for name in sorted(os.listdir(folder)):
+            if not name.endswith(".o"):
+                continue
+            room = room_of_object(name, rooms)
+            r = -1 if room is None else rank[room]
+            defined, used = object_symbols(os.path.join(folder, name))
+            for symbol in defined:
+                owner[symbol] = (r, room, name)
+            objects.append((name, r, room, used))
+    for name, r, room, used in objects:
+        for symbol in sorted(used):
+            if symbol not in owner:
+                continue	# another product's, the system's
+            to_rank, to_room, to_name = owner[symbol]
+            check(to_rank <= r,
+                  f"{product}: {name} ({room or product + '/'}) calls "
+                  f"{symbol}, of {to_name} in the higher room "
+                  f"{to_room or product + '/'}")
+    return len(objects)
+
+
 def check_entry_points(root, where):
     """The shim's exported entry points reach record/ through tracker.h."""
     base = os.path.join(root, "interpose")
@@ -155,6 +215,9 @@ def check_entry_points(root, where):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", required=True)
+    ap.add_argument("--objects", action="append", default=[],
+                    help="a folder of a product's built objects, "
+                    "BUILD/PRODUCT/NAME.p")
     args = ap.parse_args()
     report = os.path.join(args.root, "report")
 
@@ -168,6 +231,22 @@ def main():
           f"shim_rooms: {shim_rooms}")
     check_entry_points(args.root, check_rooms(args.root, "interpose",
                                               shim_rooms))
+    # The calls, product by product, of each product whose objects are
+    # passed (BUILD/PRODUCT/NAME.p); the shim's always.
+    product_rooms = {"interpose": shim_rooms, "report": report_rooms + [""]}
+    folders = {}
+    for folder in args.objects:
+        product = os.path.basename(os.path.dirname(os.path.abspath(folder)))
+        folders.setdefault(product, []).append(folder)
+    check("interpose" in folders, "no --objects of the shim")
+    for product in sorted(folders):
+        if not check(product in product_rooms,
+                     f"--objects of an unknown product: {product}"):
+            continue
+        objects = check_calls(product, product_rooms[product],
+                              folders[product])
+        check(objects >= (30 if product == "interpose" else 1),
+              f"objects of {product} read: {objects}")
     # model-parts.h is the model's own, while a trace is read.
     for dirpath, _, names in os.walk(report):
         for name in names:

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The shim's trace writer (interpose/record/writer.c) against the report's reader
+ * The shim's trace writer (interpose/trace/writer.c) against the report's reader
  * (report/read/trace-reader.c): every kind of record it writes reads back as
  * written, addresses delta-coded over many allocations included, the END
  * record counts the events, and each block carries a checksum that catches

@@ -10,7 +10,8 @@
 #ifndef LW_HOLDERS_H
 #define LW_HOLDERS_H
 
-/* LEAKWATCH_HOLDERS and LEAKWATCH_HOLDERS_BUDGET (seconds). */
+/* LEAKWATCH_HOLDERS and LEAKWATCH_HOLDERS_BUDGET (seconds); subscribes to
+ * the recorder's events (events.h) that ask for a search or let it run. */
 void lw_holders_configure(int enabled, double budget_seconds);
 
 /* Runs the search now. The caller holds the GIL of a running CPython;
@@ -18,30 +19,15 @@ void lw_holders_configure(int enabled, double budget_seconds);
 void lw_holders_search(void);
 
 /* Asks for a search, run by the next thread that holds the GIL when it
- * passes through lw_holders_poll(), or by the main thread's next pending
- * call; any thread may ask, under the tracker's lock too. */
+ * passes through the shim (lw_events_poll()), or by the main thread's next
+ * pending call; any thread may ask, under the tracker's lock too. */
 void lw_holders_schedule(void);
 
 /* The same for the memory of the stacks a search is asked for (kept.h):
  * at most a share of the run's time (see holders.c). */
 void lw_holders_schedule_in_run(void);
 
-/* Set while a search is asked for and not yet run. */
-extern int lw_holders_asked;
-
 /* Runs the searches asked for if this thread holds the GIL. */
 void lw_holders_run_asked(void);
-
-/* Called by the tracker, outside its lock, after it recorded: cheap while
- * nothing is asked. */
-static inline void lw_holders_poll(void)
-{
-	if (__builtin_expect(__atomic_load_n(&lw_holders_asked,
-					     __ATOMIC_RELAXED), 0))
-		lw_holders_run_asked();
-}
-
-/* The searches during the run so far, and the time they took. */
-void lw_holders_in_run_stats(unsigned *searches, double *seconds);
 
 #endif

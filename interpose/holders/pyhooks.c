@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 
+#include "events.h"
 #include "holders.h"
 #include "pyapi.h"
 #include "lw-format.h"
@@ -135,7 +136,7 @@ static struct py_object *on_optimizer_step(struct py_object *self,
 		follower_steps = 1;
 	}
 	/* The GIL is held here: a search asked for may run now. */
-	lw_holders_poll();
+	lw_events_poll();
 	py->Py_IncRef(py->_Py_NoneStruct);
 	return py->_Py_NoneStruct;
 }
@@ -255,4 +256,16 @@ int lw_py_schedule_hooks(void)
 		return -1;
 	}
 	return 0;
+}
+
+static void on_new_code(const struct lw_event *event, void *ctx)
+{
+	(void)event;
+	(void)ctx;
+	lw_py_schedule_hooks();
+}
+
+void lw_py_hooks_start(void)
+{
+	lw_events_subscribe(LW_EVENT_NEW_CODE, on_new_code, NULL);
 }

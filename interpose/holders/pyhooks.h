@@ -24,4 +24,8 @@
  */
 int lw_py_schedule_hooks(void);
 
+/* Subscribes to the recorder's events (events.h): new code running is
+ * when the hooks are tried again (lw_py_schedule_hooks()). */
+void lw_py_hooks_start(void);
+
 #endif

@@ -5,7 +5,7 @@
  * held and none of the program's code run, each written once to the trace
  * as a PYPATH record. The report tells the user's code from libraries with
  * them (report/symbols/usercode.c), and so does the exit summary, with the
- * rules made of them here (lw_origins_code_origin()).
+ * rules made of them (python/coderules.h).
  */
 #include "origins.h"
 
@@ -17,7 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lw-coderoots.h"
+#include "coderules.h"
+#include "events.h"
 #include "lw-hash.h"
 #include "tracker.h"
 
@@ -35,11 +36,6 @@ static size_t fact_count, fact_capacity;
  * 0 for a free slot; a power of two, at most half full. */
 static uint32_t *slots;
 static size_t slot_count;
-static struct lw_code_roots *roots;
-/* LEAKWATCH_USER_CODE's directories, read once. */
-static char **named;
-static size_t named_count;
-static int named_read;
 
 /* One warning, once: the report then judges code by its paths alone. */
 static void give_up(const char *why)
@@ -146,54 +142,7 @@ static void drop_facts(void)
 	fact_count = 0;
 	if (slot_count)
 		memset(slots, 0, slot_count * sizeof(*slots));
-	lw_code_roots_free(roots);
-	roots = NULL;
-}
-
-/* LEAKWATCH_USER_CODE: colon-separated directories, relative ones
- * against the working directory. */
-static void read_named(void)
-{
-	const char *list = getenv("LEAKWATCH_USER_CODE");
-	char cwd[PATH_MAX];
-	const char *base = getcwd(cwd, sizeof(cwd)) ? cwd : "/";
-
-	named_read = 1;
-	while (list && *list) {
-		size_t len = strcspn(list, ":");
-		char **grown, *dir;
-
-		if (len && (dir = lw_code_path_normalise(base, list, len))) {
-			grown = realloc(named, (named_count + 1) *
-						       sizeof(*grown));
-			if (!grown) {
-				free(dir);
-				return;
-			}
-			named = grown;
-			named[named_count++] = dir;
-		}
-		list += len + (list[len] == ':');
-	}
-}
-
-/* The rules for the exit summary, made again from the facts so far. */
-static void make_roots(void)
-{
-	struct lw_code_roots *made;
-
-	if (!named_read)
-		read_named();
-	if (lw_code_roots_new(facts, fact_count, (const char *const *)named,
-			      named_count, NULL, &made) < 0)
-		return;	/* the summary judges by paths, as before */
-	lw_code_roots_free(roots);
-	roots = made;
-}
-
-enum lw_code_origin lw_origins_code_origin(const char *file)
-{
-	return lw_code_roots_origin(roots, file, strlen(file));
+	lw_code_rules_drop();
 }
 
 /* What one reading gave. */
@@ -242,7 +191,7 @@ void lw_origins_record(void)
 	if (r.untaken)
 		fresh = 1;
 	if (r.given)
-		make_roots();
+		lw_code_rules_make(facts, fact_count);
 	lw_leave();
 	errno = saved_errno;
 }
@@ -264,4 +213,16 @@ void lw_origins_reset(void)
 {
 	fresh = 1;
 	__atomic_store_n(&early_done, 0, __ATOMIC_RELEASE);
+}
+
+static void on_fork_child(const struct lw_event *event, void *ctx)
+{
+	(void)event;
+	(void)ctx;
+	lw_origins_reset();
+}
+
+void lw_origins_start(void)
+{
+	lw_events_subscribe(LW_EVENT_FORK_CHILD, on_fork_child, NULL);
 }

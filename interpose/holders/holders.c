@@ -14,7 +14,7 @@
  * (kept.h), for their memory only: the holder of a leak inside a function
  * (a list local to train()) is gone once the function returns, so it is
  * found while it runs. An asked search runs on the next thread that passes
- * through the shim holding the GIL (lw_holders_poll(): the thread allocating
+ * through the shim holding the GIL (lw_events_poll(): the thread allocating
  * the next step's tensors, whichever thread trains), or in the main thread
  * at its next pending call, whichever comes first. The searches during the
  * run may take together at most IN_RUN_SHARE of the process's wall time;
@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "events.h"
 #include "pyapi.h"
 #include "lw-format.h"
 #include "tracker.h"
@@ -44,7 +45,6 @@
 static int asked;
 #define ASK_WHOLE 1
 #define ASK_IN_RUN 2
-int lw_holders_asked;
 
 static double budget = 2.0;
 static int enabled = 1;
@@ -52,18 +52,19 @@ static int enabled = 1;
 static unsigned in_run_searches;
 static double in_run_seconds, started;
 
+static void on_asked(const struct lw_event *event, void *ctx);
+static void on_request(const struct lw_event *event, void *ctx);
+static void on_search_due(const struct lw_event *event, void *ctx);
+
 void lw_holders_configure(int on, double budget_seconds)
 {
 	enabled = on;
 	if (budget_seconds > 0)
 		budget = budget_seconds;
 	started = lw_walk_now();
-}
-
-void lw_holders_in_run_stats(unsigned *searches, double *seconds)
-{
-	*searches = in_run_searches;
-	*seconds = in_run_seconds;
+	lw_events_subscribe(LW_EVENT_ASKED, on_asked, NULL);
+	lw_events_subscribe(LW_EVENT_REQUEST, on_request, NULL);
+	lw_events_subscribe(LW_EVENT_SEARCH_DUE, on_search_due, NULL);
 }
 
 static void record(const struct lw_walk_holder *h, void *ctx)
@@ -135,6 +136,7 @@ static void search(int in_run)
 	if (in_run) {
 		in_run_searches++;
 		in_run_seconds += lw_walk_now() - start;
+		lw_record_searches_in_run(in_run_searches, in_run_seconds);
 	}
 out:
 	if (entered)
@@ -185,7 +187,7 @@ static void run_asked(void)
 	if (!lw_walk_possible())
 		return;
 	what = __atomic_exchange_n(&asked, 0, __ATOMIC_ACQ_REL);
-	__atomic_store_n(&lw_holders_asked, 0, __ATOMIC_RELAXED);
+	lw_events_answered();
 	/* The whole search covers the stacks asked for too, but leaves
 	 * their ask: it may have been cut before it reached them. */
 	if (what & ASK_WHOLE) {
@@ -219,7 +221,7 @@ static void ask(int what)
 		return;
 	if (__atomic_fetch_or(&asked, what, __ATOMIC_ACQ_REL) & what)
 		return; /* asked already: that one covers this */
-	__atomic_store_n(&lw_holders_asked, 1, __ATOMIC_RELEASE);
+	lw_events_ask();
 	py = lw_pyapi();
 	if (py->Py_AddPendingCall && py->Py_IsInitialized &&
 	    py->Py_IsInitialized())
@@ -234,4 +236,28 @@ void lw_holders_schedule(void)
 void lw_holders_schedule_in_run(void)
 {
 	ask(ASK_IN_RUN);
+}
+
+/* The recorder's events (events.h). */
+static void on_asked(const struct lw_event *event, void *ctx)
+{
+	(void)event;
+	(void)ctx;
+	lw_holders_run_asked();
+}
+
+/* SIGUSR2: the whole search. */
+static void on_request(const struct lw_event *event, void *ctx)
+{
+	(void)event;
+	(void)ctx;
+	lw_holders_schedule();
+}
+
+/* A step end found stacks grown long enough to be judged. */
+static void on_search_due(const struct lw_event *event, void *ctx)
+{
+	(void)event;
+	(void)ctx;
+	lw_holders_schedule_in_run();
 }
