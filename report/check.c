@@ -216,9 +216,10 @@ int lw_gate_getopt(struct lw_gate *gate, int c, const char *arg)
 }
 
 /*
- * Reads a trace for check, its suppressions marked and the user's code
- * named, and analyses it with the steps the gate needs: the one analysis
- * every limit judges from (as a report's).
+ * Reads a trace for check, its suppressions marked, the user's code named
+ * and the steps the gate needs set; with --fail-on, analyses it (here, on
+ * a pool thread): the diagnosis it judges holds the growth the other
+ * limits judge. Without, lw_check_trace() judges the growth alone.
  */
 static int open_for_check(struct lw_trace_file *tf, const char *path,
 			  const struct lw_gate *gate,
@@ -233,7 +234,7 @@ static int open_for_check(struct lw_trace_file *tf, const char *path,
 	tf->report.min_steps = gate->min_steps;
 	if ((rc = lw_trace_file_set_user_code(tf, user_code)) < 0 ||
 	    (rc = lw_trace_file_set_rules(tf, rules)) < 0 ||
-	    (rc = lw_trace_file_analyse(tf)) < 0)
+	    (gate->fail_on && (rc = lw_trace_file_analyse(tf)) < 0))
 		snprintf(message, message_size, "%s", strerror(-rc));
 	return rc;
 }
@@ -451,10 +452,13 @@ static bool fails_on(const struct lw_gate *gate, const struct lw_finding *f)
 static int check_fail_on(FILE *out, const char *path, struct lw_trace_file *tf,
 			 const struct lw_gate *gate)
 {
-	const struct lw_diagnosis *d = &tf->report.analysis->diagnosis;
+	const struct lw_diagnosis *d;
 	size_t failed = 0;
-	int rc;
+	int rc = tf->report.analysis ? 0 : lw_trace_file_analyse(tf);
 
+	if (rc < 0)
+		return rc;
+	d = &tf->report.analysis->diagnosis;
 	for (size_t i = 0; i < d->finding_count; i++) {
 		const struct lw_finding *f = &d->findings[i];
 		struct lw_named_frame at;
@@ -490,7 +494,8 @@ int lw_check_trace(FILE *out, FILE *err, const char *path,
 		   struct lw_trace_file *tf, int rc, char *message,
 		   size_t message_size, const struct lw_gate *gate)
 {
-	const struct lw_growth_report *g;
+	struct lw_growth_report own = { 0 };
+	const struct lw_growth_report *g = &own;
 	const struct lw_model *m = &tf->model;
 	size_t min_steps = gate->min_steps;
 	int verdict = 0;
@@ -519,14 +524,14 @@ int lw_check_trace(FILE *out, FILE *err, const char *path,
 		rc = LW_CHECK_UNJUDGED;
 		goto out;
 	}
-	/* Every limit judges the trace's one analysis, the report's too. */
-	if (!tf->report.analysis ||
-	    tf->report.min_steps != min_steps) {
-		snprintf(message, message_size, "%s", strerror(EINVAL));
-		rc = -EINVAL;
+	/* The growth of the trace's analysis when it has one (its report's,
+	 * or --fail-on's): judged once. */
+	if (tf->report.analysis) {
+		g = &tf->report.analysis->growth;
+	} else if ((rc = lw_model_growth(m, min_steps, &own)) < 0) {
+		snprintf(message, message_size, "%s", strerror(-rc));
 		goto out;
 	}
-	g = &tf->report.analysis->growth;
 	/* A gate never passes on nothing: too few steps is no verdict (its
 	 * line says how many there were, and how to mark them). */
 	if (g->run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS) {
@@ -580,6 +585,7 @@ out:
 	fflush(out);
 	if (rc < 0)
 		lw_put_file_error(err, path, message);
+	lw_growth_report_fini(&own);
 	return rc;
 }
 

@@ -114,11 +114,12 @@ int lw_check_file(FILE *out, const char *path, const struct lw_gate *gate,
 
 /*
  * The same verdict on a trace read already, with its read's result rc:
- * when 0, tf is read, its rules and user code set, and analysed with
- * gate->min_steps steps (lw_trace_file_analyse()), which every limit
- * judges from; when negative, message holds the problem, reported in one
- * line on err. message (message_size bytes) may be rewritten. tf is left
- * open.
+ * when 0, tf is read, its rules and user code set and its report's steps
+ * are gate->min_steps; when negative, message holds the problem, reported
+ * in one line on err. A trace analysed already (lw_trace_file_analyse():
+ * its report's analysis) is judged from that analysis; otherwise its
+ * growth is judged here, and it is analysed for --fail-on alone. message
+ * (message_size bytes) may be rewritten. tf is left open.
  */
 int lw_check_trace(FILE *out, FILE *err, const char *path,
 		   struct lw_trace_file *tf, int rc, char *message,
