@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "render.h"
 #include "sitekeys.h"

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "render.h"
 
 /* The input that path names (the same file: a hard or symbolic link, or
  * another spelling of the path), or NULL. */

@@ -20,11 +20,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "formats.h"
 #include "lw-size.h"
 #include "lw-report-config.h"
 #include "output.h"
+#include "trace-file.h"
 
 #define LIBRARY_NAME "libleakwatch.so"
 
@@ -439,6 +441,41 @@ static int exit_status(int status)
 }
 
 /*
+ * The gate on the traces of a run, judged as `check` judges them (on
+ * stderr, after the report): from the report's own read and analysis of
+ * each trace, as it is reported, its lines kept until the report is whole.
+ */
+struct run_gate {
+	const struct lw_gate *limits;
+	const char *const *paths;
+	FILE *lines;		/* the verdicts, until the report is written */
+	char *text;
+	size_t len;
+	size_t judged_count;	/* traces judged from the report's read */
+	bool over, judged, few, unjudged;
+};
+
+static void note_verdict(struct run_gate *g, int rc)
+{
+	g->over |= rc == 1;
+	g->judged |= rc == 0 || rc == 1;
+	g->few |= rc == LW_CHECK_TOO_FEW_STEPS;
+	g->unjudged |= rc == LW_CHECK_UNJUDGED;
+}
+
+static void judge_reported(void *ctx, size_t i, struct lw_trace_file *tf,
+			   int rc, const char *message)
+{
+	struct run_gate *g = ctx;
+	char problem[256];
+
+	snprintf(problem, sizeof(problem), "%s", message);
+	note_verdict(g, lw_check_trace(g->lines, g->lines, g->paths[i], tf, rc,
+				       problem, sizeof(problem), g->limits));
+	g->judged_count = i + 1;
+}
+
+/*
  * Reports the traces the run wrote; with a gate (its limits in gate, its
  * steps needed in options), also judges them as `check` does (on stderr).
  * Returns 0, or the exit status the gate asks for: LW_EXIT_GROWTH when one
@@ -455,7 +492,7 @@ static int report_traces(struct lw_output *file, const char *manifest,
 	FILE *out = file->file ? file->file : stderr;
 	char *text = NULL, **paths = NULL;
 	size_t count = 0, failed = 0;
-	bool over = false, unjudged = false, judged = false, few = false;
+	struct run_gate g = { .limits = gate_limits };
 	int rc;
 
 	rc = read_manifest(manifest, &text, &paths, &count, &failed);
@@ -476,7 +513,7 @@ static int report_traces(struct lw_output *file, const char *manifest,
 	 * where the shim never ran. */
 	if (count == 0 && failed == 0 && gate) {
 		lw_error("cannot judge: no trace was written: no CUDA allocation reached the shim (the program made none, or the shim was not loaded where it did: LD_PRELOAD dropped by a launcher or a set-user-ID program, a statically linked program, CUDA reached by other means)");
-		unjudged = true;
+		g.unjudged = true;
 	} else if (count == 0 && failed == 0) {
 		lw_error("no trace was written (the program made no CUDA allocation)");
 	}
@@ -488,36 +525,47 @@ static int report_traces(struct lw_output *file, const char *manifest,
 		}
 	} else if (count || options->format == &lw_json_renderer) {
 		struct lw_output_options o = *options;
+		const struct lw_report_then then = {
+			.trace = judge_reported,
+			.ctx = &g,
+		};
 
 		o.json_list = count == 0;
-		rc = lw_report_files(out, (const char *const *)paths, count, &o);
+		g.paths = (const char *const *)paths;
+		if (gate && count)
+			g.lines = open_memstream(&g.text, &g.len);
+		rc = lw_report_files_then(out, (const char *const *)paths,
+					  count, &o, g.lines ? &then : NULL);
 		if (rc < 0)
 			lw_error("cannot write the report: %s", strerror(-rc));
 	}
 	/* Never over a trace of the run, were -o one of them. */
 	lw_output_close(file, rc >= 0, (const char *const *)paths, count);
-	for (size_t i = 0; gate && i < count; i++) {
-		rc = lw_check_file(stderr, paths[i], gate_limits,
-				   options->report.rules,
-				   options->report.user_code);
-		over |= rc == 1;
-		judged |= rc == 0 || rc == 1;
-		few |= rc == LW_CHECK_TOO_FEW_STEPS;
-		unjudged |= rc == LW_CHECK_UNJUDGED;
+	if (g.lines && fclose(g.lines) == 0 && g.text) {
+		fflush(stdout);
+		fwrite(g.text, 1, g.len, stderr);
+		fflush(stderr);
 	}
+	free(g.text);
+	/* Those the report did not read (--no-report, or it could not
+	 * start) are read for the gate alone. */
+	for (size_t i = g.judged_count; gate && i < count; i++)
+		note_verdict(&g, lw_check_file(stderr, paths[i], gate_limits,
+					       options->report.rules,
+					       options->report.user_code));
 	/* A helper process's trace (a compiler, a data loader worker) has no
 	 * steps of its own: the run is judged by those that do, and by none
 	 * is no verdict. */
-	if (few && !judged)
-		unjudged = true;
+	if (g.few && !g.judged)
+		g.unjudged = true;
 	if (gate && failed) {
 		lw_error("cannot judge: %zu trace%s could not be written",
 			 failed, failed == 1 ? "" : "s");
-		unjudged = true;
+		g.unjudged = true;
 	}
 	free(paths);
 	free(text);
-	return over ? LW_EXIT_GROWTH : unjudged ? LW_EXIT_UNJUDGED : 0;
+	return g.over ? LW_EXIT_GROWTH : g.unjudged ? LW_EXIT_UNJUDGED : 0;
 }
 
 /* The command; options (its user code) released by the caller. */

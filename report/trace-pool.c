@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "commands.h"
+#include "cli.h"
 
 /* More threads than this help no report. */
 #define MAX_THREADS 64

@@ -7,6 +7,7 @@
 #ifndef LW_MODEL_PARTS_H
 #define LW_MODEL_PARTS_H
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "model.h"
@@ -97,6 +98,76 @@ int lw_model_site_for(struct lw_model *m, uint64_t stack_id, unsigned kind,
  * (past LW_CONTEXTS_MAX, the last, marked other). */
 uint16_t lw_model_context_index(struct lw_model *m, uint64_t api,
 				int64_t device, uint64_t stream);
+
+/*
+ * The accounting of allocations that a full trace's ALLOC and FREE records
+ * and a bounded trace's SHORT_LIVED records (count allocations of a stack,
+ * made and freed in one interval) share, so that a site reads the same
+ * from either. The records' events, the live totals and PyTorch's blocks
+ * are their callers'.
+ *
+ * Births: count allocations of bytes in all at site, in context (its
+ * index), made at the current step. torch_block: whether they are
+ * PyTorch's blocks, which a site is or is not from its first allocation
+ * on, so that its frees take back what its births added.
+ */
+static inline void lw_model_account_births(struct lw_model *m, uint32_t site,
+					   uint16_t context, bool torch_block,
+					   uint64_t count, uint64_t bytes)
+{
+	struct lw_site *s = &m->sites.items[site];
+	struct lw_totals *k = &m->kinds[s->kind];
+
+	if (s->totals.allocations == 0) {
+		s->torch_block = torch_block;
+		s->first_birth_step = m->counts.steps;
+	}
+	s->last_birth_step = m->counts.steps;
+	s->totals.allocations += count;
+	s->totals.bytes_allocated += bytes;
+	k->allocations += count;
+	k->bytes_allocated += bytes;
+	if (lw_mem_kind_is_device(s->kind)) {
+		struct lw_totals *c = &m->contexts.items[context].totals;
+
+		c->allocations += count;
+		c->bytes_allocated += bytes;
+	}
+	m->counts.allocations += count;
+}
+
+/*
+ * Frees: count allocations of site freed at the current step, each after
+ * lifetime steps (0: made in it); gc_count of them, gc_bytes in all,
+ * inside a pass of the collector. Frees after the program's end are its
+ * teardown: not counted in the sites' lifetimes.
+ */
+static inline void lw_model_account_frees(struct lw_model *m, uint32_t site,
+					  uint64_t count, uint64_t lifetime,
+					  uint64_t gc_count, uint64_t gc_bytes)
+{
+	struct lw_site *s = &m->sites.items[site];
+
+	if (m->have_program_end)
+		return;
+	if (s->tail_step != m->counts.steps) {
+		s->tail_step = m->counts.steps;
+		s->tail_frees = s->tail_long_frees = s->tail_gc_frees = 0;
+	}
+	s->frees += count;
+	s->tail_frees += count;
+	s->lifetime_total += count * lifetime;
+	if (lifetime > s->lifetime_max)
+		s->lifetime_max = lifetime;
+	if (lifetime > LW_LINGER_STEPS) {
+		s->long_frees += count;
+		s->tail_long_frees += count;
+	}
+	s->gc_frees += gc_count;
+	s->tail_gc_frees += gc_count;
+	s->gc_freed_bytes += gc_bytes;
+	m->counts.gc_frees += gc_count;
+}
 
 /* Bounded traces' SHORT_LIVED records (model-short-lived.c). */
 int lw_model_on_short_lived_change(

@@ -9,6 +9,9 @@
  * interval's peak, which none of the written records shows, to the step's
  * peak and its attribution (model-peak.c).
  *
+ * The sites' births and frees are accounted as model.c accounts ALLOC and
+ * FREE records, by the same functions (model-parts.h).
+ *
  * Memory: one entry per stack that makes short-lived allocations.
  */
 #include "model-parts.h"
@@ -76,47 +79,20 @@ int lw_model_on_short_lived_change(
 static void add_entry(struct lw_model *m, const struct lw_short_lived_entry *e)
 {
 	struct lw_site *s = &m->sites.items[e->site];
-	struct lw_totals *k = &m->kinds[s->kind];
 
-	if (s->totals.allocations == 0) {
-		s->torch_block = e->torch_block;
-		s->first_birth_step = m->counts.steps;
-	}
+	lw_model_account_births(m, e->site, e->context, e->torch_block,
+				e->count, e->bytes);
 	if (s->torch_block) {
 		m->torch.blocks += e->count;
 		/* A stack's requests of the interval, by their mean size. */
 		if (e->count && e->bytes / e->count > m->torch.step_max_request)
 			m->torch.step_max_request = e->bytes / e->count;
 	}
-	s->last_birth_step = m->counts.steps;
-	s->totals.allocations += e->count;
-	s->totals.bytes_allocated += e->bytes;
-	k->allocations += e->count;
-	k->bytes_allocated += e->bytes;
-	if (lw_mem_kind_is_device(s->kind)) {
-		struct lw_totals *c = &m->contexts.items[e->context].totals;
-
-		c->allocations += e->count;
-		c->bytes_allocated += e->bytes;
-	}
-	m->counts.allocations += e->count;
 	m->counts.frees += e->count;
 	m->counts.events += 2 * e->count;
 	m->short_lived.allocations += e->count;
-	/* Frees after the program's end are its teardown: not counted in
-	 * the sites' lifetimes (as model.c does for each FREE). */
-	if (m->have_program_end)
-		return;
-	if (s->tail_step != m->counts.steps) {
-		s->tail_step = m->counts.steps;
-		s->tail_frees = s->tail_long_frees = s->tail_gc_frees = 0;
-	}
-	s->frees += e->count;
-	s->tail_frees += e->count;
-	s->gc_frees += e->gc_count;
-	s->tail_gc_frees += e->gc_count;
-	s->gc_freed_bytes += e->gc_bytes;
-	m->counts.gc_frees += e->gc_count;
+	lw_model_account_frees(m, e->site, e->count, 0, e->gc_count,
+			       e->gc_bytes);
 }
 
 int lw_model_on_short_lived(void *ctx, const struct lw_trace_short_lived *rec)

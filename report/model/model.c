@@ -219,34 +219,23 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 		return rc;
 
 	s = &m->sites.items[site];
-	/* A site is PyTorch's blocks or not from its first allocation on,
-	 * so that its frees take back what its births added. */
-	if (s->totals.allocations == 0)
-		s->torch_block = m->torch.api == LW_API_TORCH_BLOCK;
+	lw_model_account_births(m, site, e->context,
+				m->torch.api == LW_API_TORCH_BLOCK, 1, size);
 	if (s->torch_block)
 		lw_torch_block_born(m, addr, size);
-	if (s->totals.allocations == 0)
-		s->first_birth_step = m->counts.steps;
-	s->last_birth_step = m->counts.steps;
 	if (s->totals.live_count)
 		s->births_onto_live++;
 	mark_dirty(m, s, site);
 	s->totals.live_bytes += size;
 	s->totals.live_count++;
-	s->totals.allocations++;
-	s->totals.bytes_allocated += size;
 	k = &m->kinds[kind];
 	k->live_bytes += size;
 	k->live_count++;
-	k->allocations++;
-	k->bytes_allocated += size;
 	if (lw_mem_kind_is_device(kind)) {
 		struct lw_totals *c = &m->contexts.items[e->context].totals;
 
 		c->live_bytes += size;
 		c->live_count++;
-		c->allocations++;
-		c->bytes_allocated += size;
 		m->counts.live_device_bytes += size;
 		if (m->counts.live_device_bytes > m->peak.bytes) {
 			m->peak.bytes = m->counts.live_device_bytes;
@@ -260,36 +249,8 @@ static int model_alloc(void *ctx, unsigned kind, uint64_t addr, uint64_t size,
 		}
 	}
 	lw_torch_account(m);
-	m->counts.allocations++;
 	m->counts.events++;
 	return 0;
-}
-
-/* A free before the report point: how long it lived, and why it went. */
-static void note_lifetime(struct lw_model *m, const struct lw_live *e)
-{
-	struct lw_site *s = &m->sites.items[e->site];
-	uint64_t lifetime = m->counts.steps - e->birth_step;
-
-	if (s->tail_step != m->counts.steps) {
-		s->tail_step = m->counts.steps;
-		s->tail_frees = s->tail_long_frees = s->tail_gc_frees = 0;
-	}
-	s->frees++;
-	s->tail_frees++;
-	s->lifetime_total += lifetime;
-	if (lifetime > s->lifetime_max)
-		s->lifetime_max = lifetime;
-	if (lifetime > LW_LINGER_STEPS) {
-		s->long_frees++;
-		s->tail_long_frees++;
-	}
-	if (m->in_gc) {
-		s->gc_frees++;
-		s->tail_gc_frees++;
-		s->gc_freed_bytes += e->size;
-		m->counts.gc_frees++;
-	}
 }
 
 static int model_free(void *ctx, uint64_t addr)
@@ -306,8 +267,9 @@ static int model_free(void *ctx, uint64_t addr)
 			m->counts.unknown_frees++;
 		return 0;
 	}
-	if (!m->have_program_end)
-		note_lifetime(m, e);
+	/* How long it lived, and why it went. */
+	lw_model_account_frees(m, e->site, 1, m->counts.steps - e->birth_step,
+			       m->in_gc, m->in_gc ? e->size : 0);
 	rc = forget(m, e);
 	lw_addr_table_remove(&m->live, &live_kind, e);
 	return rc;

@@ -24,7 +24,9 @@
   product defines is defined in the same or a lower room;
 - in the shim, every file that exports an entry point (LW_EXPORT) reaches
   the recorder (interpose/record/) through tracker.h alone;
-- every room has a README.md and at most ROOM_MAX source files.
+- every room has a README.md and at most ROOM_MAX source files;
+- no object of the command calls into main.c, the dispatcher on top
+  (nm on the objects, with --objects).
 
     test-layering.py --root SOURCE_ROOT [--objects BUILD/PRODUCT/X.p]...
 """
@@ -212,6 +214,35 @@ def check_entry_points(root, where):
     check(exporters >= 6, f"files of the shim that export: {exporters}")
 
 
+def check_no_calls_into_main(objects):
+    """No object of the command calls a function main.c defines: main.c is
+    the dispatcher on top, and what the commands share is below it (cli/,
+    commands.h's files). objects: the command's object folder
+    (build/report/leakwatch.p)."""
+    def symbols(path):
+        out = subprocess.run(["nm", path], capture_output=True, text=True)
+        check(out.returncode == 0, f"nm {path}: {out.stderr.strip()}")
+        for line in out.stdout.splitlines():
+            fields = line.split()
+            if len(fields) >= 2 and fields[-1].startswith("lw_"):
+                yield fields[-2], fields[-1]
+
+    names = sorted(n for n in os.listdir(objects) if n.endswith(".o"))
+    main = [n for n in names if n == "main.c.o"]
+    if not check(main, f"{objects}: no main.c.o"):
+        return
+    defined = {name for kind, name in symbols(os.path.join(objects, main[0]))
+               if kind in "TDBRtdbr"}
+    check(names != main, f"{objects}: only main.c.o")
+    for n in names:
+        if n == "main.c.o":
+            continue
+        for kind, name in symbols(os.path.join(objects, n)):
+            check(kind != "U" or name not in defined,
+                  f"report/{n[:-2].replace('_', '/', 1)} calls {name}, "
+                  f"which main.c defines")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", required=True)
@@ -239,7 +270,11 @@ def main():
         product = os.path.basename(os.path.dirname(os.path.abspath(folder)))
         folders.setdefault(product, []).append(folder)
     check("interpose" in folders, "no --objects of the shim")
+    for folder in folders.get("report", []):
+        check_no_calls_into_main(folder)
     for product in sorted(folders):
+        if product == "report":
+            continue
         if not check(product in product_rooms,
                      f"--objects of an unknown product: {product}"):
             continue
