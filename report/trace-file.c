@@ -309,19 +309,6 @@ static void end_progress(void)
  * what the model holds, not by the trace's size), and the terminal hears
  * how far the read is.
  */
-void lw_trace_release_read(const uint8_t *data, size_t *dropped,
-			   size_t offset)
-{
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t end = offset / page * page;
-
-	if (end > *dropped) {
-		madvise((void *)(data + *dropped), end - *dropped,
-			MADV_DONTNEED);
-		*dropped = end;
-	}
-}
-
 static int on_progress(void *ctx, size_t offset, size_t total)
 {
 	struct lw_trace_file *tf = (struct lw_trace_file *)(

@@ -83,12 +83,5 @@ int lw_trace_file_analyse(struct lw_trace_file *tf);
 int lw_trace_file_set_rules(struct lw_trace_file *tf,
 			    const struct lw_rules *rules);
 
-/*
- * Gives back the whole pages of a mapped trace's data before offset that
- * were not given back yet (*dropped: up to where they were). Touched again,
- * a page is read again from the file.
- */
-void lw_trace_release_read(const uint8_t *data, size_t *dropped,
-			   size_t offset);
 
 #endif

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "lw-checksum.h"
 #include "lw-format.h"
@@ -970,5 +972,18 @@ void lw_trace_describe_end(const struct lw_trace_result *result, char *out,
 	default:
 		snprintf(out, size, "TRUNCATED: the trace ends early (process killed, replaced by an exec, or still running)");
 		return;
+	}
+}
+
+void lw_trace_release_read(const uint8_t *data, size_t *dropped,
+			   size_t offset)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t end = offset / page * page;
+
+	if (end > *dropped) {
+		madvise((void *)(data + *dropped), end - *dropped,
+			MADV_DONTNEED);
+		*dropped = end;
 	}
 }

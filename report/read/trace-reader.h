@@ -202,6 +202,14 @@ struct lw_trace_result {
 };
 
 /*
+ * Gives back the whole pages of a mapped trace's data before offset that
+ * were not given back yet (*dropped: up to where they were). Touched again,
+ * a page is read again from the file.
+ */
+void lw_trace_release_read(const uint8_t *data, size_t *dropped,
+			   size_t offset);
+
+/*
  * Why a usable trace is not complete, in words that follow "trace: " (e.g.
  * "TRUNCATED: ..."), into out; "" for a complete trace.
  */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "model.h"
-#include "trace-file.h"
+#include "trace-reader.h"
 
 struct reader {
 	struct lw_timeline *t;

@@ -48,8 +48,6 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 UPWARD = {
     # The named frames' labels are written with the renderers' writers.
     ("report", "analyse/findings.c", "render.h"),
-    # Formats that draw time give back the trace's pages as they read it.
-    ("report", "render/timeline.c", "trace-file.h"),
     # The text report of several traces ends with their merged view
     # (merge.c), which reads them again.
     ("report", "render/text.c", "commands.h"),
