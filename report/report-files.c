@@ -147,6 +147,10 @@ int lw_report_files_then(FILE *out, const char *const *paths, size_t count,
 	free(files.slots);
 	if (renderer->end && renderer->end(&run) < 0)
 		files.failed++;
+	if (renderer->merged_view && count >= 2 &&
+	    lw_merged_view(out, paths, count, run.options->min_steps,
+			   run.options->user_code) < 0)
+		files.failed++;
 	free(run.state);
 	if (fflush(out) != 0 || ferror(out))
 		return -(errno ? errno : EIO);

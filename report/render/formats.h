@@ -41,6 +41,9 @@ struct lw_renderer {
 	int (*report)(struct lw_render_run *run, const struct lw_report *report,
 		      size_t index);
 	int (*end)(struct lw_render_run *run);
+	/* Several traces end with their merged view (what they have in
+	 * common), which the command writes after end. */
+	bool merged_view;
 };
 
 /* The formats: X(name) for each, in the order --help gives them (the

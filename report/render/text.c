@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "analysis.h"
-#include "commands.h"
 #include "formats.h"
 #include "diagnose.h"
 #include "findings.h"
@@ -1167,17 +1166,8 @@ static int text_report(struct lw_render_run *run, const struct lw_report *r,
 	return lw_render_text(run->out, r, run->options);
 }
 
-/* Several traces: what they have in common, after their reports. */
-static int text_end(struct lw_render_run *run)
-{
-	if (run->count < 2)
-		return 0;
-	return lw_merged_view(run->out, run->paths, run->count,
-			      run->options->min_steps, run->options->user_code);
-}
-
 const struct lw_renderer lw_text_renderer = {
 	.name = "text",
 	.report = text_report,
-	.end = text_end,
+	.merged_view = true,
 };

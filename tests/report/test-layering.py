@@ -48,9 +48,6 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 UPWARD = {
     # The named frames' labels are written with the renderers' writers.
     ("report", "analyse/findings.c", "render.h"),
-    # The text report of several traces ends with their merged view
-    # (merge.c), which reads them again.
-    ("report", "render/text.c", "commands.h"),
 }
 
 
