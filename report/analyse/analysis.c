@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "analysis.h"
 
+#include "locations.h"
+#include "torch.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +26,19 @@ int lw_analyse(struct lw_report *r, struct lw_analysis *a)
 	if (rc < 0)
 		return rc;
 	r->analysis = a;
-	return 0;
+	/* Everything a format prints, symbolized here, in one order, before
+	 * any renderer runs. */
+	rc = lw_result_build(r, r->needs, &a->result);
+	if (rc < 0)
+		r->analysis = NULL;
+	return rc;
 }
 
 void lw_analysis_fini(struct lw_analysis *a)
 {
 	lw_growth_report_fini(&a->growth);
 	lw_diagnosis_fini(&a->diagnosis);
+	lw_result_fini(&a->result);
 }
 
 bool lw_site_leaked(const struct lw_report *r, uint32_t site)
@@ -156,4 +165,282 @@ uint64_t lw_analysis_growth_runs(void)
 uint64_t lw_analysis_diagnosis_runs(void)
 {
 	return diagnosis_runs;
+}
+
+/* The result the formats print (result.h), made once at the end of the
+ * analysis. */
+
+/* Appends a frame's label to the result's text; the frame points at it. */
+static int add_label(struct lw_result *res, struct lw_result_frame *frame)
+{
+	size_t len;
+	char *label = lw_frame_label_string(&frame->named, &len);
+
+	if (!label)
+		return -ENOMEM;
+	if (res->text_len + len + 1 > res->text_capacity) {
+		size_t next = (res->text_len + len + 1) * 2;
+		char *p = realloc(res->text, next);
+
+		if (!p) {
+			free(label);
+			return -ENOMEM;
+		}
+		res->text = p;
+		res->text_capacity = next;
+	}
+	memcpy(res->text + res->text_len, label, len);
+	res->text[res->text_len + len] = '\0';
+	frame->label = res->text_len;
+	frame->label_len = len;
+	res->text_len += len + 1;
+	free(label);
+	return 0;
+}
+
+/* The retained sites, largest first, each with its named stack. */
+static int build_retained(const struct lw_report *r, struct lw_result *res)
+{
+	const struct lw_model *m = r->model;
+	uint32_t *sites;
+	size_t count;
+	int rc = lw_retained_sites(r, &sites, &count);
+
+	if (rc < 0)
+		return rc;
+	if (count && !(res->retained = calloc(count, sizeof(*res->retained)))) {
+		free(sites);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; rc == 0 && i < count; i++) {
+		struct lw_result_site *rs = &res->retained[res->retained_count++];
+		struct lw_named_frame *frames;
+		size_t n;
+
+		rs->site = sites[i];
+		rs->bytes = lw_site_retained(r, sites[i]);
+		rs->first_frame = res->frame_count;
+		rc = lw_named_stack(r, lw_model_site(m, sites[i])->stack_id,
+				    &frames, &n);
+		if (rc < 0)
+			break;
+		if (res->frame_count + n > res->frame_capacity) {
+			size_t next = (res->frame_count + n) * 2;
+			struct lw_result_frame *p =
+				realloc(res->frames, next * sizeof(*p));
+
+			if (!p) {
+				free(frames);
+				rc = -ENOMEM;
+				break;
+			}
+			res->frames = p;
+			res->frame_capacity = next;
+		}
+		for (size_t j = 0; rc == 0 && j < n; j++) {
+			struct lw_result_frame *f = &res->frames[res->frame_count];
+
+			f->named = frames[j];
+			if ((rc = add_label(res, f)) == 0)
+				res->frame_count++;
+		}
+		rs->frame_count = res->frame_count - rs->first_frame;
+		free(frames);
+	}
+	free(sites);
+	return rc;
+}
+
+/* Each finding's location label and, for the first ones, its series. */
+static int build_findings(const struct lw_report *r, unsigned parts,
+			  struct lw_result *res)
+{
+	size_t points = lw_model_point_count(r->model);
+	size_t series = 0;
+	int rc = lw_findings_collect(r, &res->findings);
+
+	if (rc < 0)
+		return rc;
+	if (!res->findings.count)
+		return 0;
+	res->finding_views = calloc(res->findings.count,
+				    sizeof(*res->finding_views));
+	if (!res->finding_views)
+		return -ENOMEM;
+	if (parts & LW_RESULT_SERIES) {
+		series = res->findings.count < LW_RESULT_SERIES_MAX
+				 ? res->findings.count
+				 : LW_RESULT_SERIES_MAX;
+		if (points && !(res->series = calloc(series * points,
+						      sizeof(*res->series))))
+			return -ENOMEM;
+	}
+	for (size_t k = 0; k < res->findings.count; k++) {
+		const struct lw_report_finding *f = &res->findings.items[k];
+		struct lw_result_finding *v = &res->finding_views[k];
+		struct lw_result_frame at = { .named = f->location };
+
+		v->finding = f;
+		if (f->have_location) {
+			if ((rc = add_label(res, &at)) < 0)
+				return rc;
+			/* A pointer once every label is in: the text moves
+			 * as it grows. */
+			v->location_label_len = at.label_len;
+			v->location_label_at = at.label;
+		}
+		if (k < series && points) {
+			uint64_t *values = res->series + k * points;
+
+			if ((rc = lw_location_series(r->locations, f->site,
+						     values,
+						     &v->series_sites)) < 0)
+				return rc;
+			v->series = values;
+		}
+	}
+	return 0;
+}
+
+/* The pool's verdicts and the memory account, from the model and the
+ * diagnosis. */
+static int build_pool(const struct lw_report *r, struct lw_result_pool *p)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_torch_memory *t = lw_model_torch(m);
+	const struct lw_diagnosis *d = &r->analysis->diagnosis;
+	uint64_t live = lw_model_device_live_bytes(m);
+	size_t n = lw_model_point_count(m), verdicts = 0;
+
+	p->seen = d->pool.seen;
+	if (!p->seen)
+		return 0;
+	p->fragmented = d->pool.fragmented;
+	p->expandable = d->pool.expandable;
+	p->category = lw_category_name(LW_CATEGORY_CACHE_GROWTH);
+	p->pattern_text = lw_pool_pattern_text(&d->pool);
+	p->fix = lw_pool_fix(&d->pool);
+	for (size_t i = 0; i < d->finding_count; i++)
+		verdicts += d->findings[i].category == LW_CATEGORY_CACHE_GROWTH;
+	if (verdicts && !(p->verdicts = calloc(verdicts, sizeof(*p->verdicts))))
+		return -ENOMEM;
+	for (size_t i = 0; i < d->finding_count; i++) {
+		const struct lw_finding *f = &d->findings[i];
+		struct lw_result_pool_verdict *v;
+		int rc;
+
+		if (f->category != LW_CATEGORY_CACHE_GROWTH)
+			continue;
+		v = &p->verdicts[p->verdict_count++];
+		v->site = f->site;
+		v->category = lw_category_name(f->category);
+		v->confidence = lw_confidence_name(f->confidence);
+		v->reason = f->reason;
+		v->fix = f->fix;
+		if ((rc = lw_evidence_string(r, f, &v->evidence)) < 0)
+			return rc;
+	}
+	p->peak_allocated = t->peak_allocated_bytes;
+	p->peak_reserved = t->peak_reserved_bytes;
+	p->free_at_peak = t->free_at_peak_bytes;
+	p->peak_outside = t->peak_outside_bytes;
+	p->peak_in_use = t->peak_in_use_bytes;
+	p->end_allocated = t->allocated_bytes;
+	p->end_reserved = t->reserved_bytes;
+	p->end_outside = live > t->allocated_bytes ? live - t->allocated_bytes
+						   : 0;
+	for (size_t k = 0; k < LW_RESULT_POOL_ROWS && k < n; k++)
+		p->rows[p->row_count++] =
+			n <= LW_RESULT_POOL_ROWS ? k
+			: k == LW_RESULT_POOL_ROWS - 1
+				? n - 1
+				: k * (n - 1) / (LW_RESULT_POOL_ROWS - 1);
+	p->rows_elided = n > LW_RESULT_POOL_ROWS;
+	return 0;
+}
+
+int lw_result_build(const struct lw_report *r, unsigned parts,
+		    struct lw_result *res)
+{
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if (parts & LW_RESULT_SERIES)
+		parts |= LW_RESULT_FINDINGS;
+	res->parts = parts;
+	/* Findings first: their locations are the first frames named. */
+	if ((parts & LW_RESULT_FINDINGS) &&
+	    (rc = build_findings(r, parts, res)) < 0)
+		return rc;
+	if ((parts & LW_RESULT_POOL) && (rc = build_pool(r, &res->pool)) < 0)
+		return rc;
+	if ((parts & LW_RESULT_RETAINED) && (rc = build_retained(r, res)) < 0)
+		return rc;
+	/* The text is where it stays: the labels' offsets become pointers. */
+	for (size_t k = 0; k < res->findings.count; k++) {
+		struct lw_result_finding *v = &res->finding_views[k];
+
+		if (v->finding->have_location)
+			v->location_label = res->text + v->location_label_at;
+	}
+	return 0;
+}
+
+void lw_result_fini(struct lw_result *res)
+{
+	for (size_t i = 0; i < res->pool.verdict_count; i++)
+		free(res->pool.verdicts[i].evidence);
+	free(res->pool.verdicts);
+	lw_findings_fini(&res->findings);
+	free(res->finding_views);
+	free(res->series);
+	free(res->retained);
+	free(res->frames);
+	free(res->text);
+	memset(res, 0, sizeof(*res));
+}
+
+const struct lw_result *lw_result_of(const struct lw_report *r)
+{
+	return r->analysis ? &r->analysis->result : NULL;
+}
+
+size_t lw_result_finding_count(const struct lw_result *res)
+{
+	return res->findings.count;
+}
+
+const struct lw_result_finding *lw_result_finding(const struct lw_result *res,
+						   size_t i)
+{
+	return &res->finding_views[i];
+}
+
+size_t lw_result_retained_count(const struct lw_result *res)
+{
+	return res->retained_count;
+}
+
+const struct lw_result_site *lw_result_retained(const struct lw_result *res,
+						size_t i)
+{
+	return &res->retained[i];
+}
+
+const struct lw_result_frame *lw_result_site_frame(const struct lw_result *res,
+						   const struct lw_result_site *site,
+						   size_t j)
+{
+	return &res->frames[site->first_frame + j];
+}
+
+const char *lw_result_label(const struct lw_result *res,
+			    const struct lw_result_frame *frame)
+{
+	return res->text + frame->label;
+}
+
+const struct lw_result_pool *lw_result_pool(const struct lw_result *res)
+{
+	return &res->pool;
 }

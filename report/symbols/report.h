@@ -45,6 +45,9 @@ struct lw_report {
 	/* Growth and diagnosis (analysis.h), made once for every view;
 	 * NULL until lw_analyse() ran. */
 	const struct lw_analysis *analysis;
+	/* The parts of the analysis's result the format prints
+	 * (LW_RESULT_* of result.h, the renderer's needs); 0: none. */
+	unsigned needs;
 };
 
 struct lw_rules;

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The result of one report's analysis, complete: what the formats print,
+ * computed once by lw_analyse() (its last step), in one order, before any
+ * renderer runs. Locations are resolved, frames symbolized, named and
+ * labelled, evidence written, the site lists each format walks chosen and
+ * the memory account summed here; a renderer only formats them. What a
+ * renderer reads besides model.h's accessors and render/'s own helpers is
+ * this header (tests/report/test-layering.py checks it on the built
+ * objects).
+ *
+ * Parts are made only for the formats that print them (the renderer's
+ * needs, given as report->needs): a large trace written as text does not
+ * pay for the stacks a flame graph draws.
+ */
+#ifndef LW_RESULT_H
+#define LW_RESULT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "findings.h"
+
+/* The parts of a result, as a renderer needs them (report->needs). */
+enum {
+	LW_RESULT_FINDINGS = 1u << 0,	/* the findings, each located */
+	LW_RESULT_RETAINED = 1u << 1,	/* retained sites and their stacks */
+	LW_RESULT_SERIES = 1u << 2,	/* the findings' series by step */
+	LW_RESULT_POOL = 1u << 3,	/* PyTorch pool's memory account */
+};
+
+/* The findings whose location series are summed (LW_RESULT_SERIES):
+ * the first ones, as many as a time-drawing format draws. */
+#define LW_RESULT_SERIES_MAX 8
+
+/* A named frame with its label (lw_frame_label_string()), in the
+ * result's text. */
+struct lw_result_frame {
+	struct lw_named_frame named;
+	size_t label;		/* offset in the result's text */
+	size_t label_len;
+};
+
+/* A site that kept device memory from step to step (lw_site_retained()),
+ * with its named stack, innermost first. */
+struct lw_result_site {
+	uint32_t site;
+	uint64_t bytes;
+	size_t first_frame;	/* index into the result's frames */
+	size_t frame_count;
+};
+
+/* A finding as the formats print it: the collected finding (findings.h),
+ * its location's label and, for the first LW_RESULT_SERIES_MAX, the live
+ * bytes at each step point of its location's sites. */
+struct lw_result_finding {
+	const struct lw_report_finding *finding;
+	const char *location_label;	/* NULL: no location */
+	size_t location_label_len;
+	size_t location_label_at;	/* its offset in the result's text */
+	const uint64_t *series;		/* point_count values; NULL: none */
+	uint32_t series_sites;		/* sites summed into series */
+};
+
+/* One row of the memory account by step: a step point's index. */
+#define LW_RESULT_POOL_ROWS 10
+
+/* A verdict of the pool's (a diagnosis finding of LW_CATEGORY_CACHE_GROWTH,
+ * no leak), as the pool's section says it. */
+struct lw_result_pool_verdict {
+	uint32_t site;		/* its lead site */
+	const char *category, *confidence, *reason, *fix;
+	char *evidence;		/* lw_evidence_string(), owned */
+};
+
+/*
+ * PyTorch's pool in figures, for the text and HTML reports alike: the
+ * run's peaks, the end, and the step points the account shows (at most
+ * LW_RESULT_POOL_ROWS, evenly spaced, the last always among them).
+ */
+struct lw_result_pool {
+	bool seen;		/* the pool's segments are in the trace */
+	bool fragmented, expandable;
+	struct lw_result_pool_verdict *verdicts;	/* in diagnosis order */
+	size_t verdict_count;
+	const char *category;	/* lw_category_name() of the verdict */
+	const char *pattern_text;	/* the verdict without a lead site */
+	const char *fix;
+	uint64_t peak_allocated, peak_reserved, free_at_peak, peak_outside,
+		peak_in_use;
+	uint64_t end_allocated, end_reserved, end_outside;
+	size_t rows[LW_RESULT_POOL_ROWS];	/* step point indexes */
+	size_t row_count;
+	bool rows_elided;	/* some step points are not among rows */
+};
+
+struct lw_result {
+	unsigned parts;		/* LW_RESULT_*: what was made */
+	struct lw_findings findings;
+	struct lw_result_finding *finding_views;	/* findings.count */
+	uint64_t *series;	/* LW_RESULT_SERIES_MAX × point_count */
+	struct lw_result_site *retained;	/* largest first */
+	size_t retained_count;
+	struct lw_result_frame *frames;
+	size_t frame_count, frame_capacity;
+	char *text;		/* the labels, one after another */
+	size_t text_len, text_capacity;
+	struct lw_result_pool pool;
+};
+
+/*
+ * Makes the parts of report's result (LW_RESULT_*) that parts names, once
+ * its growth and diagnosis are made (lw_analyse() ends with it). Returns
+ * 0 or a negative errno; call lw_result_fini() either way.
+ */
+int lw_result_build(const struct lw_report *report, unsigned parts,
+		    struct lw_result *out);
+void lw_result_fini(struct lw_result *result);
+
+/* The accessors the renderers read it through: indexing, no more. */
+
+/* The result of an analysed report; NULL when it was not analysed. */
+const struct lw_result *lw_result_of(const struct lw_report *report);
+
+/* The findings (most important first) and one of them. */
+size_t lw_result_finding_count(const struct lw_result *result);
+const struct lw_result_finding *lw_result_finding(const struct lw_result *result,
+						   size_t i);
+
+/* The retained sites, largest first, and a frame of one of them (j from
+ * 0, innermost first) with its label. */
+size_t lw_result_retained_count(const struct lw_result *result);
+const struct lw_result_site *lw_result_retained(const struct lw_result *result,
+						size_t i);
+const struct lw_result_frame *lw_result_site_frame(const struct lw_result *result,
+						   const struct lw_result_site *site,
+						   size_t j);
+const char *lw_result_label(const struct lw_result *result,
+			    const struct lw_result_frame *frame);
+
+/* The memory account of PyTorch's pool. */
+const struct lw_result_pool *lw_result_pool(const struct lw_result *result);
+
+#endif
