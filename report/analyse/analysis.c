@@ -310,7 +310,7 @@ static int build_pool(const struct lw_report *r, struct lw_result_pool *p)
 	const struct lw_torch_memory *t = lw_model_torch(m);
 	const struct lw_diagnosis *d = &r->analysis->diagnosis;
 	uint64_t live = lw_model_device_live_bytes(m);
-	size_t n = lw_model_point_count(m), verdicts = 0;
+	size_t verdicts = 0;
 
 	p->seen = d->pool.seen;
 	if (!p->seen)
@@ -349,13 +349,6 @@ static int build_pool(const struct lw_report *r, struct lw_result_pool *p)
 	p->end_reserved = t->reserved_bytes;
 	p->end_outside = live > t->allocated_bytes ? live - t->allocated_bytes
 						   : 0;
-	for (size_t k = 0; k < LW_RESULT_POOL_ROWS && k < n; k++)
-		p->rows[p->row_count++] =
-			n <= LW_RESULT_POOL_ROWS ? k
-			: k == LW_RESULT_POOL_ROWS - 1
-				? n - 1
-				: k * (n - 1) / (LW_RESULT_POOL_ROWS - 1);
-	p->rows_elided = n > LW_RESULT_POOL_ROWS;
 	return 0;
 }
 

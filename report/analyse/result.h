@@ -63,9 +63,6 @@ struct lw_result_finding {
 	uint32_t series_sites;		/* sites summed into series */
 };
 
-/* One row of the memory account by step: a step point's index. */
-#define LW_RESULT_POOL_ROWS 10
-
 /* A verdict of the pool's (a diagnosis finding of LW_CATEGORY_CACHE_GROWTH,
  * no leak), as the pool's section says it. */
 struct lw_result_pool_verdict {
@@ -75,9 +72,9 @@ struct lw_result_pool_verdict {
 };
 
 /*
- * PyTorch's pool in figures, for the text and HTML reports alike: the
- * run's peaks, the end, and the step points the account shows (at most
- * LW_RESULT_POOL_ROWS, evenly spaced, the last always among them).
+ * PyTorch's pool in figures, for the text and HTML reports alike: its
+ * verdicts and the memory account at the run's peaks and at the end (by
+ * step, the model's step points).
  */
 struct lw_result_pool {
 	bool seen;		/* the pool's segments are in the trace */
@@ -90,9 +87,6 @@ struct lw_result_pool {
 	uint64_t peak_allocated, peak_reserved, free_at_peak, peak_outside,
 		peak_in_use;
 	uint64_t end_allocated, end_reserved, end_outside;
-	size_t rows[LW_RESULT_POOL_ROWS];	/* step point indexes */
-	size_t row_count;
-	bool rows_elided;	/* some step points are not among rows */
 };
 
 struct lw_result {

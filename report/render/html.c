@@ -32,6 +32,7 @@
 #include "formats.h"
 #include "holders.h"
 #include "locations.h"
+#include "result.h"
 #include "timeline.h"
 
 #include <errno.h>
@@ -736,8 +737,7 @@ static int put_findings(FILE *out, const struct lw_report *r,
 	return rc;
 }
 
-/* Rows of the pool's account by step in the page: evenly spaced, the last
- * step always among them. */
+/* Rows of the pool's account by step in the page (lw_account_row()). */
 #define POOL_ROWS 50
 
 /* PyTorch's pool: its verdict, apart from the leaks, and the memory
@@ -745,72 +745,58 @@ static int put_findings(FILE *out, const struct lw_report *r,
 static int put_pool(FILE *out, const struct lw_report *r)
 {
 	const struct lw_model *m = r->model;
-	const struct lw_torch_memory *t = lw_model_torch(m);
-	const struct lw_diagnosis *d = &r->analysis->diagnosis;
-	uint64_t live = lw_model_device_live_bytes(m);
+	const struct lw_result_pool *pool = lw_result_pool(lw_result_of(r));
 	size_t n = lw_model_point_count(m);
 	char a[LW_SIZE_BUF], b[LW_SIZE_BUF], c[LW_SIZE_BUF], e[LW_SIZE_BUF];
-	bool said = false;
-	int rc;
 
-	if (!d->pool.seen)
+	if (!pool->seen)
 		return 0;
 	fputs("<h3>PyTorch's pool</h3>\n<div class=\"lw-pool\">", out);
-	for (size_t i = 0; i < d->finding_count; i++) {
-		const struct lw_finding *f = &d->findings[i];
-		char *evidence;
+	for (size_t i = 0; i < pool->verdict_count; i++) {
+		const struct lw_result_pool_verdict *v = &pool->verdicts[i];
 
-		if (f->category != LW_CATEGORY_CACHE_GROWTH)
-			continue;
-		said = true;
 		fputs("<p class=\"lw-pool-verdict\"><strong>Not a leak: ", out);
-		put_html_str(out, lw_category_name(f->category));
+		put_html_str(out, v->category);
 		fputs("</strong> (", out);
-		put_html_str(out, lw_confidence_name(f->confidence));
+		put_html_str(out, v->confidence);
 		fputs(" confidence): ", out);
-		put_html_str(out, f->reason);
+		put_html_str(out, v->reason);
 		fputs("</p>\n<div class=\"lw-evidence\">Evidence: ", out);
-		if ((rc = lw_evidence_string(r, f, &evidence)) < 0)
-			return rc;
-		put_html_str(out, evidence);
-		free(evidence);
+		put_html_str(out, v->evidence);
 		fputs("</div>\n<div class=\"lw-fix\">Fix: ", out);
-		put_html_str(out, f->fix);
+		put_html_str(out, v->fix);
 		fputs("</div>\n", out);
 	}
-	if (d->pool.fragmented && !said) {
+	if (pool->fragmented && !pool->verdict_count) {
 		fputs("<p class=\"lw-pool-verdict\"><strong>Not a leak: "
 		      "pool-fragmentation</strong>: ", out);
-		put_html_str(out, lw_pool_pattern_text(&d->pool));
+		put_html_str(out, pool->pattern_text);
 		fputs("</p>\n<div class=\"lw-fix\">Fix: ", out);
-		put_html_str(out, lw_pool_fix(&d->pool));
+		put_html_str(out, pool->fix);
 		fputs("</div>\n", out);
 	}
-	if (!d->pool.fragmented)
+	if (!pool->fragmented)
 		fprintf(out, "<p class=\"lw-none\">No fragmentation: reserved "
 			     "stays near what the tensors need%s.</p>\n",
-			d->pool.expandable
+			pool->expandable
 				? " (expandable_segments:True is on)" : "");
 	fputs("<table class=\"lw-account\"><tr><th></th><th>allocated</th>"
 	      "<th>reserved</th><th>free at the peak of allocated</th>"
 	      "<th>outside the pool</th></tr>\n", out);
 	fprintf(out, "<tr><td>the run's peak</td><td>%s</td><td>%s</td>"
 		     "<td>%s</td><td>%s</td></tr>\n",
-		lw_format_size(a, t->peak_allocated_bytes),
-		lw_format_size(b, t->peak_reserved_bytes),
-		lw_format_size(c, t->free_at_peak_bytes),
-		lw_format_size(e, t->peak_outside_bytes));
+		lw_format_size(a, pool->peak_allocated),
+		lw_format_size(b, pool->peak_reserved),
+		lw_format_size(c, pool->free_at_peak),
+		lw_format_size(e, pool->peak_outside));
 	fprintf(out, "<tr><td>the end</td><td>%s</td><td>%s</td><td></td>"
 		     "<td>%s</td></tr>\n",
-		lw_format_size(a, t->allocated_bytes),
-		lw_format_size(b, t->reserved_bytes),
-		lw_format_size(c, live > t->allocated_bytes
-					  ? live - t->allocated_bytes : 0));
+		lw_format_size(a, pool->end_allocated),
+		lw_format_size(b, pool->end_reserved),
+		lw_format_size(c, pool->end_outside));
 	for (size_t k = 0; k < POOL_ROWS && k < n; k++) {
-		size_t i = n <= POOL_ROWS ? k
-			 : k == POOL_ROWS - 1 ? n - 1
-					      : k * (n - 1) / (POOL_ROWS - 1);
-		const struct lw_step_point *p = lw_model_point(m, i);
+		const struct lw_step_point *p =
+			lw_model_point(m, lw_account_row(k, n, POOL_ROWS));
 
 		fprintf(out, "<tr><td>step %" PRIu64 "</td><td>%s</td>"
 			     "<td>%s</td><td>%s</td><td>%s</td></tr>\n",
@@ -823,7 +809,7 @@ static int put_pool(FILE *out, const struct lw_report *r)
 		     "at the most: %s (reserved plus outside the pool); the "
 		     "device's total is not recorded. Steps show the most "
 		     "within each step.</p>\n</div>\n",
-		lw_format_size(a, t->peak_in_use_bytes));
+		lw_format_size(a, pool->peak_in_use));
 	return 0;
 }
 
@@ -970,6 +956,7 @@ static int html_end(struct lw_render_run *run)
 
 const struct lw_renderer lw_html_renderer = {
 	.name = "html",
+	.needs = LW_RESULT_POOL,
 	.begin = html_begin,
 	.report = html_report,
 	.end = html_end,

@@ -65,6 +65,16 @@ int lw_put_oom_text(FILE *out, const struct lw_report *report, size_t top);
  * Returns 0 or -ENOMEM. */
 int lw_put_pool_text(FILE *out, const struct lw_report *report);
 
+/*
+ * The step point on row k of a table of at most rows rows over n step
+ * points: evenly spaced, the last step always on the last row (the memory
+ * account's rows, in the text report and the page).
+ */
+static inline size_t lw_account_row(size_t k, size_t n, size_t rows)
+{
+	return n <= rows ? k : k == rows - 1 ? n - 1 : k * (n - 1) / (rows - 1);
+}
+
 /* lw_format_size(), lw_format_rate(): lw-size.h. */
 
 /*

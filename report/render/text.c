@@ -1178,6 +1178,7 @@ static int text_end(struct lw_render_run *run)
 
 const struct lw_renderer lw_text_renderer = {
 	.name = "text",
+	.needs = LW_RESULT_POOL,
 	.report = text_report,
 	.end = text_end,
 };
