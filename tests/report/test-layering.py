@@ -38,8 +38,6 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 # (product, file, included file): includes of a higher room that stay.
 UPWARD = {
-    # The named frames' labels are written with the renderers' writers.
-    ("report", "analyse/findings.c", "render.h"),
     # Formats that draw time give back the trace's pages as they read it.
     ("report", "render/timeline.c", "trace-file.h"),
     # The text report of several traces ends with their merged view
