@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "analysis.h"
 
+#include "holders.h"
 #include "locations.h"
 #include "torch.h"
+
 
 #include <errno.h>
 #include <stdlib.h>
@@ -170,38 +172,91 @@ uint64_t lw_analysis_diagnosis_runs(void)
 /* The result the formats print (result.h), made once at the end of the
  * analysis. */
 
+/* Appends len bytes of text to the result's; *at is where they are. */
+static int add_text(struct lw_result *res, const char *text, size_t len,
+		    size_t *at)
+{
+	if (res->text_len + len + 1 > res->text_capacity) {
+		size_t next = (res->text_len + len + 1) * 2;
+		char *p = realloc(res->text, next);
+
+		if (!p)
+			return -ENOMEM;
+		res->text = p;
+		res->text_capacity = next;
+	}
+	memcpy(res->text + res->text_len, text, len);
+	res->text[res->text_len + len] = '\0';
+	*at = res->text_len;
+	res->text_len += len + 1;
+	return 0;
+}
+
 /* Appends a frame's label to the result's text; the frame points at it. */
 static int add_label(struct lw_result *res, struct lw_result_frame *frame)
 {
 	size_t len;
 	char *label = lw_frame_label_string(&frame->named, &len);
+	int rc;
 
 	if (!label)
 		return -ENOMEM;
-	if (res->text_len + len + 1 > res->text_capacity) {
-		size_t next = (res->text_len + len + 1) * 2;
-		char *p = realloc(res->text, next);
-
-		if (!p) {
-			free(label);
-			return -ENOMEM;
-		}
-		res->text = p;
-		res->text_capacity = next;
-	}
-	memcpy(res->text + res->text_len, label, len);
-	res->text[res->text_len + len] = '\0';
-	frame->label = res->text_len;
+	rc = add_text(res, label, len, &frame->label);
 	frame->label_len = len;
-	res->text_len += len + 1;
 	free(label);
+	return rc;
+}
+
+/* Appends named frames, labelled, to the result's frames; *first is where
+ * they start. */
+static int add_frames(struct lw_result *res, const struct lw_named_frame *named,
+		      size_t n, size_t *first)
+{
+	*first = res->frame_count;
+	if (res->frame_count + n > res->frame_capacity) {
+		size_t next = (res->frame_count + n) * 2;
+		struct lw_result_frame *p =
+			realloc(res->frames, next * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		res->frames = p;
+		res->frame_capacity = next;
+	}
+	for (size_t j = 0; j < n; j++) {
+		struct lw_result_frame *f = &res->frames[res->frame_count];
+		int rc;
+
+		f->named = named[j];
+		if ((rc = add_label(res, f)) < 0)
+			return rc;
+		res->frame_count++;
+	}
 	return 0;
+}
+
+/* A site's named stack (lw_named_stack()) into the result's frames. */
+static int add_stack(const struct lw_report *r, struct lw_result *res,
+		     uint32_t site, size_t *first, size_t *count)
+{
+	struct lw_named_frame *frames;
+	size_t n;
+	int rc = lw_named_stack(r, lw_model_site(r->model, site)->stack_id,
+				&frames, &n);
+
+	*first = res->frame_count;
+	*count = 0;
+	if (rc < 0)
+		return rc;
+	rc = add_frames(res, frames, n, first);
+	*count = res->frame_count - *first;
+	free(frames);
+	return rc;
 }
 
 /* The retained sites, largest first, each with its named stack. */
 static int build_retained(const struct lw_report *r, struct lw_result *res)
 {
-	const struct lw_model *m = r->model;
 	uint32_t *sites;
 	size_t count;
 	int rc = lw_retained_sites(r, &sites, &count);
@@ -214,44 +269,76 @@ static int build_retained(const struct lw_report *r, struct lw_result *res)
 	}
 	for (size_t i = 0; rc == 0 && i < count; i++) {
 		struct lw_result_site *rs = &res->retained[res->retained_count++];
-		struct lw_named_frame *frames;
-		size_t n;
 
 		rs->site = sites[i];
 		rs->bytes = lw_site_retained(r, sites[i]);
-		rs->first_frame = res->frame_count;
-		rc = lw_named_stack(r, lw_model_site(m, sites[i])->stack_id,
-				    &frames, &n);
-		if (rc < 0)
-			break;
-		if (res->frame_count + n > res->frame_capacity) {
-			size_t next = (res->frame_count + n) * 2;
-			struct lw_result_frame *p =
-				realloc(res->frames, next * sizeof(*p));
-
-			if (!p) {
-				free(frames);
-				rc = -ENOMEM;
-				break;
-			}
-			res->frames = p;
-			res->frame_capacity = next;
-		}
-		for (size_t j = 0; rc == 0 && j < n; j++) {
-			struct lw_result_frame *f = &res->frames[res->frame_count];
-
-			f->named = frames[j];
-			if ((rc = add_label(res, f)) == 0)
-				res->frame_count++;
-		}
-		rs->frame_count = res->frame_count - rs->first_frame;
-		free(frames);
+		rc = add_stack(r, res, sites[i], &rs->first_frame,
+			       &rs->frame_count);
 	}
 	free(sites);
 	return rc;
 }
 
-/* Each finding's location label and, for the first ones, its series. */
+static int breakdown_by_rate(const void *a, const void *b)
+{
+	const struct lw_result_breakdown *x = a, *y = b;
+
+	if (x->rate != y->rate)
+		return x->rate < y->rate ? 1 : -1;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? 1 : -1;
+	return x->site < y->site ? -1 : x->site > y->site;
+}
+
+/*
+ * The sites of a finding's line, of its kind, that hold or add memory (as
+ * the JSON's entry), fastest first, each with its stack; none unless two.
+ */
+static int build_breakdown(const struct lw_report *r, struct lw_result *res,
+			   struct lw_result_finding *v)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_growth_report *g = &r->analysis->growth;
+	uint32_t lead = v->finding->site, loc;
+	struct lw_result_breakdown *sites;
+	size_t count = 0;
+	int rc;
+
+	if ((rc = lw_location_of(r->locations, lead, &loc)) < 0)
+		return rc;
+	if (!(sites = calloc(lw_model_site_count(m) ? lw_model_site_count(m) : 1,
+			     sizeof(*sites))))
+		return -ENOMEM;
+	for (uint32_t s = 0; s < lw_model_site_count(m); s++) {
+		uint32_t at;
+
+		if (lw_model_site(m, s)->kind != lw_model_site(m, lead)->kind)
+			continue;
+		if ((rc = lw_location_of(r->locations, s, &at)) < 0)
+			goto out;
+		if (at != loc || (lw_model_site_totals(m, s).live_bytes == 0 &&
+				  g->sites[s].bytes_per_step == 0))
+			continue;
+		sites[count].site = s;
+		sites[count].rate = g->sites[s].bytes_per_step;
+		sites[count++].bytes = lw_model_site_totals(m, s).live_bytes;
+	}
+	if (count < 2)
+		goto out;
+	qsort(sites, count, sizeof(*sites), breakdown_by_rate);
+	for (size_t i = 0; i < count && rc == 0; i++)
+		rc = add_stack(r, res, sites[i].site, &sites[i].first_frame,
+			       &sites[i].frame_count);
+	v->breakdown = sites;
+	v->breakdown_count = count;
+	return rc;
+out:
+	free(sites);
+	return rc;
+}
+
+/* Each finding's location label, other lines, holders and, as parts asks,
+ * its series and breakdown. */
 static int build_findings(const struct lw_report *r, unsigned parts,
 			  struct lw_result *res)
 {
@@ -289,6 +376,12 @@ static int build_findings(const struct lw_report *r, unsigned parts,
 			v->location_label_len = at.label_len;
 			v->location_label_at = at.label;
 		}
+		if ((rc = add_frames(res, f->also, f->also_count,
+				     &v->also_first)) < 0)
+			return rc;
+		v->also_count = f->also_count;
+		if ((rc = lw_held_by(r, f->site, &v->held)) < 0)
+			return rc;
 		if (k < series && points) {
 			uint64_t *values = res->series + k * points;
 
@@ -298,8 +391,114 @@ static int build_findings(const struct lw_report *r, unsigned parts,
 				return rc;
 			v->series = values;
 		}
+		if ((parts & LW_RESULT_BREAKDOWN) &&
+		    (rc = build_breakdown(r, res, v)) < 0)
+			return rc;
 	}
 	return 0;
+}
+
+/* Adds site's location as a chart line unless one of the same kind is
+ * there. */
+static int choose_line(const struct lw_report *r, uint32_t site,
+		       uint32_t *locations, struct lw_result *res)
+{
+	const struct lw_model *m = r->model;
+	uint32_t loc;
+	int rc;
+
+	if ((rc = lw_location_of(r->locations, site, &loc)) < 0)
+		return rc;
+	for (size_t j = 0; j < res->chart_count; j++)
+		if (locations[j] == loc &&
+		    lw_model_site(m, res->chart[j].lead)->kind ==
+			    lw_model_site(m, site)->kind)
+			return 0;
+	locations[res->chart_count] = loc;
+	res->chart[res->chart_count++].lead = site;
+	return 0;
+}
+
+/* A chart line's figures: every site at its location, of its kind. */
+static int chart_line(const struct lw_report *r, struct lw_result *res,
+		      struct lw_result_chart_line *line, uint32_t location)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_growth_report *g = &r->analysis->growth;
+	size_t points = lw_model_point_count(m);
+	struct lw_named_frame loc;
+	bool found;
+	int rc = 0;
+
+	line->verdict = g->sites[line->lead].verdict;
+	/* The growth of every site there, not only the chart's. */
+	for (uint32_t s = 0; rc == 0 && s < lw_model_site_count(m); s++) {
+		uint32_t at;
+
+		if (lw_model_site(m, s)->kind !=
+			    lw_model_site(m, line->lead)->kind ||
+		    (rc = lw_location_of(r->locations, s, &at)) < 0 ||
+		    at != location)
+			continue;
+		line->rate += g->sites[s].bytes_per_step;
+		if (g->sites[s].verdict == LW_VERDICT_GROWING)
+			line->verdict = LW_VERDICT_GROWING;
+	}
+	if (rc < 0)
+		return rc;
+	if (points && !(line->points = malloc(points * sizeof(*line->points))))
+		return -ENOMEM;
+	if ((rc = lw_location_series(r->locations, line->lead, line->points,
+				     &line->sites)) < 0 ||
+	    (rc = lw_site_location(r, line->lead, &loc, &found)) < 0)
+		return rc;
+	if (found) {
+		struct lw_result_frame f = { .named = loc };
+
+		rc = add_label(res, &f);
+		line->label_at = f.label;
+		line->label_len = f.label_len;
+	} else {
+		static const char none[] = "(no stack captured)";
+
+		line->label_len = sizeof(none) - 1;
+		rc = add_text(res, none, line->label_len, &line->label_at);
+	}
+	return rc;
+}
+
+/*
+ * The growth chart's lines, one per location (its sites summed): those
+ * of the findings, then the live sites that are not stable, at most
+ * LW_RESULT_CHART_MAX.
+ */
+static int build_chart(const struct lw_report *r, struct lw_result *res)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_growth_report *g = &r->analysis->growth;
+	uint32_t locations[LW_RESULT_CHART_MAX];
+	uint32_t *live = NULL;
+	size_t live_count = 0;
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < res->findings.count &&
+			   res->chart_count < LW_RESULT_CHART_MAX; i++)
+		rc = choose_line(r, res->findings.items[i].site, locations,
+				 res);
+	if (rc == 0 && res->chart_count < LW_RESULT_CHART_MAX)
+		rc = lw_model_live_sites(m, &live, &live_count);
+	for (size_t i = 0; rc == 0 && i < live_count &&
+			   res->chart_count < LW_RESULT_CHART_MAX; i++) {
+		/* Lines that stay flat say nothing of growth. */
+		if (g->sites[live[i]].verdict != LW_VERDICT_STABLE &&
+		    lw_model_site(m, live[i])->series != LW_NO_SERIES &&
+		    lw_model_site(m, live[i])->series != LW_SERIES_UNTRACKED)
+			rc = choose_line(r, live[i], locations, res);
+	}
+	free(live);
+	for (size_t k = 0; rc == 0 && k < res->chart_count; k++)
+		rc = chart_line(r, res, &res->chart[k], locations[k]);
+	return rc;
 }
 
 /* The pool's verdicts and the memory account, from the model and the
@@ -358,7 +557,7 @@ int lw_result_build(const struct lw_report *r, unsigned parts,
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if (parts & LW_RESULT_SERIES)
+	if (parts & (LW_RESULT_SERIES | LW_RESULT_BREAKDOWN | LW_RESULT_CHART))
 		parts |= LW_RESULT_FINDINGS;
 	res->parts = parts;
 	/* Findings first: their locations are the first frames named. */
@@ -366,6 +565,8 @@ int lw_result_build(const struct lw_report *r, unsigned parts,
 	    (rc = build_findings(r, parts, res)) < 0)
 		return rc;
 	if ((parts & LW_RESULT_POOL) && (rc = build_pool(r, &res->pool)) < 0)
+		return rc;
+	if ((parts & LW_RESULT_CHART) && (rc = build_chart(r, res)) < 0)
 		return rc;
 	if ((parts & LW_RESULT_RETAINED) && (rc = build_retained(r, res)) < 0)
 		return rc;
@@ -376,6 +577,8 @@ int lw_result_build(const struct lw_report *r, unsigned parts,
 		if (v->finding->have_location)
 			v->location_label = res->text + v->location_label_at;
 	}
+	for (size_t k = 0; k < res->chart_count; k++)
+		res->chart[k].label = res->text + res->chart[k].label_at;
 	return 0;
 }
 
@@ -384,6 +587,10 @@ void lw_result_fini(struct lw_result *res)
 	for (size_t i = 0; i < res->pool.verdict_count; i++)
 		free(res->pool.verdicts[i].evidence);
 	free(res->pool.verdicts);
+	for (size_t k = 0; res->finding_views && k < res->findings.count; k++)
+		free(res->finding_views[k].breakdown);
+	for (size_t k = 0; k < res->chart_count; k++)
+		free(res->chart[k].points);
 	lw_findings_fini(&res->findings);
 	free(res->finding_views);
 	free(res->series);
@@ -431,6 +638,31 @@ const char *lw_result_label(const struct lw_result *res,
 			    const struct lw_result_frame *frame)
 {
 	return res->text + frame->label;
+}
+
+const struct lw_result_frame *lw_result_breakdown_frame(const struct lw_result *res,
+							const struct lw_result_breakdown *site,
+							size_t j)
+{
+	return &res->frames[site->first_frame + j];
+}
+
+const struct lw_result_frame *lw_result_also(const struct lw_result *res,
+					     const struct lw_result_finding *finding,
+					     size_t k)
+{
+	return &res->frames[finding->also_first + k];
+}
+
+size_t lw_result_chart_count(const struct lw_result *res)
+{
+	return res->chart_count;
+}
+
+const struct lw_result_chart_line *lw_result_chart(const struct lw_result *res,
+						   size_t i)
+{
+	return &res->chart[i];
 }
 
 const struct lw_result_pool *lw_result_pool(const struct lw_result *res)

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "findings.h"
+#include "holders.h"
 
 /* The parts of a result, as a renderer needs them (report->needs). */
 enum {
@@ -28,6 +29,9 @@ enum {
 	LW_RESULT_RETAINED = 1u << 1,	/* retained sites and their stacks */
 	LW_RESULT_SERIES = 1u << 2,	/* the findings' series by step */
 	LW_RESULT_POOL = 1u << 3,	/* PyTorch pool's memory account */
+	/* each finding's sites at its line, with their stacks */
+	LW_RESULT_BREAKDOWN = 1u << 4,
+	LW_RESULT_CHART = 1u << 5,	/* the growth chart's lines */
 };
 
 /* The findings whose location series are summed (LW_RESULT_SERIES):
@@ -51,16 +55,52 @@ struct lw_result_site {
 	size_t frame_count;
 };
 
+/* One site of a finding's breakdown (LW_RESULT_BREAKDOWN): a site at the
+ * finding's line, of its kind, that holds or adds memory, with its stack. */
+struct lw_result_breakdown {
+	uint32_t site;
+	double rate;		/* bytes per step */
+	uint64_t bytes;		/* live */
+	size_t first_frame;	/* its named stack in the result's frames */
+	size_t frame_count;
+};
+
 /* A finding as the formats print it: the collected finding (findings.h),
- * its location's label and, for the first LW_RESULT_SERIES_MAX, the live
- * bytes at each step point of its location's sites. */
+ * its location's label and its other lines' frames, its holders, for the
+ * first LW_RESULT_SERIES_MAX the live bytes at each step point of its
+ * location's sites, and its breakdown (when it has two sites or more;
+ * fastest first). */
 struct lw_result_finding {
 	const struct lw_report_finding *finding;
 	const char *location_label;	/* NULL: no location */
 	size_t location_label_len;
 	size_t location_label_at;	/* its offset in the result's text */
+	size_t also_first;	/* finding->also's frames, labelled, in the */
+	size_t also_count;	/* result's frames */
+	struct lw_held_by held;	/* lw_held_by() */
 	const uint64_t *series;		/* point_count values; NULL: none */
 	uint32_t series_sites;		/* sites summed into series */
+	struct lw_result_breakdown *breakdown;
+	size_t breakdown_count;
+};
+
+/* The most lines the growth chart draws (LW_RESULT_CHART). */
+#define LW_RESULT_CHART_MAX 8
+
+/*
+ * A line of the growth chart: one location of one kind, its sites summed,
+ * those of the findings first, then the live sites that are not stable.
+ */
+struct lw_result_chart_line {
+	uint32_t lead;		/* the site it was chosen by */
+	const char *label;	/* its location's label, or "(no stack
+				 * captured)" */
+	size_t label_len;
+	size_t label_at;
+	enum lw_verdict verdict;	/* growing when any site there grows */
+	double rate;		/* bytes per step of every site there */
+	uint32_t sites;		/* sites with a series summed */
+	uint64_t *points;	/* point_count values */
 };
 
 /* A verdict of the pool's (a diagnosis finding of LW_CATEGORY_CACHE_GROWTH,
@@ -101,6 +141,8 @@ struct lw_result {
 	char *text;		/* the labels, one after another */
 	size_t text_len, text_capacity;
 	struct lw_result_pool pool;
+	struct lw_result_chart_line chart[LW_RESULT_CHART_MAX];
+	size_t chart_count;
 };
 
 /*
@@ -132,6 +174,20 @@ const struct lw_result_frame *lw_result_site_frame(const struct lw_result *resul
 						   size_t j);
 const char *lw_result_label(const struct lw_result *result,
 			    const struct lw_result_frame *frame);
+
+/* A frame of a breakdown site (j from 0, innermost first), and of a
+ * finding's other lines (k from 0). */
+const struct lw_result_frame *lw_result_breakdown_frame(const struct lw_result *result,
+							const struct lw_result_breakdown *site,
+							size_t j);
+const struct lw_result_frame *lw_result_also(const struct lw_result *result,
+					     const struct lw_result_finding *finding,
+					     size_t k);
+
+/* The growth chart's lines. */
+size_t lw_result_chart_count(const struct lw_result *result);
+const struct lw_result_chart_line *lw_result_chart(const struct lw_result *result,
+						   size_t i);
 
 /* The memory account of PyTorch's pool. */
 const struct lw_result_pool *lw_result_pool(const struct lw_result *result);
