@@ -19,13 +19,21 @@
   must still be there;
 - in the shim, every file that exports an entry point (LW_EXPORT) reaches
   the recorder (interpose/record/) through tracker.h alone;
-- every room has a README.md and at most ROOM_MAX source files.
+- every room has a README.md and at most ROOM_MAX source files;
+- renderers only format the analysis's result: on the built objects
+  (`nm`), no object of report/render/ calls a function defined in
+  report/symbols/ or report/analyse/ but the result's accessors, declared
+  in analyse/result.h. The calls not yet moved into the result are listed
+  (RENDER_PENDING), and each must still be there.
 
-    test-layering.py --root SOURCE_ROOT
+    test-layering.py --root SOURCE_ROOT \
+        --report-objects BUILD/report/leakwatch.p \
+        --report-objects BUILD/report/libleakwatch-report-core.a.p
 """
 import argparse
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -52,6 +60,96 @@ UPWARD = {
     # The trace says how PyTorch's allocator was set up.
     ("interpose", "record/tracker.c", "torchconf.h"),
 }
+
+# Renderers' calls into the analysis and the symbols that the result does
+# not make yet: (object's file, function).
+RENDER_PENDING = {
+    (obj, fn)
+    for obj, fns in {
+        "render_json.c.o": (
+            "lw_category_name lw_confidence_name lw_finding_lines "
+            "lw_fold_label_string lw_fold_marks lw_held_by lw_location_of "
+            "lw_location_sum_by_bytes lw_locations_sum lw_released_when "
+            "lw_report_sites lw_site_leaked lw_site_retained lw_site_stack "
+            "lw_site_stack_fini lw_symbolize lw_symbolizer_notes"),
+        "render_text.c.o": (
+            "lw_category_name lw_confidence_name lw_evidence_string "
+            "lw_finding_lines lw_fold_stack lw_frame_is_interpreter "
+            "lw_growing_sites lw_held_by lw_location_of "
+            "lw_location_sum_by_bytes lw_location_sum_by_rate "
+            "lw_locations_sum lw_put_fold_label lw_site_stack "
+            "lw_site_stack_fini lw_symbolize lw_symbolizer_notes"),
+    }.items()
+    for fn in fns.split()
+}
+
+# Rooms a renderer reaches only through the result.
+RESULT_ROOMS = ("symbols", "analyse")
+
+
+def nm_symbols(path):
+    """(defined, undefined): the global lw_* symbols of an object."""
+    out = subprocess.run(["nm", "-g", path], check=True, text=True,
+                         stdout=subprocess.PIPE).stdout
+    defined, undefined = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) < 2 or not parts[-1].startswith("lw_"):
+            continue
+        (undefined if parts[-2] == "U" else defined).add(parts[-1])
+    return defined, undefined
+
+
+def check_render_calls(root, folders):
+    """Renderers reach symbols/ and analyse/ through the result alone,
+    judged from the built objects in folders (the command's, and its core
+    library's): an object's room is its file name's prefix
+    (render_json.c.o: render), a call an undefined lw_* symbol that
+    another object defines."""
+    with open(os.path.join(root, "report", "analyse", "result.h")) as f:
+        header = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+    accessors = set(re.findall(r"\b(lw_\w+)\s*\(", header))
+    check(len(accessors) >= 4,
+          f"analyse/result.h declares no accessors: {sorted(accessors)}")
+    objects = []
+    for folder in folders:
+        if check(os.path.isdir(folder), f"{folder}: no such folder"):
+            objects += [os.path.join(folder, n)
+                        for n in sorted(os.listdir(folder))
+                        if n.endswith(".o")]
+    room_of = {}	# symbol -> room of the object defining it
+    calls = {}	# render object -> its undefined lw_* symbols
+    for path in objects:
+        name = os.path.basename(path)
+        defined, undefined = nm_symbols(path)
+        room = name.split("_", 1)[0] if "_" in name else ""
+        for symbol in defined:
+            room_of[symbol] = room
+        if room == "render":
+            calls[name] = undefined
+    check(len(calls) >= 6, f"render objects in {folders}: {sorted(calls)}")
+    check(room_of.get("lw_category_name") == "analyse",
+          f"analyse/'s objects not read: lw_category_name in "
+          f"{room_of.get('lw_category_name')!r}")
+    through_result = 0
+    seen = set()
+    for name, undefined in sorted(calls.items()):
+        for symbol in sorted(undefined):
+            if room_of.get(symbol) not in RESULT_ROOMS:
+                continue
+            if symbol in accessors:
+                through_result += 1
+                continue
+            if (name, symbol) in RENDER_PENDING:
+                seen.add((name, symbol))
+                continue
+            check(False, f"report/render: {name} calls {symbol} of "
+                  f"{room_of[symbol]}/, not through the result "
+                  f"(analyse/result.h)")
+    check(through_result > 0, "no renderer reads the result's accessors")
+    for name, symbol in sorted(RENDER_PENDING - seen):
+        check(False, f"{name} no longer calls {symbol}: take it off "
+              f"RENDER_PENDING in test-layering.py")
 
 
 def model_members(header):
@@ -153,6 +251,9 @@ def check_entry_points(root, where):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", required=True)
+    ap.add_argument("--report-objects", required=True, action="append",
+                    help="a folder of the leakwatch command's objects "
+                    "(leakwatch.p, and its core library's)")
     args = ap.parse_args()
     report = os.path.join(args.root, "report")
 
@@ -219,6 +320,7 @@ def main():
             for hit in access.finditer(line):
                 check(False, f"{name}.c:{n}: reads the model's member "
                       f"'{hit.group(1)}' directly: {line.strip()}")
+    check_render_calls(args.root, args.report_objects)
     return finish()
 
 
