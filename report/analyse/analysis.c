@@ -3,10 +3,12 @@
 
 #include "holders.h"
 #include "locations.h"
+#include "pystack.h"
 #include "torch.h"
 
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -511,6 +513,15 @@ static int build_pool(const struct lw_report *r, struct lw_result_pool *p)
 	uint64_t live = lw_model_device_live_bytes(m);
 	size_t verdicts = 0;
 
+	p->peak_allocated = t->peak_allocated_bytes;
+	p->peak_reserved = t->peak_reserved_bytes;
+	p->free_at_peak = t->free_at_peak_bytes;
+	p->peak_outside = t->peak_outside_bytes;
+	p->peak_in_use = t->peak_in_use_bytes;
+	p->end_allocated = t->allocated_bytes;
+	p->end_reserved = t->reserved_bytes;
+	p->end_outside = live > t->allocated_bytes ? live - t->allocated_bytes
+						   : 0;
 	p->seen = d->pool.seen;
 	if (!p->seen)
 		return 0;
@@ -539,15 +550,250 @@ static int build_pool(const struct lw_report *r, struct lw_result_pool *p)
 		if ((rc = lw_evidence_string(r, f, &v->evidence)) < 0)
 			return rc;
 	}
-	p->peak_allocated = t->peak_allocated_bytes;
-	p->peak_reserved = t->peak_reserved_bytes;
-	p->free_at_peak = t->free_at_peak_bytes;
-	p->peak_outside = t->peak_outside_bytes;
-	p->peak_in_use = t->peak_in_use_bytes;
-	p->end_allocated = t->allocated_bytes;
-	p->end_reserved = t->reserved_bytes;
-	p->end_outside = live > t->allocated_bytes ? live - t->allocated_bytes
-						   : 0;
+	return 0;
+}
+
+/*
+ * A site's stack for the site lists, made once: its location, the fold
+ * marks' names and, when full, every native frame's symbol.
+ */
+static int resolve(const struct lw_report *r, struct lw_result *res,
+		   uint32_t site, bool full)
+{
+	struct lw_result_stack *rs;
+	struct lw_frame *marks = NULL;
+	size_t n;
+	int rc;
+
+	if (res->stack_of[site] != UINT32_MAX) {
+		rs = &res->stacks[res->stack_of[site]];
+		if (!full || rs->full)
+			return 0;
+	} else {
+		rs = &res->stacks[res->stack_count];
+		res->stack_of[site] = (uint32_t)res->stack_count++;
+		if ((rc = lw_site_stack(r, site, &rs->st)) < 0)
+			return rc;
+		n = rs->st.count;
+		rs->leaked = lw_site_leaked(r, site);
+		rs->retained = lw_site_retained(r, site);
+		rs->mark_at = calloc(n ? n : 1, sizeof(*rs->mark_at));
+		rs->mark_len = calloc(n ? n : 1, sizeof(*rs->mark_len));
+		rs->symbols = calloc(n ? n : 1, sizeof(*rs->symbols));
+		marks = calloc(n ? n : 1, sizeof(*marks));
+		if (!rs->mark_at || !rs->mark_len || !rs->symbols || !marks) {
+			free(marks);
+			return -ENOMEM;
+		}
+		if (n && (rc = lw_fold_marks(r, rs->st.frames, n, marks)) < 0) {
+			free(marks);
+			return rc;
+		}
+		for (size_t i = 0; i < n; i++) {
+			char *label;
+
+			rs->mark_at[i] = SIZE_MAX;
+			if (marks[i].fold == LW_FOLD_NONE)
+				continue;
+			if (!(label = lw_fold_label_string(&marks[i],
+							   &rs->mark_len[i]))) {
+				free(marks);
+				return -ENOMEM;
+			}
+			rc = add_text(res, label, rs->mark_len[i],
+				      &rs->mark_at[i]);
+			free(label);
+			if (rc < 0) {
+				free(marks);
+				return rc;
+			}
+		}
+		free(marks);
+	}
+	if (!full)
+		return 0;
+	for (size_t i = 0; i < rs->st.count; i++) {
+		if (rs->st.frames[i].python)
+			continue;
+		rc = lw_symbolize(r->symbolizer, rs->st.frames[i].address,
+				  &rs->symbols[i]);
+		if (rc < 0)
+			return rc;
+	}
+	rs->full = true;
+	return 0;
+}
+
+/* Resolves the sites of a model's list of shares. */
+static int resolve_shares(const struct lw_report *r, struct lw_result *res,
+			  const struct lw_shares *shares)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < shares->count && rc == 0; i++)
+		rc = resolve(r, res, shares->items[i].site, false);
+	return rc;
+}
+
+/*
+ * The report sites grouped by location, largest live bytes first: each
+ * location's sums, the most urgent verdict and the first category among
+ * its sites.
+ */
+static int build_location_sums(const struct lw_report *r,
+			       struct lw_result *res)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_growth_report *g = &r->analysis->growth;
+	const struct lw_diagnosis *d = &r->analysis->diagnosis;
+	const uint32_t *sites = res->report_sites;
+	size_t site_count = res->report_site_count;
+	struct lw_location_sum *sums = NULL;
+	uint64_t *bytes = calloc(site_count + 1, sizeof(*bytes));
+	uint64_t *counts = calloc(site_count + 1, sizeof(*counts));
+	double *rate = calloc(site_count + 1, sizeof(*rate));
+	uint32_t *where = calloc(site_count + 1, sizeof(*where));
+	size_t nsums = 0;
+	int rc = -ENOMEM;
+
+	if (!bytes || !counts || !rate || !where)
+		goto out;
+	for (size_t i = 0; i < site_count; i++) {
+		struct lw_totals t = lw_model_site_totals(m, sites[i]);
+
+		bytes[i] = t.live_bytes;
+		counts[i] = t.live_count;
+		rate[i] = g->sites[sites[i]].bytes_per_step;
+	}
+	rc = lw_locations_sum(r->locations, sites, rate, NULL, bytes, counts,
+			      site_count, &sums, &nsums);
+	for (size_t i = 0; i < site_count && rc == 0; i++)
+		rc = lw_location_of(r->locations, sites[i], &where[i]);
+	if (rc < 0)
+		goto out;
+	if (nsums > 1)
+		qsort(sums, nsums, sizeof(*sums), lw_location_sum_by_bytes);
+	if (nsums && !(res->location_sums = calloc(nsums,
+						   sizeof(*res->location_sums)))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nsums && rc == 0; i++) {
+		struct lw_result_location_sum *ls =
+			&res->location_sums[res->location_sum_count++];
+		const struct lw_location_sum *s = &sums[i];
+
+		ls->sum = *s;
+		ls->verdict = g->sites[s->lead].verdict;
+		ls->category = LW_CATEGORY_NONE;
+		if (!(ls->sites = malloc((s->sites ? s->sites : 1) *
+					 sizeof(*ls->sites)))) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (size_t j = 0; j < site_count; j++) {
+			uint32_t site = sites[j];
+
+			if (!lw_location_sum_holds(m, s, where[j], site))
+				continue;
+			if (g->sites[site].verdict == LW_VERDICT_GROWING)
+				ls->verdict = LW_VERDICT_GROWING;
+			if (ls->category == LW_CATEGORY_NONE && d->sites &&
+			    d->sites[site].category != LW_CATEGORY_NONE)
+				ls->category = d->sites[site].category;
+			if (ls->site_count < s->sites)
+				ls->sites[ls->site_count++] = (uint32_t)j;
+		}
+		rc = resolve(r, res, s->lead, false);
+	}
+out:
+	free(sums);
+	free(bytes);
+	free(counts);
+	free(rate);
+	free(where);
+	return rc;
+}
+
+/*
+ * The site lists: the report's sites with their stacks, their locations'
+ * sums, the sites named by the model's lists of shares, and each
+ * diagnosis finding's facts and lines.
+ */
+static int build_sites(const struct lw_report *r, struct lw_result *res)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_diagnosis *d = &r->analysis->diagnosis;
+	const struct lw_trace_meta *meta = lw_model_meta(m);
+	const struct lw_peak *peak = lw_model_peak(m);
+	const struct lw_oom *oom = lw_model_oom(m);
+	uint32_t n = lw_model_site_count(m), *lingering = NULL;
+	size_t lingering_count = 0;
+	int rc;
+
+	if ((rc = lw_report_sites(r, &res->report_sites,
+				  &res->report_site_count)) < 0)
+		return rc;
+	res->stack_of = malloc((n ? n : 1) * sizeof(*res->stack_of));
+	res->stacks = calloc(n ? n : 1, sizeof(*res->stacks));
+	if (!res->stack_of || !res->stacks)
+		return -ENOMEM;
+	memset(res->stack_of, 0xff, (n ? n : 1) * sizeof(*res->stack_of));
+	for (size_t i = 0; i < res->report_site_count; i++)
+		if ((rc = resolve(r, res, res->report_sites[i], true)) < 0)
+			return rc;
+	if ((rc = build_location_sums(r, res)) < 0)
+		return rc;
+	for (size_t i = 0; i < meta->string_count; i++) {
+		const struct lw_phase *ph =
+			lw_model_phase(m, meta->strings[i].id);
+
+		if (meta->strings[i].phase_begins && ph &&
+		    (rc = resolve_shares(r, res, &ph->sites)) < 0)
+			return rc;
+	}
+	if (peak->have_worst &&
+	    ((rc = resolve_shares(r, res, &peak->worst.sites)) < 0 ||
+	     (rc = resolve_shares(r, res, &peak->most.sites)) < 0 ||
+	     (rc = lw_model_lingering_sites(m, &lingering,
+					    &lingering_count)) < 0))
+		return rc;
+	for (size_t i = 0; i < lingering_count && rc == 0; i++)
+		rc = resolve(r, res, lingering[i], false);
+	free(lingering);
+	if (rc < 0)
+		return rc;
+	if (oom->seen && ((rc = resolve_shares(r, res, &oom->live)) < 0 ||
+			  (rc = resolve_shares(r, res, &oom->grew)) < 0))
+		return rc;
+	if (d->finding_count &&
+	    !(res->diagnosed = calloc(d->finding_count,
+				      sizeof(*res->diagnosed))))
+		return -ENOMEM;
+	res->diagnosed_count = d->finding_count;
+	for (size_t i = 0; i < d->finding_count; i++) {
+		const struct lw_finding *f = &d->findings[i];
+		struct lw_result_diagnosed *dd = &res->diagnosed[i];
+
+		if ((rc = resolve(r, res, f->site, false)) < 0)
+			return rc;
+		if (lw_evidence_let_go(&f->evidence) && f->leak) {
+			rc = lw_released_when(r, f->site, &dd->released_when,
+					      &dd->released_when_len);
+			if (rc < 0)
+				return rc;
+			if (rc == 0)
+				dd->released_when = NULL;
+		}
+		if (f->leak && (rc = lw_held_by(r, f->site, &dd->held)) < 0)
+			return rc;
+		if ((rc = lw_finding_lines(r, i, &dd->lines,
+					   &dd->line_count)) < 0)
+			return rc;
+		for (size_t k = 0; k < dd->line_count; k++)
+			if ((rc = resolve(r, res, dd->lines[k], false)) < 0)
+				return rc;
+	}
 	return 0;
 }
 
@@ -570,6 +816,15 @@ int lw_result_build(const struct lw_report *r, unsigned parts,
 		return rc;
 	if ((parts & LW_RESULT_RETAINED) && (rc = build_retained(r, res)) < 0)
 		return rc;
+	if ((parts & LW_RESULT_SITES) && (rc = build_sites(r, res)) < 0)
+		return rc;
+	for (int c = 0; c < LW_CATEGORY_COUNT; c++)
+		res->category_names[c] = lw_category_name((enum lw_category)c);
+	for (int c = 0; c <= LW_CONFIDENCE_HIGH; c++)
+		res->confidence_names[c] =
+			lw_confidence_name((enum lw_confidence)c);
+	/* Last: every frame a format shows is symbolized by now. */
+	res->note_count = lw_symbolizer_notes(r->symbolizer, &res->notes);
 	/* The text is where it stays: the labels' offsets become pointers. */
 	for (size_t k = 0; k < res->findings.count; k++) {
 		struct lw_result_finding *v = &res->finding_views[k];
@@ -591,6 +846,21 @@ void lw_result_fini(struct lw_result *res)
 		free(res->finding_views[k].breakdown);
 	for (size_t k = 0; k < res->chart_count; k++)
 		free(res->chart[k].points);
+	for (size_t k = 0; k < res->stack_count; k++) {
+		lw_site_stack_fini(&res->stacks[k].st);
+		free(res->stacks[k].symbols);
+		free(res->stacks[k].mark_at);
+		free(res->stacks[k].mark_len);
+	}
+	free(res->stacks);
+	free(res->stack_of);
+	free(res->report_sites);
+	for (size_t k = 0; k < res->location_sum_count; k++)
+		free(res->location_sums[k].sites);
+	free(res->location_sums);
+	for (size_t k = 0; k < res->diagnosed_count; k++)
+		free(res->diagnosed[k].lines);
+	free(res->diagnosed);
 	lw_findings_fini(&res->findings);
 	free(res->finding_views);
 	free(res->series);
@@ -663,6 +933,69 @@ const struct lw_result_chart_line *lw_result_chart(const struct lw_result *res,
 						   size_t i)
 {
 	return &res->chart[i];
+}
+
+size_t lw_result_report_site_count(const struct lw_result *res)
+{
+	return res->report_site_count;
+}
+
+uint32_t lw_result_report_site(const struct lw_result *res, size_t i)
+{
+	return res->report_sites[i];
+}
+
+const struct lw_result_stack *lw_result_stack(const struct lw_result *res,
+					      uint32_t site)
+{
+	if (!res->stack_of || res->stack_of[site] == UINT32_MAX)
+		return NULL;
+	return &res->stacks[res->stack_of[site]];
+}
+
+const char *lw_result_mark(const struct lw_result *res,
+			   const struct lw_result_stack *stack, size_t i,
+			   size_t *len)
+{
+	if (stack->mark_at[i] == SIZE_MAX)
+		return NULL;
+	*len = stack->mark_len[i];
+	return res->text + stack->mark_at[i];
+}
+
+size_t lw_result_location_sum_count(const struct lw_result *res)
+{
+	return res->location_sum_count;
+}
+
+const struct lw_result_location_sum *lw_result_location_sum(const struct lw_result *res,
+							    size_t i)
+{
+	return &res->location_sums[i];
+}
+
+const struct lw_result_diagnosed *lw_result_diagnosed(const struct lw_result *res,
+						      size_t i)
+{
+	return &res->diagnosed[i];
+}
+
+const char *lw_result_category(const struct lw_result *res,
+			       enum lw_category category)
+{
+	return res->category_names[category];
+}
+
+const char *lw_result_confidence(const struct lw_result *res,
+				 enum lw_confidence confidence)
+{
+	return res->confidence_names[confidence];
+}
+
+size_t lw_result_notes(const struct lw_result *res, const char *const **notes)
+{
+	*notes = res->notes;
+	return res->note_count;
 }
 
 const struct lw_result_pool *lw_result_pool(const struct lw_result *res)

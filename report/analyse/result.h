@@ -20,8 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "diagnose.h"
 #include "findings.h"
 #include "holders.h"
+#include "locations.h"
 
 /* The parts of a result, as a renderer needs them (report->needs). */
 enum {
@@ -32,6 +34,9 @@ enum {
 	/* each finding's sites at its line, with their stacks */
 	LW_RESULT_BREAKDOWN = 1u << 4,
 	LW_RESULT_CHART = 1u << 5,	/* the growth chart's lines */
+	/* the report's sites, their stacks and locations, the locations'
+	 * sums, the diagnosis's findings' facts */
+	LW_RESULT_SITES = 1u << 6,
 };
 
 /* The findings whose location series are summed (LW_RESULT_SERIES):
@@ -129,6 +134,45 @@ struct lw_result_pool {
 	uint64_t end_allocated, end_reserved, end_outside;
 };
 
+/*
+ * A site's stack as the site lists print it (LW_RESULT_SITES): its frames
+ * and location (report.h), each native frame's symbol and each frame's
+ * fold mark named (lw_fold_marks(): the run it folds into by default).
+ */
+struct lw_result_stack {
+	struct lw_site_stack st;
+	const struct lw_symbol **symbols;	/* st.count; NULL: Python */
+	size_t *mark_at;	/* st.count offsets of the marks' names in the
+				 * result's text; SIZE_MAX: folds into none */
+	size_t *mark_len;
+	bool full;		/* symbols made for every frame (a report
+				 * site), not only its location's */
+	bool leaked;		/* lw_site_leaked() */
+	uint64_t retained;	/* lw_site_retained() */
+};
+
+/* A location of the report's sites (lw_locations_sum()), largest first:
+ * the most urgent verdict and first category of its sites, which are
+ * report sites (sites[] indexes into the report's sites). */
+struct lw_result_location_sum {
+	struct lw_location_sum sum;
+	enum lw_verdict verdict;
+	enum lw_category category;
+	uint32_t *sites;
+	size_t site_count;
+};
+
+/* What the site lists print of a diagnosis finding (every one, in the
+ * diagnosis's order). */
+struct lw_result_diagnosed {
+	const char *released_when;	/* lw_released_when() of a leak let
+					 * go; NULL: none */
+	size_t released_when_len;
+	struct lw_held_by held;	/* a leak's holders */
+	uint32_t *lines;	/* lw_finding_lines() */
+	size_t line_count;
+};
+
 struct lw_result {
 	unsigned parts;		/* LW_RESULT_*: what was made */
 	struct lw_findings findings;
@@ -143,6 +187,22 @@ struct lw_result {
 	struct lw_result_pool pool;
 	struct lw_result_chart_line chart[LW_RESULT_CHART_MAX];
 	size_t chart_count;
+	/* LW_RESULT_SITES */
+	uint32_t *report_sites;	/* lw_report_sites() */
+	size_t report_site_count;
+	struct lw_result_stack *stacks;
+	size_t stack_count;
+	uint32_t *stack_of;	/* site -> stacks index; UINT32_MAX: none */
+	struct lw_result_location_sum *location_sums;
+	size_t location_sum_count;
+	struct lw_result_diagnosed *diagnosed;	/* the diagnosis's findings' */
+	size_t diagnosed_count;
+	/* Names, for every format */
+	const char *category_names[LW_CATEGORY_COUNT];
+	const char *confidence_names[LW_CONFIDENCE_HIGH + 1];
+	/* The symbolizer's notes, once every frame shown was symbolized. */
+	const char *const *notes;
+	size_t note_count;
 };
 
 /*
@@ -188,6 +248,36 @@ const struct lw_result_frame *lw_result_also(const struct lw_result *result,
 size_t lw_result_chart_count(const struct lw_result *result);
 const struct lw_result_chart_line *lw_result_chart(const struct lw_result *result,
 						   size_t i);
+
+/* The sites a report lists (lw_report_sites()), and a site's stack;
+ * NULL when the result did not make it. */
+size_t lw_result_report_site_count(const struct lw_result *result);
+uint32_t lw_result_report_site(const struct lw_result *result, size_t i);
+const struct lw_result_stack *lw_result_stack(const struct lw_result *result,
+					      uint32_t site);
+/* The name of a fold mark of a stack's frame i; NULL: folds into none. */
+const char *lw_result_mark(const struct lw_result *result,
+			   const struct lw_result_stack *stack, size_t i,
+			   size_t *len);
+
+/* The report sites' locations, largest first. */
+size_t lw_result_location_sum_count(const struct lw_result *result);
+const struct lw_result_location_sum *lw_result_location_sum(const struct lw_result *result,
+							    size_t i);
+
+/* Diagnosis finding i's facts. */
+const struct lw_result_diagnosed *lw_result_diagnosed(const struct lw_result *result,
+						      size_t i);
+
+/* lw_category_name(), lw_confidence_name(). */
+const char *lw_result_category(const struct lw_result *result,
+			       enum lw_category category);
+const char *lw_result_confidence(const struct lw_result *result,
+				 enum lw_confidence confidence);
+
+/* The symbolizer's notes. */
+size_t lw_result_notes(const struct lw_result *result,
+		       const char *const **notes);
 
 /* The memory account of PyTorch's pool. */
 const struct lw_result_pool *lw_result_pool(const struct lw_result *result);

@@ -66,12 +66,6 @@ UPWARD = {
 RENDER_PENDING = {
     (obj, fn)
     for obj, fns in {
-        "render_json.c.o": (
-            "lw_category_name lw_confidence_name lw_finding_lines "
-            "lw_fold_label_string lw_fold_marks lw_held_by lw_location_of "
-            "lw_location_sum_by_bytes lw_locations_sum lw_released_when "
-            "lw_report_sites lw_site_leaked lw_site_retained lw_site_stack "
-            "lw_site_stack_fini lw_symbolize lw_symbolizer_notes"),
         "render_text.c.o": (
             "lw_category_name lw_confidence_name lw_evidence_string "
             "lw_finding_lines lw_fold_stack lw_frame_is_interpreter "
