@@ -715,6 +715,62 @@ out:
 	return rc;
 }
 
+/* The table of the stacks resolved, empty; once. */
+static int init_stacks(const struct lw_report *r, struct lw_result *res)
+{
+	uint32_t n = lw_model_site_count(r->model);
+
+	if (res->stack_of)
+		return 0;
+	res->stack_of = malloc((n ? n : 1) * sizeof(*res->stack_of));
+	res->stacks = calloc(n ? n : 1, sizeof(*res->stacks));
+	if (!res->stack_of || !res->stacks)
+		return -ENOMEM;
+	memset(res->stack_of, 0xff, (n ? n : 1) * sizeof(*res->stack_of));
+	return 0;
+}
+
+/* Every diagnosis finding's evidence, released-when, holders and lines,
+ * its site and lines located. */
+static int build_diagnosed(const struct lw_report *r, struct lw_result *res)
+{
+	const struct lw_diagnosis *d = &r->analysis->diagnosis;
+	int rc;
+
+	if ((rc = init_stacks(r, res)) < 0)
+		return rc;
+	if (d->finding_count &&
+	    !(res->diagnosed = calloc(d->finding_count,
+				      sizeof(*res->diagnosed))))
+		return -ENOMEM;
+	res->diagnosed_count = d->finding_count;
+	for (size_t i = 0; i < d->finding_count; i++) {
+		const struct lw_finding *f = &d->findings[i];
+		struct lw_result_diagnosed *dd = &res->diagnosed[i];
+
+		if ((rc = resolve(r, res, f->site, false)) < 0 ||
+		    (rc = lw_evidence_string(r, f, &dd->evidence)) < 0)
+			return rc;
+		if (lw_evidence_let_go(&f->evidence) && f->leak) {
+			rc = lw_released_when(r, f->site, &dd->released_when,
+					      &dd->released_when_len);
+			if (rc < 0)
+				return rc;
+			if (rc == 0)
+				dd->released_when = NULL;
+		}
+		if (f->leak && (rc = lw_held_by(r, f->site, &dd->held)) < 0)
+			return rc;
+		if ((rc = lw_finding_lines(r, i, &dd->lines,
+					   &dd->line_count)) < 0)
+			return rc;
+		for (size_t k = 0; k < dd->line_count; k++)
+			if ((rc = resolve(r, res, dd->lines[k], false)) < 0)
+				return rc;
+	}
+	return 0;
+}
+
 /*
  * The site lists: the report's sites with their stacks, their locations'
  * sums, the sites named by the model's lists of shares, and each
@@ -723,22 +779,17 @@ out:
 static int build_sites(const struct lw_report *r, struct lw_result *res)
 {
 	const struct lw_model *m = r->model;
-	const struct lw_diagnosis *d = &r->analysis->diagnosis;
 	const struct lw_trace_meta *meta = lw_model_meta(m);
 	const struct lw_peak *peak = lw_model_peak(m);
 	const struct lw_oom *oom = lw_model_oom(m);
-	uint32_t n = lw_model_site_count(m), *lingering = NULL;
+	uint32_t *lingering = NULL;
 	size_t lingering_count = 0;
 	int rc;
 
 	if ((rc = lw_report_sites(r, &res->report_sites,
-				  &res->report_site_count)) < 0)
+				  &res->report_site_count)) < 0 ||
+	    (rc = init_stacks(r, res)) < 0)
 		return rc;
-	res->stack_of = malloc((n ? n : 1) * sizeof(*res->stack_of));
-	res->stacks = calloc(n ? n : 1, sizeof(*res->stacks));
-	if (!res->stack_of || !res->stacks)
-		return -ENOMEM;
-	memset(res->stack_of, 0xff, (n ? n : 1) * sizeof(*res->stack_of));
 	for (size_t i = 0; i < res->report_site_count; i++)
 		if ((rc = resolve(r, res, res->report_sites[i], true)) < 0)
 			return rc;
@@ -766,34 +817,6 @@ static int build_sites(const struct lw_report *r, struct lw_result *res)
 	if (oom->seen && ((rc = resolve_shares(r, res, &oom->live)) < 0 ||
 			  (rc = resolve_shares(r, res, &oom->grew)) < 0))
 		return rc;
-	if (d->finding_count &&
-	    !(res->diagnosed = calloc(d->finding_count,
-				      sizeof(*res->diagnosed))))
-		return -ENOMEM;
-	res->diagnosed_count = d->finding_count;
-	for (size_t i = 0; i < d->finding_count; i++) {
-		const struct lw_finding *f = &d->findings[i];
-		struct lw_result_diagnosed *dd = &res->diagnosed[i];
-
-		if ((rc = resolve(r, res, f->site, false)) < 0)
-			return rc;
-		if (lw_evidence_let_go(&f->evidence) && f->leak) {
-			rc = lw_released_when(r, f->site, &dd->released_when,
-					      &dd->released_when_len);
-			if (rc < 0)
-				return rc;
-			if (rc == 0)
-				dd->released_when = NULL;
-		}
-		if (f->leak && (rc = lw_held_by(r, f->site, &dd->held)) < 0)
-			return rc;
-		if ((rc = lw_finding_lines(r, i, &dd->lines,
-					   &dd->line_count)) < 0)
-			return rc;
-		for (size_t k = 0; k < dd->line_count; k++)
-			if ((rc = resolve(r, res, dd->lines[k], false)) < 0)
-				return rc;
-	}
 	return 0;
 }
 
@@ -817,6 +840,9 @@ int lw_result_build(const struct lw_report *r, unsigned parts,
 	if ((parts & LW_RESULT_RETAINED) && (rc = build_retained(r, res)) < 0)
 		return rc;
 	if ((parts & LW_RESULT_SITES) && (rc = build_sites(r, res)) < 0)
+		return rc;
+	if ((parts & LW_RESULT_DIAGNOSED) &&
+	    (rc = build_diagnosed(r, res)) < 0)
 		return rc;
 	for (int c = 0; c < LW_CATEGORY_COUNT; c++)
 		res->category_names[c] = lw_category_name((enum lw_category)c);
@@ -858,8 +884,10 @@ void lw_result_fini(struct lw_result *res)
 	for (size_t k = 0; k < res->location_sum_count; k++)
 		free(res->location_sums[k].sites);
 	free(res->location_sums);
-	for (size_t k = 0; k < res->diagnosed_count; k++)
+	for (size_t k = 0; k < res->diagnosed_count; k++) {
 		free(res->diagnosed[k].lines);
+		free(res->diagnosed[k].evidence);
+	}
 	free(res->diagnosed);
 	lw_findings_fini(&res->findings);
 	free(res->finding_views);

@@ -35,8 +35,10 @@ enum {
 	LW_RESULT_BREAKDOWN = 1u << 4,
 	LW_RESULT_CHART = 1u << 5,	/* the growth chart's lines */
 	/* the report's sites, their stacks and locations, the locations'
-	 * sums, the diagnosis's findings' facts */
+	 * sums, the sites of the model's lists of shares */
 	LW_RESULT_SITES = 1u << 6,
+	/* every diagnosis finding's facts, its lines located */
+	LW_RESULT_DIAGNOSED = 1u << 7,
 };
 
 /* The findings whose location series are summed (LW_RESULT_SERIES):
@@ -165,6 +167,7 @@ struct lw_result_location_sum {
 /* What the site lists print of a diagnosis finding (every one, in the
  * diagnosis's order). */
 struct lw_result_diagnosed {
+	char *evidence;		/* lw_evidence_string(), owned */
 	const char *released_when;	/* lw_released_when() of a leak let
 					 * go; NULL: none */
 	size_t released_when_len;

@@ -1286,7 +1286,7 @@ static int json_end(struct lw_render_run *run)
 
 const struct lw_renderer lw_json_renderer = {
 	.name = "json",
-	.needs = LW_RESULT_POOL | LW_RESULT_SITES,
+	.needs = LW_RESULT_POOL | LW_RESULT_SITES | LW_RESULT_DIAGNOSED,
 	.begin = json_begin,
 	.report = json_report,
 	.end = json_end,

@@ -23,6 +23,7 @@
 #include "lw-cells.h"
 #include "pystack.h"
 #include "render.h"
+#include "result.h"
 
 /* Whether a shell would need an argument quoted. */
 static bool needs_quotes(const uint8_t *s, size_t len)
@@ -475,26 +476,20 @@ static void put_location(FILE *out, const struct lw_model *m,
 }
 
 /* A finding's other lines: "    also at FUNCTION  FILE:LINE". */
-static int put_other_lines(FILE *out, const struct lw_report *r,
-			   size_t finding)
+static void put_other_lines(FILE *out, const struct lw_report *r,
+			    const struct lw_result *res,
+			    const struct lw_result_diagnosed *dd)
 {
-	uint32_t *sites;
-	size_t n;
-	int rc = lw_finding_lines(r, finding, &sites, &n);
+	for (size_t i = 1; i < dd->line_count; i++) {
+		const struct lw_result_stack *rs =
+			lw_result_stack(res, dd->lines[i]);
 
-	for (size_t i = 1; rc == 0 && i < n; i++) {
-		struct lw_site_stack st;
-
-		if ((rc = lw_site_stack(r, sites[i], &st)) == 0 &&
-		    st.location.frame) {
-			put_location_as(out, r->model, &st.location,
+		if (rs && rs->st.location.frame) {
+			put_location_as(out, r->model, &rs->st.location,
 					"    also at ");
 			putc('\n', out);
 		}
-		lw_site_stack_fini(&st);
 	}
-	free(sites);
-	return rc;
 }
 
 /* The first line of a site: what it holds at the report point. */
@@ -966,15 +961,12 @@ out:
 }
 
 /* "held by" under a finding's line, and the fix against the holder. */
-static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
+static void put_held_by(FILE *out, const struct lw_held_by *held)
 {
-	struct lw_held_by held;
-	int rc = lw_held_by(r, site, &held);
-
-	if (rc < 0 || held.count == 0)
-		return rc;
-	for (size_t i = 0; i < held.count; i++) {
-		const struct lw_held *e = &held.items[i];
+	if (held->count == 0)
+		return;
+	for (size_t i = 0; i < held->count; i++) {
+		const struct lw_held *e = &held->items[i];
 		const struct lw_holder *h = e->holder;
 
 		fputs("      held by: ", out);
@@ -989,13 +981,12 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 				h->graph, h->graph == 1 ? "" : "s");
 		fputs(")\n", out);
 	}
-	if (held.cut)
+	if (held->cut)
 		fputs("      (the holder search ran out of time: there may be more)\n",
 		      out);
 	fputs("      fix the holder: ", out);
-	lw_put_text_str(out, held.items[0].fix);
+	lw_put_text_str(out, held->items[0].fix);
 	putc('\n', out);
-	return 0;
 }
 
 /*
@@ -1005,6 +996,7 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 {
 	const struct lw_diagnosis d = r->analysis->diagnosis;
+	const struct lw_result *res = lw_result_of(r);
 	size_t leaks = 0, others = 0, shown = 0;
 	bool in_others = false;
 	char size[LW_SIZE_BUF];
@@ -1032,6 +1024,7 @@ static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 	putc('\n', out);
 	for (size_t i = 0; i < d.finding_count && rc == 0; i++) {
 		const struct lw_finding *f = &d.findings[i];
+		const struct lw_result_diagnosed *dd = lw_result_diagnosed(res, i);
 
 		if ((f->suppressed && f->leak) ||
 		    f->category == LW_CATEGORY_CACHE_GROWTH)
@@ -1046,18 +1039,15 @@ static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 			break;
 		}
 		fprintf(out, "  #%zu %s (%s confidence): %s\n", ++shown,
-			lw_category_name(f->category),
-			lw_confidence_name(f->confidence), f->reason);
-		if ((rc = lw_put_site_location(out, r, f->site)) < 0 ||
-		    (f->leak && (rc = put_other_lines(out, r, i)) < 0) ||
-		    (f->leak && (rc = put_held_by(out, r, f->site)) < 0))
+			lw_result_category(res, f->category),
+			lw_result_confidence(res, f->confidence), f->reason);
+		if ((rc = lw_put_site_location(out, r, f->site)) < 0)
 			break;
-		char *evidence;
-
-		if ((rc = lw_evidence_string(r, f, &evidence)) < 0)
-			break;
-		fprintf(out, "      evidence: %s\n", evidence);
-		free(evidence);
+		if (f->leak) {
+			put_other_lines(out, r, res, dd);
+			put_held_by(out, &dd->held);
+		}
+		fprintf(out, "      evidence: %s\n", dd->evidence);
 		if (lw_finding_has_fix(f))
 			fprintf(out, "      fix: %s\n", f->fix);
 	}
@@ -1178,7 +1168,7 @@ static int text_end(struct lw_render_run *run)
 
 const struct lw_renderer lw_text_renderer = {
 	.name = "text",
-	.needs = LW_RESULT_POOL,
+	.needs = LW_RESULT_POOL | LW_RESULT_DIAGNOSED,
 	.report = text_report,
 	.end = text_end,
 };

@@ -67,12 +67,11 @@ RENDER_PENDING = {
     (obj, fn)
     for obj, fns in {
         "render_text.c.o": (
-            "lw_category_name lw_confidence_name lw_evidence_string "
-            "lw_finding_lines lw_fold_stack lw_frame_is_interpreter "
-            "lw_growing_sites lw_held_by lw_location_of "
-            "lw_location_sum_by_bytes lw_location_sum_by_rate "
-            "lw_locations_sum lw_put_fold_label lw_site_stack "
-            "lw_site_stack_fini lw_symbolize lw_symbolizer_notes"),
+            "lw_fold_stack lw_frame_is_interpreter lw_growing_sites "
+            "lw_location_of lw_location_sum_by_bytes "
+            "lw_location_sum_by_rate lw_locations_sum lw_put_fold_label "
+            "lw_site_stack lw_site_stack_fini lw_symbolize "
+            "lw_symbolizer_notes"),
     }.items()
     for fn in fns.split()
 }
