@@ -772,6 +772,284 @@ static int build_diagnosed(const struct lw_report *r, struct lw_result *res)
 }
 
 /*
+ * A live stack as the text report prints it: the frames folded, the first
+ * max native ones symbolized (0: all), framework runs labelled.
+ */
+static int fold(const struct lw_report *r, struct lw_result *res,
+		uint32_t site, size_t max)
+{
+	struct lw_result_stack *rs;
+	size_t n, native = 0;
+	int rc;
+
+	if ((rc = resolve(r, res, site, false)) < 0)
+		return rc;
+	rs = &res->stacks[res->stack_of[site]];
+	if (rs->has_folded)
+		return 0;
+	rs->has_folded = true;
+	n = rs->st.count;
+	rs->folded = malloc((n ? n : 1) * sizeof(*rs->folded));
+	rs->folded_symbols = calloc(n ? n : 1, sizeof(*rs->folded_symbols));
+	rs->interpreter = calloc(n ? n : 1, sizeof(*rs->interpreter));
+	rs->fold_at = calloc(n ? n : 1, sizeof(*rs->fold_at));
+	rs->fold_len = calloc(n ? n : 1, sizeof(*rs->fold_len));
+	if (!rs->folded || !rs->folded_symbols || !rs->interpreter ||
+	    !rs->fold_at || !rs->fold_len)
+		return -ENOMEM;
+	/* A copy: the location points into the frames as they were. */
+	if (n)
+		memcpy(rs->folded, rs->st.frames, n * sizeof(*rs->folded));
+	if ((rc = lw_fold_stack(r, rs->folded, &n)) < 0)
+		return rc;
+	rs->folded_count = n;
+	for (size_t i = 0; i < n; i++) {
+		const struct lw_frame *f = &rs->folded[i];
+
+		if (f->fold == LW_FOLD_FRAMEWORK) {
+			size_t len;
+			char *label = lw_fold_label_string(f, &len);
+
+			if (!label)
+				return -ENOMEM;
+			rc = add_text(res, label, len, &rs->fold_at[i]);
+			rs->fold_len[i] = len;
+			free(label);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		if (f->fold != LW_FOLD_NONE || f->python)
+			continue;
+		if (max && native == max)
+			continue;
+		native++;
+		if ((rc = lw_symbolize(r->symbolizer, f->address,
+				       &rs->folded_symbols[i])) < 0)
+			return rc;
+		rs->interpreter[i] =
+			lw_frame_is_interpreter(r, rs->folded_symbols[i]);
+	}
+	return 0;
+}
+
+/* Sums sites (with bytes, counts, rates as lw_locations_sum() takes them)
+ * into out, each site's location found, sorted by cmp; every sum's lead
+ * located. out takes sites. */
+static int sum_sites(const struct lw_report *r, struct lw_result *res,
+		     uint32_t *sites, size_t n, const double *rate,
+		     const double *count_rate, const uint64_t *bytes,
+		     const uint64_t *counts,
+		     int (*cmp)(const void *, const void *),
+		     struct lw_result_sums *out)
+{
+	int rc;
+
+	out->sites = sites;
+	out->site_count = n;
+	if (!(out->where = calloc(n + 1, sizeof(*out->where))))
+		return -ENOMEM;
+	rc = lw_locations_sum(r->locations, sites, rate, count_rate, bytes,
+			      counts, n, &out->sums, &out->count);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = lw_location_of(r->locations, sites[i], &out->where[i]);
+	if (rc < 0)
+		return rc;
+	if (out->count > 1)
+		qsort(out->sums, out->count, sizeof(*out->sums), cmp);
+	for (size_t i = 0; i < out->count && rc == 0; i++)
+		rc = resolve(r, res, out->sums[i].lead, false);
+	return rc;
+}
+
+/* The growing sites by location, fastest first; each one located (`check`
+ * names them one by one). */
+static int build_growth(const struct lw_report *r, struct lw_result *res)
+{
+	const struct lw_growth_report *g = &r->analysis->growth;
+	uint32_t *sites;
+	size_t n;
+	double *rate, *count_rate;
+	int rc;
+
+	if ((rc = init_stacks(r, res)) < 0 ||
+	    (rc = lw_growing_sites(g, &sites, &n)) < 0)
+		return rc;
+	rate = malloc((n ? n : 1) * sizeof(*rate));
+	count_rate = malloc((n ? n : 1) * sizeof(*count_rate));
+	if (!rate || !count_rate) {
+		free(sites);
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		rate[i] = g->sites[sites[i]].bytes_per_step;
+		count_rate[i] = g->sites[sites[i]].count_per_step;
+	}
+	rc = sum_sites(r, res, sites, n, rate, count_rate, NULL, NULL,
+		       lw_location_sum_by_rate, &res->growth);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = resolve(r, res, sites[i], false);
+out:
+	free(rate);
+	free(count_rate);
+	return rc;
+}
+
+/* What outlived a phase: its shares of a count, unsuppressed, by
+ * location, largest first. */
+static int build_phase(const struct lw_report *r, struct lw_result *res,
+		       const struct lw_phase *ph, struct lw_result_sums *out)
+{
+	const struct lw_model *m = r->model;
+	size_t n = 0;
+	uint32_t *sites = calloc(ph->sites.count + 1, sizeof(*sites));
+	uint64_t *bytes = calloc(ph->sites.count + 1, sizeof(*bytes));
+	uint64_t *counts = calloc(ph->sites.count + 1, sizeof(*counts));
+	int rc = -ENOMEM;
+
+	if (!sites || !bytes || !counts) {
+		free(sites);
+		goto out;
+	}
+	for (size_t j = 0; j < ph->sites.count; j++) {
+		const struct lw_site_share *sh = &ph->sites.items[j];
+
+		if (sh->count == 0 || lw_model_site_suppressed(m, sh->site))
+			continue;
+		sites[n] = sh->site;
+		bytes[n] = sh->bytes;
+		counts[n++] = sh->count;
+	}
+	rc = sum_sites(r, res, sites, n, NULL, NULL, bytes, counts,
+		       lw_location_sum_by_bytes, out);
+out:
+	free(bytes);
+	free(counts);
+	return rc;
+}
+
+/*
+ * The lingering sites by location: the most each site added to one peak,
+ * summed (at most that together), at the most peaks any of them; largest
+ * first.
+ */
+static int build_lingering(const struct lw_report *r, struct lw_result *res)
+{
+	const struct lw_model *m = r->model;
+	struct lw_result_sums *l = &res->lingering;
+	uint32_t *sites;
+	uint64_t *most;
+	size_t n;
+	int rc = lw_model_lingering_sites(m, &sites, &n);
+
+	if (rc < 0)
+		return rc;
+	if (!(most = calloc(n + 1, sizeof(*most)))) {
+		free(sites);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		most[i] = lw_model_site(m, sites[i])->lingering_max;
+	rc = sum_sites(r, res, sites, n, NULL, NULL, most, NULL,
+		       lw_location_sum_by_bytes, l);
+	free(most);
+	if (rc < 0)
+		return rc;
+	for (size_t k = 0; k < l->count; k++) {
+		l->sums[k].count = 0;
+		for (size_t i = 0; i < n; i++)
+			if (lw_location_sum_holds(m, &l->sums[k], l->where[i],
+						  sites[i]) &&
+			    lw_model_site(m, sites[i])->lingering_steps >
+				    l->sums[k].count)
+				l->sums[k].count =
+					lw_model_site(m, sites[i])->lingering_steps;
+	}
+	return 0;
+}
+
+/*
+ * The text report's lists by location, every entry's lead located: what
+ * outlived each phase, what lingered at the peaks, the live sites (the
+ * first top entries' stacks folded, with --sites each of their sites'),
+ * and the sites of an out-of-memory error's lists and of the pool's
+ * verdicts.
+ */
+static int build_lists(const struct lw_report *r, struct lw_result *res)
+{
+	const struct lw_model *m = r->model;
+	const struct lw_phase_table *phases = lw_model_phases(m);
+	const struct lw_oom *oom = lw_model_oom(m);
+	const struct lw_report_options *o = r->options;
+	size_t top = o ? o->top : 0, frames = o ? o->frames : 0, shown;
+	struct lw_result_sums *live = &res->live;
+	uint32_t *sites;
+	uint64_t *bytes, *counts;
+	size_t n;
+	int rc;
+
+	if ((rc = init_stacks(r, res)) < 0)
+		return rc;
+	if (phases->count &&
+	    !(res->phases = calloc(phases->count, sizeof(*res->phases))))
+		return -ENOMEM;
+	res->phase_count = phases->count;
+	for (size_t i = 0; i < phases->count; i++) {
+		const struct lw_phase *ph = &phases->items[i];
+
+		if (ph->surviving_count == 0 ||
+		    !lw_model_string(m, ph->string_id))
+			continue;
+		if ((rc = build_phase(r, res, ph, &res->phases[i])) < 0)
+			return rc;
+	}
+	if (lw_model_peak(m)->lingering_steps &&
+	    (rc = build_lingering(r, res)) < 0)
+		return rc;
+	if (oom->seen && ((rc = resolve_shares(r, res, &oom->live)) < 0 ||
+			  (rc = resolve_shares(r, res, &oom->grew)) < 0))
+		return rc;
+	for (size_t i = 0; i < res->pool.verdict_count; i++)
+		if ((rc = resolve(r, res, res->pool.verdicts[i].site,
+				  false)) < 0)
+			return rc;
+	if ((rc = lw_model_live_sites(m, &sites, &n)) < 0)
+		return rc;
+	bytes = calloc(n + 1, sizeof(*bytes));
+	counts = calloc(n + 1, sizeof(*counts));
+	if (!bytes || !counts) {
+		free(sites);
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct lw_totals t = lw_model_site_totals(m, sites[i]);
+
+		bytes[i] = t.live_bytes;
+		counts[i] = t.live_count;
+	}
+	if ((rc = sum_sites(r, res, sites, n, NULL, NULL, bytes, counts,
+			    lw_location_sum_by_bytes, live)) < 0)
+		goto out;
+	shown = top && top < live->count ? top : live->count;
+	for (size_t k = 0; k < shown && rc == 0; k++) {
+		const struct lw_location_sum *sum = &live->sums[k];
+
+		rc = fold(r, res, sum->lead, frames);
+		for (size_t i = 0; i < n && rc == 0 && sum->sites > 1 &&
+				   (!o || o->sites); i++)
+			if (lw_location_sum_holds(m, sum, live->where[i],
+						  sites[i]))
+				rc = fold(r, res, sites[i], frames);
+	}
+out:
+	free(bytes);
+	free(counts);
+	return rc;
+}
+
+/*
  * The site lists: the report's sites with their stacks, their locations'
  * sums, the sites named by the model's lists of shares, and each
  * diagnosis finding's facts and lines.
@@ -844,6 +1122,10 @@ int lw_result_build(const struct lw_report *r, unsigned parts,
 	if ((parts & LW_RESULT_DIAGNOSED) &&
 	    (rc = build_diagnosed(r, res)) < 0)
 		return rc;
+	if ((parts & LW_RESULT_GROWTH) && (rc = build_growth(r, res)) < 0)
+		return rc;
+	if ((parts & LW_RESULT_LISTS) && (rc = build_lists(r, res)) < 0)
+		return rc;
 	for (int c = 0; c < LW_CATEGORY_COUNT; c++)
 		res->category_names[c] = lw_category_name((enum lw_category)c);
 	for (int c = 0; c <= LW_CONFIDENCE_HIGH; c++)
@@ -863,6 +1145,13 @@ int lw_result_build(const struct lw_report *r, unsigned parts,
 	return 0;
 }
 
+static void lw_result_sums_fini(struct lw_result_sums *sums)
+{
+	free(sums->sites);
+	free(sums->where);
+	free(sums->sums);
+}
+
 void lw_result_fini(struct lw_result *res)
 {
 	for (size_t i = 0; i < res->pool.verdict_count; i++)
@@ -872,7 +1161,18 @@ void lw_result_fini(struct lw_result *res)
 		free(res->finding_views[k].breakdown);
 	for (size_t k = 0; k < res->chart_count; k++)
 		free(res->chart[k].points);
+	lw_result_sums_fini(&res->growth);
+	lw_result_sums_fini(&res->lingering);
+	lw_result_sums_fini(&res->live);
+	for (size_t k = 0; k < res->phase_count; k++)
+		lw_result_sums_fini(&res->phases[k]);
+	free(res->phases);
 	for (size_t k = 0; k < res->stack_count; k++) {
+		free(res->stacks[k].folded);
+		free(res->stacks[k].folded_symbols);
+		free(res->stacks[k].interpreter);
+		free(res->stacks[k].fold_at);
+		free(res->stacks[k].fold_len);
 		lw_site_stack_fini(&res->stacks[k].st);
 		free(res->stacks[k].symbols);
 		free(res->stacks[k].mark_at);
@@ -989,6 +1289,35 @@ const char *lw_result_mark(const struct lw_result *res,
 		return NULL;
 	*len = stack->mark_len[i];
 	return res->text + stack->mark_at[i];
+}
+
+const char *lw_result_fold(const struct lw_result *res,
+			   const struct lw_result_stack *stack, size_t i,
+			   size_t *len)
+{
+	*len = stack->fold_len[i];
+	return res->text + stack->fold_at[i];
+}
+
+const struct lw_result_sums *lw_result_growth(const struct lw_result *res)
+{
+	return &res->growth;
+}
+
+const struct lw_result_sums *lw_result_phase(const struct lw_result *res,
+					     size_t phase)
+{
+	return &res->phases[phase];
+}
+
+const struct lw_result_sums *lw_result_lingering(const struct lw_result *res)
+{
+	return &res->lingering;
+}
+
+const struct lw_result_sums *lw_result_live(const struct lw_result *res)
+{
+	return &res->live;
 }
 
 size_t lw_result_location_sum_count(const struct lw_result *res)

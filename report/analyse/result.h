@@ -39,6 +39,12 @@ enum {
 	LW_RESULT_SITES = 1u << 6,
 	/* every diagnosis finding's facts, its lines located */
 	LW_RESULT_DIAGNOSED = 1u << 7,
+	/* the growing sites by location, every one located */
+	LW_RESULT_GROWTH = 1u << 8,
+	/* the text report's lists: what outlived its phase, lingered at
+	 * the peaks, was live at an out-of-memory error or is live, by
+	 * location, located; the live list's stacks folded */
+	LW_RESULT_LISTS = 1u << 9,
 };
 
 /* The findings whose location series are summed (LW_RESULT_SERIES):
@@ -151,6 +157,26 @@ struct lw_result_stack {
 				 * site), not only its location's */
 	bool leaked;		/* lw_site_leaked() */
 	uint64_t retained;	/* lw_site_retained() */
+	/* LW_RESULT_LISTS' live stacks: the frames folded (lw_fold_stack()),
+	 * the first report->options->frames native ones (0: all) symbolized
+	 * (folded_symbols) and whether each is the interpreter's own, a
+	 * framework run's label (lw_put_fold_label()) in the text. */
+	bool has_folded;
+	struct lw_frame *folded;
+	size_t folded_count;
+	const struct lw_symbol **folded_symbols;
+	bool *interpreter;
+	size_t *fold_at, *fold_len;
+};
+
+/* A list of sites summed by location (lw_locations_sum()), in a list's
+ * order: the sites, each one's location, and the sums. */
+struct lw_result_sums {
+	uint32_t *sites;
+	uint32_t *where;
+	size_t site_count;
+	struct lw_location_sum *sums;
+	size_t count;
 };
 
 /* A location of the report's sites (lw_locations_sum()), largest first:
@@ -200,6 +226,16 @@ struct lw_result {
 	size_t location_sum_count;
 	struct lw_result_diagnosed *diagnosed;	/* the diagnosis's findings' */
 	size_t diagnosed_count;
+	/* LW_RESULT_GROWTH: the growing sites (lw_growing_sites()), their
+	 * locations fastest first */
+	struct lw_result_sums growth;
+	/* LW_RESULT_LISTS: what outlived each phase (by the model's phase
+	 * index; shares of a count, unsuppressed), largest first; the
+	 * lingering sites by the most each added to a peak (count: the most
+	 * peaks one of them lingered at); the live sites, largest first */
+	struct lw_result_sums *phases;
+	size_t phase_count;
+	struct lw_result_sums lingering, live;
 	/* Names, for every format */
 	const char *category_names[LW_CATEGORY_COUNT];
 	const char *confidence_names[LW_CONFIDENCE_HIGH + 1];
@@ -262,6 +298,19 @@ const struct lw_result_stack *lw_result_stack(const struct lw_result *result,
 const char *lw_result_mark(const struct lw_result *result,
 			   const struct lw_result_stack *stack, size_t i,
 			   size_t *len);
+
+/* A framework run's label of a stack's folded frame i. */
+const char *lw_result_fold(const struct lw_result *result,
+			   const struct lw_result_stack *stack, size_t i,
+			   size_t *len);
+
+/* The lists of sites by location (LW_RESULT_GROWTH, LW_RESULT_LISTS); a
+ * phase's by the model's phase index. */
+const struct lw_result_sums *lw_result_growth(const struct lw_result *result);
+const struct lw_result_sums *lw_result_phase(const struct lw_result *result,
+					     size_t phase);
+const struct lw_result_sums *lw_result_lingering(const struct lw_result *result);
+const struct lw_result_sums *lw_result_live(const struct lw_result *result);
 
 /* The report sites' locations, largest first. */
 size_t lw_result_location_sum_count(const struct lw_result *result);

@@ -23,8 +23,7 @@
 - renderers only format the analysis's result: on the built objects
   (`nm`), no object of report/render/ calls a function defined in
   report/symbols/ or report/analyse/ but the result's accessors, declared
-  in analyse/result.h. The calls not yet moved into the result are listed
-  (RENDER_PENDING), and each must still be there.
+  in analyse/result.h.
 
     test-layering.py --root SOURCE_ROOT \
         --report-objects BUILD/report/leakwatch.p \
@@ -59,21 +58,6 @@ UPWARD = {
     ("interpose", "summary/gate.c", "tracker.h"),
     # The trace says how PyTorch's allocator was set up.
     ("interpose", "record/tracker.c", "torchconf.h"),
-}
-
-# Renderers' calls into the analysis and the symbols that the result does
-# not make yet: (object's file, function).
-RENDER_PENDING = {
-    (obj, fn)
-    for obj, fns in {
-        "render_text.c.o": (
-            "lw_fold_stack lw_frame_is_interpreter lw_growing_sites "
-            "lw_location_of lw_location_sum_by_bytes "
-            "lw_location_sum_by_rate lw_locations_sum lw_put_fold_label "
-            "lw_site_stack lw_site_stack_fini lw_symbolize "
-            "lw_symbolizer_notes"),
-    }.items()
-    for fn in fns.split()
 }
 
 # Rooms a renderer reaches only through the result.
@@ -125,7 +109,6 @@ def check_render_calls(root, folders):
           f"analyse/'s objects not read: lw_category_name in "
           f"{room_of.get('lw_category_name')!r}")
     through_result = 0
-    seen = set()
     for name, undefined in sorted(calls.items()):
         for symbol in sorted(undefined):
             if room_of.get(symbol) not in RESULT_ROOMS:
@@ -133,16 +116,10 @@ def check_render_calls(root, folders):
             if symbol in accessors:
                 through_result += 1
                 continue
-            if (name, symbol) in RENDER_PENDING:
-                seen.add((name, symbol))
-                continue
             check(False, f"report/render: {name} calls {symbol} of "
                   f"{room_of[symbol]}/, not through the result "
                   f"(analyse/result.h)")
     check(through_result > 0, "no renderer reads the result's accessors")
-    for name, symbol in sorted(RENDER_PENDING - seen):
-        check(False, f"{name} no longer calls {symbol}: take it off "
-              f"RENDER_PENDING in test-layering.py")
 
 
 def model_members(header):
