@@ -570,21 +570,41 @@ static int resolve(const struct lw_report *r, struct lw_result *res,
 		if (!full || rs->full)
 			return 0;
 	} else {
+		size_t each = sizeof(*rs->symbols) + sizeof(*rs->mark_at) +
+			      sizeof(*rs->mark_len);
+		char *block;
+
+		if (res->stack_count == res->stack_capacity) {
+			size_t next = res->stack_capacity
+					      ? res->stack_capacity * 2 : 64;
+			struct lw_result_stack *p =
+				realloc(res->stacks, next * sizeof(*p));
+
+			if (!p)
+				return -ENOMEM;
+			res->stacks = p;
+			res->stack_capacity = next;
+		}
 		rs = &res->stacks[res->stack_count];
+		memset(rs, 0, sizeof(*rs));
 		res->stack_of[site] = (uint32_t)res->stack_count++;
 		if ((rc = lw_site_stack(r, site, &rs->st)) < 0)
 			return rc;
 		n = rs->st.count;
 		rs->leaked = lw_site_leaked(r, site);
 		rs->retained = lw_site_retained(r, site);
-		rs->mark_at = calloc(n ? n : 1, sizeof(*rs->mark_at));
-		rs->mark_len = calloc(n ? n : 1, sizeof(*rs->mark_len));
-		rs->symbols = calloc(n ? n : 1, sizeof(*rs->symbols));
+		/* The frames' symbols and marks in one block: a report of
+		 * many sites keeps them all. */
+		block = calloc(n ? n : 1, each);
 		marks = calloc(n ? n : 1, sizeof(*marks));
-		if (!rs->mark_at || !rs->mark_len || !rs->symbols || !marks) {
+		if (!block || !marks) {
+			free(block);
 			free(marks);
 			return -ENOMEM;
 		}
+		rs->symbols = (const struct lw_symbol **)(void *)block;
+		rs->mark_at = (size_t *)(void *)(block + n * sizeof(*rs->symbols));
+		rs->mark_len = rs->mark_at + n;
 		if (n && (rc = lw_fold_marks(r, rs->st.frames, n, marks)) < 0) {
 			free(marks);
 			return rc;
@@ -723,8 +743,7 @@ static int init_stacks(const struct lw_report *r, struct lw_result *res)
 	if (res->stack_of)
 		return 0;
 	res->stack_of = malloc((n ? n : 1) * sizeof(*res->stack_of));
-	res->stacks = calloc(n ? n : 1, sizeof(*res->stacks));
-	if (!res->stack_of || !res->stacks)
+	if (!res->stack_of)
 		return -ENOMEM;
 	memset(res->stack_of, 0xff, (n ? n : 1) * sizeof(*res->stack_of));
 	return 0;
@@ -779,32 +798,40 @@ static int fold(const struct lw_report *r, struct lw_result *res,
 		uint32_t site, size_t max)
 {
 	struct lw_result_stack *rs;
+	struct lw_result_folded *fs;
 	size_t n, native = 0;
+	char *block;
 	int rc;
 
 	if ((rc = resolve(r, res, site, false)) < 0)
 		return rc;
 	rs = &res->stacks[res->stack_of[site]];
-	if (rs->has_folded)
+	if (rs->folded)
 		return 0;
-	rs->has_folded = true;
 	n = rs->st.count;
-	rs->folded = malloc((n ? n : 1) * sizeof(*rs->folded));
-	rs->folded_symbols = calloc(n ? n : 1, sizeof(*rs->folded_symbols));
-	rs->interpreter = calloc(n ? n : 1, sizeof(*rs->interpreter));
-	rs->fold_at = calloc(n ? n : 1, sizeof(*rs->fold_at));
-	rs->fold_len = calloc(n ? n : 1, sizeof(*rs->fold_len));
-	if (!rs->folded || !rs->folded_symbols || !rs->interpreter ||
-	    !rs->fold_at || !rs->fold_len)
+	if (!(fs = calloc(1, sizeof(*fs))))
 		return -ENOMEM;
+	rs->folded = fs;
+	fs->frames = malloc((n ? n : 1) * sizeof(*fs->frames));
+	block = calloc(n ? n : 1, sizeof(*fs->symbols) + sizeof(*fs->label_at) +
+				  sizeof(*fs->label_len) +
+				  sizeof(*fs->interpreter));
+	if (!fs->frames || !block) {
+		free(block);
+		return -ENOMEM;
+	}
+	fs->symbols = (const struct lw_symbol **)(void *)block;
+	fs->label_at = (size_t *)(void *)(block + n * sizeof(*fs->symbols));
+	fs->label_len = fs->label_at + n;
+	fs->interpreter = (bool *)(fs->label_len + n);
 	/* A copy: the location points into the frames as they were. */
 	if (n)
-		memcpy(rs->folded, rs->st.frames, n * sizeof(*rs->folded));
-	if ((rc = lw_fold_stack(r, rs->folded, &n)) < 0)
+		memcpy(fs->frames, rs->st.frames, n * sizeof(*fs->frames));
+	if ((rc = lw_fold_stack(r, fs->frames, &n)) < 0)
 		return rc;
-	rs->folded_count = n;
+	fs->count = n;
 	for (size_t i = 0; i < n; i++) {
-		const struct lw_frame *f = &rs->folded[i];
+		const struct lw_frame *f = &fs->frames[i];
 
 		if (f->fold == LW_FOLD_FRAMEWORK) {
 			size_t len;
@@ -812,8 +839,8 @@ static int fold(const struct lw_report *r, struct lw_result *res,
 
 			if (!label)
 				return -ENOMEM;
-			rc = add_text(res, label, len, &rs->fold_at[i]);
-			rs->fold_len[i] = len;
+			rc = add_text(res, label, len, &fs->label_at[i]);
+			fs->label_len[i] = len;
 			free(label);
 			if (rc < 0)
 				return rc;
@@ -825,10 +852,9 @@ static int fold(const struct lw_report *r, struct lw_result *res,
 			continue;
 		native++;
 		if ((rc = lw_symbolize(r->symbolizer, f->address,
-				       &rs->folded_symbols[i])) < 0)
+				       &fs->symbols[i])) < 0)
 			return rc;
-		rs->interpreter[i] =
-			lw_frame_is_interpreter(r, rs->folded_symbols[i]);
+		fs->interpreter[i] = lw_frame_is_interpreter(r, fs->symbols[i]);
 	}
 	return 0;
 }
@@ -1168,15 +1194,15 @@ void lw_result_fini(struct lw_result *res)
 		lw_result_sums_fini(&res->phases[k]);
 	free(res->phases);
 	for (size_t k = 0; k < res->stack_count; k++) {
-		free(res->stacks[k].folded);
-		free(res->stacks[k].folded_symbols);
-		free(res->stacks[k].interpreter);
-		free(res->stacks[k].fold_at);
-		free(res->stacks[k].fold_len);
+		struct lw_result_folded *fs = res->stacks[k].folded;
+
+		if (fs) {
+			free(fs->frames);
+			free(fs->symbols);	/* the block of its arrays */
+			free(fs);
+		}
 		lw_site_stack_fini(&res->stacks[k].st);
-		free(res->stacks[k].symbols);
-		free(res->stacks[k].mark_at);
-		free(res->stacks[k].mark_len);
+		free(res->stacks[k].symbols);	/* and the marks */
 	}
 	free(res->stacks);
 	free(res->stack_of);
@@ -1295,8 +1321,8 @@ const char *lw_result_fold(const struct lw_result *res,
 			   const struct lw_result_stack *stack, size_t i,
 			   size_t *len)
 {
-	*len = stack->fold_len[i];
-	return res->text + stack->fold_at[i];
+	*len = stack->folded->label_len[i];
+	return res->text + stack->folded->label_at[i];
 }
 
 const struct lw_result_sums *lw_result_growth(const struct lw_result *res)

@@ -143,6 +143,20 @@ struct lw_result_pool {
 };
 
 /*
+ * A live stack as the text report prints it (LW_RESULT_LISTS): the frames
+ * folded (lw_fold_stack()), the first report->options->frames native ones
+ * (0: all) symbolized and whether each is the interpreter's own, a
+ * framework run's label (lw_put_fold_label()) in the result's text.
+ */
+struct lw_result_folded {
+	struct lw_frame *frames;
+	size_t count;
+	const struct lw_symbol **symbols;
+	bool *interpreter;
+	size_t *label_at, *label_len;
+};
+
+/*
  * A site's stack as the site lists print it (LW_RESULT_SITES): its frames
  * and location (report.h), each native frame's symbol and each frame's
  * fold mark named (lw_fold_marks(): the run it folds into by default).
@@ -157,16 +171,7 @@ struct lw_result_stack {
 				 * site), not only its location's */
 	bool leaked;		/* lw_site_leaked() */
 	uint64_t retained;	/* lw_site_retained() */
-	/* LW_RESULT_LISTS' live stacks: the frames folded (lw_fold_stack()),
-	 * the first report->options->frames native ones (0: all) symbolized
-	 * (folded_symbols) and whether each is the interpreter's own, a
-	 * framework run's label (lw_put_fold_label()) in the text. */
-	bool has_folded;
-	struct lw_frame *folded;
-	size_t folded_count;
-	const struct lw_symbol **folded_symbols;
-	bool *interpreter;
-	size_t *fold_at, *fold_len;
+	struct lw_result_folded *folded;	/* NULL: not folded */
 };
 
 /* A list of sites summed by location (lw_locations_sum()), in a list's
@@ -220,7 +225,7 @@ struct lw_result {
 	uint32_t *report_sites;	/* lw_report_sites() */
 	size_t report_site_count;
 	struct lw_result_stack *stacks;
-	size_t stack_count;
+	size_t stack_count, stack_capacity;
 	uint32_t *stack_of;	/* site -> stacks index; UINT32_MAX: none */
 	struct lw_result_location_sum *location_sums;
 	size_t location_sum_count;

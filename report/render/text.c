@@ -552,7 +552,7 @@ static void put_skipped(FILE *out, size_t *skipped)
 static void put_folded(FILE *out, const struct lw_result *res,
 		       const struct lw_result_stack *rs, size_t i)
 {
-	const struct lw_frame *f = &rs->folded[i];
+	const struct lw_frame *f = &rs->folded->frames[i];
 	const char *s = f->folded == 1 ? "" : "s";
 
 	if (f->fold == LW_FOLD_FRAMEWORK) {
@@ -586,7 +586,7 @@ static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 	const struct lw_result_stack *rs = lw_result_stack(res, site);
 	size_t native = 0, skipped = 0;
 
-	if (!rs || !rs->has_folded)
+	if (!rs || !rs->folded)
 		return -EINVAL;
 	if (rs->st.count == 0) {
 		fputs(FRAME_LEAD "(no stack was captured)\n", out);
@@ -596,9 +596,9 @@ static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 	if (lw_model_site_native_thread(m, site))
 		fputs("  (native thread: no Python frames)", out);
 	putc('\n', out);
-	for (size_t i = 0; i < rs->folded_count; i++) {
-		const struct lw_frame *f = &rs->folded[i];
-		const struct lw_symbol *sym = rs->folded_symbols[i];
+	for (size_t i = 0; i < rs->folded->count; i++) {
+		const struct lw_frame *f = &rs->folded->frames[i];
+		const struct lw_symbol *sym = rs->folded->symbols[i];
 
 		if (f->fold != LW_FOLD_NONE) {
 			put_skipped(out, &skipped);
@@ -620,7 +620,7 @@ static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 			return -EINVAL;
 		for (unsigned j = 0; j < sym->frame_count; j++) {
 			put_frame(out, m, FRAME_LEAD, sym, &sym->frames[j],
-				  !r->native && rs->interpreter[i]);
+				  !r->native && rs->folded->interpreter[i]);
 			putc('\n', out);
 		}
 	}
