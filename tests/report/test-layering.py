@@ -20,14 +20,13 @@
 - in the shim, every file that exports an entry point (LW_EXPORT) reaches
   the recorder (interpose/record/) through tracker.h alone;
 - every room has a README.md and at most ROOM_MAX source files;
-- renderers only format the analysis's result: on the built objects
-  (`nm`), no object of report/render/ calls a function defined in
-  report/symbols/ or report/analyse/ but the result's accessors, declared
-  in analyse/result.h.
+- renderers only format the analysis's result: on the command's built
+  objects (`nm`; --objects, the folders under report/), no object of
+  report/render/ calls a function defined in report/symbols/ or
+  report/analyse/ but the result's accessors, declared in
+  analyse/result.h.
 
-    test-layering.py --root SOURCE_ROOT \
-        --report-objects BUILD/report/leakwatch.p \
-        --report-objects BUILD/report/libleakwatch-report-core.a.p
+    test-layering.py --root SOURCE_ROOT [--objects BUILD/PRODUCT/X.p]...
 """
 import argparse
 import os
@@ -221,9 +220,9 @@ def check_entry_points(root, where):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", required=True)
-    ap.add_argument("--report-objects", required=True, action="append",
-                    help="a folder of the leakwatch command's objects "
-                    "(leakwatch.p, and its core library's)")
+    ap.add_argument("--objects", action="append", default=[],
+                    help="a folder of a product's built objects, "
+                    "BUILD/PRODUCT/X.p")
     args = ap.parse_args()
     report = os.path.join(args.root, "report")
 
@@ -290,7 +289,11 @@ def main():
             for hit in access.finditer(line):
                 check(False, f"{name}.c:{n}: reads the model's member "
                       f"'{hit.group(1)}' directly: {line.strip()}")
-    check_render_calls(args.root, args.report_objects)
+    report_objects = [f for f in args.objects
+                      if os.path.basename(os.path.dirname(
+                          os.path.normpath(f))) == "report"]
+    check(report_objects, "no --objects of the command (report/)")
+    check_render_calls(args.root, report_objects)
     return finish()
 
 
