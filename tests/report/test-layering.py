@@ -222,7 +222,7 @@ def main():
     ap.add_argument("--root", required=True)
     ap.add_argument("--objects", action="append", default=[],
                     help="a folder of a product's built objects, "
-                    "BUILD/PRODUCT/X.p")
+                    "BUILD/PRODUCT/NAME.p")
     args = ap.parse_args()
     report = os.path.join(args.root, "report")
 
