@@ -21,10 +21,10 @@
   the recorder (interpose/record/) through tracker.h alone;
 - every room has a README.md and at most ROOM_MAX source files;
 - renderers only format the analysis's result: on the command's built
-  objects (`nm`; --objects, the folders under report/), no object of
-  report/render/ calls a function defined in report/symbols/ or
-  report/analyse/ but the result's accessors, declared in
-  analyse/result.h.
+  objects (`nm`; --objects, the command's folder under report/, and its
+  static libraries' beside it), no object of report/render/ calls a
+  function defined in report/symbols/ or report/analyse/ but the result's
+  accessors, declared in analyse/result.h.
 
     test-layering.py --root SOURCE_ROOT [--objects BUILD/PRODUCT/X.p]...
 """
@@ -289,9 +289,18 @@ def main():
             for hit in access.finditer(line):
                 check(False, f"{name}.c:{n}: reads the model's member "
                       f"'{hit.group(1)}' directly: {line.strip()}")
-    report_objects = [f for f in args.objects
-                      if os.path.basename(os.path.dirname(
-                          os.path.normpath(f))) == "report"]
+    # The command's objects, and its static libraries' beside them
+    # (analyse/rules.c and growth.c are in its core library).
+    report_objects = []
+    for folder in args.objects:
+        parent = os.path.dirname(os.path.normpath(folder))
+        if os.path.basename(parent) != "report":
+            continue
+        report_objects.append(folder)
+        report_objects += sorted(
+            os.path.join(parent, n) for n in os.listdir(parent)
+            if n.endswith(".a.p") and os.path.join(parent, n)
+            not in report_objects)
     check(report_objects, "no --objects of the command (report/)")
     check_render_calls(args.root, report_objects)
     return finish()
