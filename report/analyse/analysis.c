@@ -178,34 +178,49 @@ uint64_t lw_analysis_diagnosis_runs(void)
 static int add_text(struct lw_result *res, const char *text, size_t len,
 		    size_t *at)
 {
-	if (res->text_len + len + 1 > res->text_capacity) {
-		size_t next = (res->text_len + len + 1) * 2;
-		char *p = realloc(res->text, next);
+	long start = ftell(res->text_stream);
 
-		if (!p)
-			return -ENOMEM;
-		res->text = p;
-		res->text_capacity = next;
-	}
-	memcpy(res->text + res->text_len, text, len);
-	res->text[res->text_len + len] = '\0';
-	*at = res->text_len;
-	res->text_len += len + 1;
+	if (start < 0)
+		return -ENOMEM;
+	*at = (size_t)start;
+	fwrite(text, 1, len, res->text_stream);
+	/* Each a C string too. */
+	putc('\0', res->text_stream);
+	return ferror(res->text_stream) ? -ENOMEM : 0;
+}
+
+static void put_raw(FILE *out, const void *data, size_t len)
+{
+	fwrite(data, 1, len, out);
+}
+
+/* Appends a frame's label (lw_put_frame_label()) to the result's text;
+ * the frame points at it. */
+static int add_label(struct lw_result *res, struct lw_result_frame *frame)
+{
+	long start = ftell(res->text_stream), end;
+
+	if (start < 0)
+		return -ENOMEM;
+	lw_put_frame_label(res->text_stream, &frame->named, put_raw);
+	end = ftell(res->text_stream);
+	putc('\0', res->text_stream);
+	if (end < start || ferror(res->text_stream))
+		return -ENOMEM;
+	frame->label = (size_t)start;
+	frame->label_len = (size_t)(end - start);
 	return 0;
 }
 
-/* Appends a frame's label to the result's text; the frame points at it. */
-static int add_label(struct lw_result *res, struct lw_result_frame *frame)
+/* Closes the result's text once every label is in; its pointer is then
+ * valid. */
+static int close_text(struct lw_result *res)
 {
-	size_t len;
-	char *label = lw_frame_label_string(&frame->named, &len);
-	int rc;
+	int rc = 0;
 
-	if (!label)
-		return -ENOMEM;
-	rc = add_text(res, label, len, &frame->label);
-	frame->label_len = len;
-	free(label);
+	if (res->text_stream && fclose(res->text_stream) != 0)
+		rc = -ENOMEM;
+	res->text_stream = NULL;
 	return rc;
 }
 
@@ -1130,6 +1145,9 @@ int lw_result_build(const struct lw_report *r, unsigned parts,
 	int rc;
 
 	memset(res, 0, sizeof(*res));
+	/* The labels, one after another, written as they are named. */
+	if (!(res->text_stream = open_memstream(&res->text, &res->text_size)))
+		return -ENOMEM;
 	if (parts & (LW_RESULT_SERIES | LW_RESULT_BREAKDOWN | LW_RESULT_CHART))
 		parts |= LW_RESULT_FINDINGS;
 	res->parts = parts;
@@ -1160,6 +1178,8 @@ int lw_result_build(const struct lw_report *r, unsigned parts,
 	/* Last: every frame a format shows is symbolized by now. */
 	res->note_count = lw_symbolizer_notes(r->symbolizer, &res->notes);
 	/* The text is where it stays: the labels' offsets become pointers. */
+	if ((rc = close_text(res)) < 0)
+		return rc;
 	for (size_t k = 0; k < res->findings.count; k++) {
 		struct lw_result_finding *v = &res->finding_views[k];
 
@@ -1220,6 +1240,7 @@ void lw_result_fini(struct lw_result *res)
 	free(res->series);
 	free(res->retained);
 	free(res->frames);
+	close_text(res);
 	free(res->text);
 	memset(res, 0, sizeof(*res));
 }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "diagnose.h"
 #include "findings.h"
@@ -217,7 +218,8 @@ struct lw_result {
 	struct lw_result_frame *frames;
 	size_t frame_count, frame_capacity;
 	char *text;		/* the labels, one after another */
-	size_t text_len, text_capacity;
+	size_t text_size;
+	FILE *text_stream;	/* writes text while the result is made */
 	struct lw_result_pool pool;
 	struct lw_result_chart_line chart[LW_RESULT_CHART_MAX];
 	size_t chart_count;
