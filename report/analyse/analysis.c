@@ -1145,6 +1145,8 @@ int lw_result_build(const struct lw_report *r, unsigned parts,
 	int rc;
 
 	memset(res, 0, sizeof(*res));
+	res->growth_report = &r->analysis->growth;
+	res->diagnosis = &r->analysis->diagnosis;
 	/* The labels, one after another, written as they are named. */
 	if (!(res->text_stream = open_memstream(&res->text, &res->text_size)))
 		return -ENOMEM;

@@ -210,6 +210,10 @@ struct lw_result_diagnosed {
 
 struct lw_result {
 	unsigned parts;		/* LW_RESULT_*: what was made */
+	/* The judgement it comes from (analysis.h), borrowed: every site's
+	 * growth and the diagnosis, as data. */
+	const struct lw_growth_report *growth_report;
+	const struct lw_diagnosis *diagnosis;
 	struct lw_findings findings;
 	struct lw_result_finding *finding_views;	/* findings.count */
 	uint64_t *series;	/* LW_RESULT_SERIES_MAX × point_count */

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis.h"
 #include "formats.h"
 #include "render.h"
 #include "result.h"
@@ -1076,13 +1075,15 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	unsigned in = nested ? 4 : 0, k = in + 2;
 	const char *const *notes;
 	const struct lw_result *res = lw_result_of(r);
-	const struct lw_growth_report g = r->analysis->growth;
-	const struct lw_diagnosis d = r->analysis->diagnosis;
+	struct lw_growth_report g;
+	struct lw_diagnosis d;
 	size_t site_count, note_count;
 	int rc = 0;
 
 	if (!res)
 		return -EINVAL;
+	g = *res->growth_report;
+	d = *res->diagnosis;
 	site_count = lw_result_report_site_count(res);
 	if (nested) {
 		if (!first)

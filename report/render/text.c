@@ -12,16 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis.h"
 #include "commands.h"
 #include "formats.h"
-#include "diagnose.h"
-#include "findings.h"
-#include "growth.h"
-#include "holders.h"
-#include "locations.h"
 #include "lw-cells.h"
-#include "pystack.h"
 #include "render.h"
 #include "result.h"
 
@@ -527,7 +520,7 @@ static void put_site_header(FILE *out, const struct lw_report *r, size_t rank,
 static void put_not_a_leak(FILE *out, const struct lw_report *r,
 			   uint32_t site)
 {
-	const struct lw_diagnosis *d = &r->analysis->diagnosis;
+	const struct lw_diagnosis *d = lw_result_of(r)->diagnosis;
 	const struct lw_site_diagnosis *sd;
 
 	if (!d->sites || site >= d->site_count)
@@ -707,8 +700,9 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 {
 	const struct lw_model *m = r->model;
 	const struct lw_event_counts *counts = lw_model_counts(m);
-	const struct lw_growth_report g = r->analysis->growth;
-	const struct lw_result_sums *growth = lw_result_growth(lw_result_of(r));
+	const struct lw_result *res = lw_result_of(r);
+	const struct lw_growth_report g = *res->growth_report;
+	const struct lw_result_sums *growth = lw_result_growth(res);
 	const uint32_t *sites = growth->sites;
 	const struct lw_location_sum *sums = growth->sums;
 	size_t count = growth->site_count, nsums = growth->count, shown;
@@ -911,8 +905,8 @@ static void put_held_by(FILE *out, const struct lw_held_by *held)
  */
 static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 {
-	const struct lw_diagnosis d = r->analysis->diagnosis;
 	const struct lw_result *res = lw_result_of(r);
+	const struct lw_diagnosis d = *res->diagnosis;
 	size_t leaks = 0, others = 0, shown = 0;
 	bool in_others = false;
 	char size[LW_SIZE_BUF];
