@@ -24,7 +24,9 @@
   objects (`nm`; --objects, the command's folder under report/, and its
   static libraries' beside it), no object of report/render/ calls a
   function defined in report/symbols/ or report/analyse/ but the result's
-  accessors, declared in analyse/result.h.
+  accessors, declared in analyse/result.h; and of those rooms' headers a
+  file of report/render/ includes result.h and report.h (the trace read)
+  alone.
 
     test-layering.py --root SOURCE_ROOT [--objects BUILD/PRODUCT/X.p]...
 """
@@ -119,6 +121,25 @@ def check_render_calls(root, folders):
                   f"{room_of[symbol]}/, not through the result "
                   f"(analyse/result.h)")
     check(through_result > 0, "no renderer reads the result's accessors")
+
+
+def check_render_includes(root):
+    """Of analyse/'s and symbols/' headers, renderers include the result's
+    and the report's alone."""
+    report = os.path.join(root, "report")
+    lower = set()
+    for room in RESULT_ROOMS:
+        lower |= {n for n in sources(os.path.join(report, room))
+                  if n.endswith(".h")}
+    check("result.h" in lower, f"no analyse/result.h among {sorted(lower)}")
+    folder = os.path.join(report, "render")
+    for name in sources(folder):
+        with open(os.path.join(folder, name)) as f:
+            text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+        for header in INCLUDE.findall(text):
+            check(header not in lower or header in ("result.h", "report.h"),
+                  f"report/render/{name} includes {header}: renderers read "
+                  f"the analysis through result.h")
 
 
 def model_members(header):
@@ -303,6 +324,7 @@ def main():
             not in report_objects)
     check(report_objects, "no --objects of the command (report/)")
     check_render_calls(args.root, report_objects)
+    check_render_includes(args.root)
     return finish()
 
 
