@@ -355,7 +355,12 @@ static int check_growth(FILE *out, const char *path, struct lw_trace_file *tf,
 			lw_format_rate(per10k, sg->bytes_per_step * 10000),
 			sg->count_per_step,
 			sg->count_per_step == 1 ? "" : "s");
-		rc = lw_put_site_location(out, &tf->report, sites[i]);
+		struct lw_site_stack st;
+
+		rc = lw_site_stack(&tf->report, sites[i], &st);
+		if (rc == 0)
+			lw_put_stack_location(out, &tf->model, &st);
+		lw_site_stack_fini(&st);
 		if (rc < 0)
 			break;
 	}

@@ -45,6 +45,8 @@ static int load_report(void *ctx, size_t i)
 		if (options->report.min_steps)
 			tf->report.min_steps = options->report.min_steps;
 		tf->report.native = options->report.native;
+		tf->report.needs = f->renderer->needs;
+		tf->report.options = &options->report;
 		rc = lw_trace_file_set_user_code(tf, options->report.user_code);
 		if (rc == 0)
 			rc = lw_trace_file_set_rules(tf, options->report.rules);

@@ -15,10 +15,14 @@
 #include "diagnose.h"
 #include "growth.h"
 #include "report.h"
+#include "result.h"
 
 struct lw_analysis {
 	struct lw_growth_report growth;
 	struct lw_diagnosis diagnosis;
+	/* What the formats print (result.h), the parts report->needs
+	 * names, made last. */
+	struct lw_result result;
 };
 
 /*

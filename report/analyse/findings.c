@@ -7,13 +7,37 @@
 #include "holders.h"
 #include "locations.h"
 #include "pystack.h"
-#include "render.h"
+#include "lw-size.h"
+#include "lw-text.h"
 
 #include <errno.h>
 #include <math.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+/*
+ * Bytes from a trace in an evidence line, as the text report writes them:
+ * controls and bytes that are not UTF-8 escaped (lw_text_escape_char()),
+ * so that a trace cannot move a terminal's cursor.
+ */
+static void put_text(FILE *out, const void *data, size_t len)
+{
+	const uint8_t *s = data;
+	size_t i = 0;
+
+	while (i < len) {
+		char escaped[LW_TEXT_ESCAPE_MAX];
+		uint32_t cp = 0;
+		size_t n = lw_utf8_sequence(s + i, len - i, &cp);
+
+		if (lw_text_escape_char(escaped, cp, s + i, n))
+			fputs(escaped, out);
+		else
+			fwrite(s + i, 1, n, out);
+		i += n ? n : 1;
+	}
+}
 
 /* file without the traced process's working directory when inside it. */
 static void strip_cwd(const struct lw_model *m, const char **file,
@@ -260,7 +284,7 @@ static int put_held(FILE *out, const struct lw_report *r,
 		return rc;
 	if (rc) {
 		fputs(", when `", out);
-		lw_put_text(out, function, len);
+		put_text(out, function, len);
 		fputs("` returned", out);
 	}
 	return 0;
@@ -322,13 +346,13 @@ static int put_held_after(FILE *out, const struct lw_report *r,
 	if ((rc = lw_held_after_return(r, f->site, &function, &len, &by)) <= 0)
 		return rc;
 	fputs(", still held after `", out);
-	lw_put_text(out, function, len);
+	put_text(out, function, len);
 	fputs("` returned", out);
 	if (by.holder) {
 		fputs(" (by `", out);
-		lw_put_text(out, by.path, by.path_len);
+		put_text(out, by.path, by.path_len);
 		fputs("`, ", out);
-		lw_put_text(out, by.root, by.root_len);
+		put_text(out, by.root, by.root_len);
 		putc(')', out);
 	}
 	return 0;
@@ -402,7 +426,7 @@ static int put_evidence(FILE *out, const struct lw_report *r,
 		fprintf(out, "%s%s born in phase \"", sep,
 			lw_format_size(a, ev->phase_bytes));
 		if (name)
-			lw_put_text(out, name->text.data, name->text.len);
+			put_text(out, name->text.data, name->text.len);
 		fputs("\" outlived it", out);
 		sep = "; ";
 	}

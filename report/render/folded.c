@@ -5,12 +5,11 @@
  * steps: lw_site_retained()), one line per stack, "outermost;...;innermost
  * BYTES", as flamegraph.pl, inferno and speedscope read it.
  */
-#include "analysis.h"
-#include "findings.h"
 #include "formats.h"
+#include "result.h"
 
+#include <errno.h>
 #include <inttypes.h>
-#include <stdlib.h>
 
 /*
  * A frame may hold neither ';' (the separator) nor a line break (U+2028
@@ -41,39 +40,32 @@ static int render(struct lw_render_run *run, const struct lw_report *r,
 {
 	FILE *out = run->out;
 	const struct lw_report_options *options = run->options;
-	const struct lw_model *m = r->model;
-	uint32_t *sites;
-	size_t count;
-	int rc;
+	const struct lw_result *res = lw_result_of(r);
 
 	(void)options;
 	(void)index;
-	rc = lw_retained_sites(r, &sites, &count);
-	for (size_t i = 0; rc == 0 && i < count; i++) {
-		uint32_t site = sites[i];
-		uint64_t bytes = lw_site_retained(r, site);
-		struct lw_named_frame *frames;
-		size_t n;
+	if (!res)
+		return -EINVAL;
+	for (size_t i = 0; i < lw_result_retained_count(res); i++) {
+		const struct lw_result_site *site = lw_result_retained(res, i);
 
-		rc = lw_named_stack(r, lw_model_site(m, site)->stack_id,
-				    &frames, &n);
-		if (rc < 0)
-			break;
-		if (n == 0)
+		if (site->frame_count == 0)
 			fputs("[no stack captured]", out);
-		for (size_t j = n; j-- > 0;) {
-			lw_put_frame_label(out, &frames[j], put_folded);
+		for (size_t j = site->frame_count; j-- > 0;) {
+			const struct lw_result_frame *f =
+				lw_result_site_frame(res, site, j);
+
+			put_folded(out, lw_result_label(res, f), f->label_len);
 			if (j)
 				putc(';', out);
 		}
-		fprintf(out, " %" PRIu64 "\n", bytes);
-		free(frames);
+		fprintf(out, " %" PRIu64 "\n", site->bytes);
 	}
-	free(sites);
-	return rc;
+	return 0;
 }
 
 const struct lw_renderer lw_folded_renderer = {
 	.name = "folded",
+	.needs = LW_RESULT_RETAINED,
 	.report = render,
 };

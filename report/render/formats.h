@@ -37,6 +37,9 @@ struct lw_render_run {
 struct lw_renderer {
 	const char *name;
 	size_t state_size;
+	/* The parts of the analysis's result it prints (LW_RESULT_*,
+	 * result.h): made for it before it runs. */
+	unsigned needs;
 	int (*begin)(struct lw_render_run *run);
 	int (*report)(struct lw_render_run *run, const struct lw_report *report,
 		      size_t index);

@@ -6,9 +6,10 @@
  * request. Values are escaped as the runner unescapes them: '%', CR and LF
  * everywhere, and ':' and ',' too in properties.
  */
-#include "findings.h"
 #include "formats.h"
+#include "result.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -64,15 +65,16 @@ static int render(struct lw_render_run *run, const struct lw_report *r,
 {
 	FILE *out = run->out;
 	const struct lw_report_options *options = run->options;
-	struct lw_findings findings;
+	const struct lw_result *res = lw_result_of(r);
 	char rate[LW_SIZE_BUF];
-	int rc;
 
 	(void)options;
 	(void)index;
-	rc = lw_findings_collect(r, &findings);
-	for (size_t i = 0; rc == 0 && i < findings.count; i++) {
-		const struct lw_report_finding *f = &findings.items[i];
+	if (!res)
+		return -EINVAL;
+	for (size_t i = 0; i < lw_result_finding_count(res); i++) {
+		const struct lw_report_finding *f =
+			lw_result_finding(res, i)->finding;
 		char line[64];
 
 		fputs("::warning ", out);
@@ -99,11 +101,11 @@ static int render(struct lw_render_run *run, const struct lw_report *r,
 		}
 		putc('\n', out);
 	}
-	lw_findings_fini(&findings);
-	return rc;
+	return 0;
 }
 
 const struct lw_renderer lw_github_renderer = {
 	.name = "github",
+	.needs = LW_RESULT_FINDINGS,
 	.report = render,
 };

@@ -15,7 +15,9 @@
  *     on top (a Python program's from its script: pystack.h);
  *   - the run: process, trace, steps, peak.
  *
- * Everything is aggregated here, before the page is written: the step
+ * What the page shows comes made from the analysis (result.h): the
+ * findings, the growth chart's lines (at most LW_RESULT_CHART_MAX), the
+ * retained stacks; the page is aggregated here before it is written: the step
  * series is bounded (LW_STEP_POINTS_MAX), the icicle keeps at most
  * HTML_MAX_NODES nodes and folds nodes under 0.1% of the total into
  * "(other)", so a trace of any length gives a page of bounded size.
@@ -27,11 +29,8 @@
  * script reads that JSON and builds the charts with textContent and
  * setAttribute, never by parsing markup.
  */
-#include "analysis.h"
-#include "findings.h"
 #include "formats.h"
-#include "holders.h"
-#include "locations.h"
+#include "result.h"
 #include "timeline.h"
 
 #include <errno.h>
@@ -43,8 +42,6 @@
 #define HTML_MAX_NODES 4000
 #define HTML_MAX_SITES 20000
 #define HTML_MAX_DEPTH 128
-/* Sites drawn as growth lines. */
-#define HTML_MAX_LINES 8
 /* Native frames shown for each site of a finding's breakdown (Python
  * frames are all shown). */
 #define HTML_BREAKDOWN_FRAMES 12
@@ -85,7 +82,7 @@ static void put_html_str(FILE *out, const char *s)
 
 /* The icicle: a tree of frames, outermost at the root. */
 struct flame_node {
-	char *label;
+	const char *label;	/* the result's, or a literal */
 	size_t label_len;
 	uint64_t value;
 	uint32_t first_child;	/* 0: none (node 0 is the root) */
@@ -98,7 +95,7 @@ struct flame {
 	uint32_t written;
 };
 
-static int flame_child(struct flame *fl, uint32_t parent, char *label,
+static int flame_child(struct flame *fl, uint32_t parent, const char *label,
 		       size_t len, uint32_t *out)
 {
 	uint32_t *link = &fl->nodes[parent].first_child;
@@ -107,7 +104,6 @@ static int flame_child(struct flame *fl, uint32_t parent, char *label,
 	while (*link) {
 		n = &fl->nodes[*link];
 		if (n->label_len == len && memcmp(n->label, label, len) == 0) {
-			free(label);
 			*out = *link;
 			return 0;
 		}
@@ -117,10 +113,8 @@ static int flame_child(struct flame *fl, uint32_t parent, char *label,
 		uint32_t next = fl->capacity ? fl->capacity * 2 : 256;
 		struct flame_node *p = realloc(fl->nodes, next * sizeof(*p));
 
-		if (!p) {
-			free(label);
+		if (!p)
 			return -ENOMEM;
-		}
 		fl->nodes = p;
 		fl->capacity = next;
 		/* fl->nodes moved: find the link again. */
@@ -137,51 +131,37 @@ static int flame_child(struct flame *fl, uint32_t parent, char *label,
 	return 0;
 }
 
-static int flame_add_site(struct flame *fl, const struct lw_report *r,
-			  uint32_t site, uint64_t bytes)
+static int flame_add_site(struct flame *fl, const struct lw_result *res,
+			  const struct lw_result_site *site)
 {
-	struct lw_named_frame *frames;
-	size_t n;
 	uint32_t node = 0;
-	int rc;
+	int rc = 0;
 
-	rc = lw_named_stack(r, lw_model_site(r->model, site)->stack_id, &frames,
-			    &n);
-	if (rc < 0)
-		return rc;
-	fl->nodes[0].value += bytes;
-	if (n == 0) {
-		char *label = strdup("(no stack captured)");
+	fl->nodes[0].value += site->bytes;
+	if (site->frame_count == 0) {
+		static const char none[] = "(no stack captured)";
 
-		if (!label)
-			return -ENOMEM;
-		rc = flame_child(fl, 0, label, strlen(label), &node);
+		rc = flame_child(fl, 0, none, sizeof(none) - 1, &node);
 		if (rc == 0)
-			fl->nodes[node].value += bytes;
+			fl->nodes[node].value += site->bytes;
 	}
-	for (size_t j = n, depth = 0; j-- > 0 && depth < HTML_MAX_DEPTH;
-	     depth++) {
-		size_t len;
-		char *label = lw_frame_label_string(&frames[j], &len);
+	for (size_t j = site->frame_count, depth = 0;
+	     j-- > 0 && depth < HTML_MAX_DEPTH; depth++) {
+		const struct lw_result_frame *f =
+			lw_result_site_frame(res, site, j);
 
-		if (!label) {
-			rc = -ENOMEM;
+		if ((rc = flame_child(fl, node, lw_result_label(res, f),
+				      f->label_len, &node)) < 0)
 			break;
-		}
-		if ((rc = flame_child(fl, node, label, len, &node)) < 0)
-			break;
-		fl->nodes[node].value += bytes;
+		fl->nodes[node].value += site->bytes;
 	}
-	free(frames);
 	return rc;
 }
 
-static int flame_build(struct flame *fl, const struct lw_report *r)
+static int flame_build(struct flame *fl, const struct lw_result *res)
 {
-	uint32_t *sites;
-	size_t count;
 	uint64_t rest = 0;
-	int rc;
+	int rc = 0;
 
 	memset(fl, 0, sizeof(*fl));
 	fl->nodes = calloc(256, sizeof(*fl->nodes));
@@ -189,23 +169,19 @@ static int flame_build(struct flame *fl, const struct lw_report *r)
 		return -ENOMEM;
 	fl->capacity = 256;
 	fl->count = 1;
-	rc = lw_retained_sites(r, &sites, &count);
-	for (size_t i = 0; rc == 0 && i < count; i++) {
-		uint64_t bytes = lw_site_retained(r, sites[i]);
+	for (size_t i = 0; rc == 0 && i < lw_result_retained_count(res); i++) {
+		const struct lw_result_site *site = lw_result_retained(res, i);
 
 		if (i >= HTML_MAX_SITES)
-			rest += bytes;
+			rest += site->bytes;
 		else
-			rc = flame_add_site(fl, r, sites[i], bytes);
+			rc = flame_add_site(fl, res, site);
 	}
-	free(sites);
 	if (rc == 0 && rest) {
-		char *label = strdup("(smaller sites)");
+		static const char smaller[] = "(smaller sites)";
 		uint32_t node;
 
-		if (!label)
-			return -ENOMEM;
-		rc = flame_child(fl, 0, label, strlen(label), &node);
+		rc = flame_child(fl, 0, smaller, sizeof(smaller) - 1, &node);
 		if (rc == 0) {
 			fl->nodes[node].value += rest;
 			fl->nodes[0].value += rest;
@@ -216,8 +192,6 @@ static int flame_build(struct flame *fl, const struct lw_report *r)
 
 static void flame_fini(struct flame *fl)
 {
-	for (uint32_t i = 0; i < fl->count; i++)
-		free(fl->nodes[i].label);
 	free(fl->nodes);
 }
 
@@ -290,126 +264,26 @@ static void put_phases(FILE *out, const struct lw_model *m,
 	putc(']', out);
 }
 
-static int site_label(const struct lw_report *r, uint32_t site, char **label,
-		      size_t *len)
-{
-	struct lw_named_frame loc;
-	bool found;
-	int rc;
-
-	*label = NULL;
-	rc = lw_site_location(r, site, &loc, &found);
-	if (rc < 0)
-		return rc;
-	if (found)
-		*label = lw_frame_label_string(&loc, len);
-	else if ((*label = strdup("(no stack captured)")))
-		*len = strlen(*label);
-	return *label ? 0 : -ENOMEM;
-}
-
-/* The sites drawn as lines: growing ones first, then the largest that
- * are not stable. */
-/* A location of one kind: one line of the growth chart. */
-struct chart_line {
-	uint32_t location;
-	uint32_t lead;
-};
-
-/* Adds site's location as a line unless one of the same kind is there. */
-static int choose_line(const struct lw_report *r, uint32_t site,
-		       struct chart_line *lines, size_t *count)
+/* The growth chart's lines (the result's), one per location. */
+static void put_site_lines(FILE *out, const struct lw_report *r,
+			   const struct lw_result *res)
 {
 	const struct lw_model *m = r->model;
-	uint32_t loc;
-	int rc;
 
-	if ((rc = lw_location_of(r->locations, site, &loc)) < 0)
-		return rc;
-	for (size_t j = 0; j < *count; j++)
-		if (lines[j].location == loc &&
-		    lw_model_site(m, lines[j].lead)->kind ==
-			    lw_model_site(m, site)->kind)
-			return 0;
-	lines[*count].location = loc;
-	lines[(*count)++].lead = site;
-	return 0;
-}
-
-/*
- * The growth chart's lines, one per location (its sites summed): those
- * of the findings, then the live sites that are not stable, at most
- * HTML_MAX_LINES.
- */
-static int put_site_lines(FILE *out, const struct lw_report *r,
-			  const struct lw_findings *findings)
-{
-	const struct lw_model *m = r->model;
-	struct chart_line lines[HTML_MAX_LINES];
-	uint64_t *points = NULL;
-	uint32_t *live = NULL;
-	size_t count = 0, live_count = 0;
-	int rc = 0;
-
-	for (size_t i = 0; rc == 0 && i < findings->count &&
-			   count < HTML_MAX_LINES; i++)
-		rc = choose_line(r, findings->items[i].site, lines, &count);
-	if (rc == 0 && count < HTML_MAX_LINES)
-		rc = lw_model_live_sites(m, &live, &live_count);
-	for (size_t i = 0; rc == 0 && i < live_count &&
-			   count < HTML_MAX_LINES; i++) {
-		/* Lines that stay flat say nothing of growth. */
-		if (findings->growth.sites[live[i]].verdict != LW_VERDICT_STABLE &&
-		    lw_model_site(m, live[i])->series != LW_NO_SERIES &&
-		    lw_model_site(m, live[i])->series != LW_SERIES_UNTRACKED)
-			rc = choose_line(r, live[i], lines, &count);
-	}
-	free(live);
-	if (rc == 0 && lw_model_point_count(m) &&
-	    !(points = malloc(lw_model_point_count(m) * sizeof(*points))))
-		rc = -ENOMEM;
 	fputs(",\"sites\":[", out);
-	for (size_t k = 0; rc == 0 && k < count; k++) {
-		const struct chart_line *line = &lines[k];
-		enum lw_verdict verdict =
-			findings->growth.sites[line->lead].verdict;
-		uint32_t sites = 0;
-		double rate = 0;
-		char *label;
-		size_t len;
+	for (size_t k = 0; k < lw_result_chart_count(res); k++) {
+		const struct lw_result_chart_line *line = lw_result_chart(res, k);
 
-		/* The growth of every site there, not only the chart's. */
-		for (uint32_t s = 0; rc == 0 && s < lw_model_site_count(m);
-		     s++) {
-			const struct lw_site_growth *sg = &findings->growth.sites[s];
-			uint32_t loc;
-
-			if (lw_model_site(m, s)->kind !=
-				    lw_model_site(m, line->lead)->kind ||
-			    (rc = lw_location_of(r->locations, s, &loc)) < 0 ||
-			    loc != line->location)
-				continue;
-			rate += sg->bytes_per_step;
-			if (sg->verdict == LW_VERDICT_GROWING)
-				verdict = LW_VERDICT_GROWING;
-		}
-		if (rc < 0 ||
-		    (rc = lw_location_series(r->locations, line->lead, points,
-					     &sites)) < 0 ||
-		    (rc = site_label(r, line->lead, &label, &len)) < 0)
-			break;
 		fputs(k ? ",{\"label\":" : "{\"label\":", out);
-		lw_put_script_json_string(out, label, len);
-		free(label);
+		lw_put_script_json_string(out, line->label, line->label_len);
 		fprintf(out, ",\"verdict\":\"%s\",\"rate\":%.6g,\"sites\":%" PRIu32 ",\"points\":[",
-			lw_verdict_name(verdict), rate, sites ? sites : 1);
+			lw_verdict_name(line->verdict), line->rate,
+			line->sites ? line->sites : 1);
 		for (size_t i = 0; i < lw_model_point_count(m); i++)
-			fprintf(out, "%s%" PRIu64, i ? "," : "", points[i]);
+			fprintf(out, "%s%" PRIu64, i ? "," : "", line->points[i]);
 		fputs("]}", out);
 	}
 	putc(']', out);
-	free(points);
-	return rc;
 }
 
 static void put_command(FILE *out, const struct lw_model *m)
@@ -539,16 +413,13 @@ static void put_verdict(FILE *out, const struct lw_report *r,
 }
 
 /* "Held by" under a finding: the holders, and the fix against the first. */
-static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
+static void put_held_by(FILE *out, const struct lw_held_by *held)
 {
-	struct lw_held_by held;
-	int rc = lw_held_by(r, site, &held);
-
-	if (rc < 0 || held.count == 0)
-		return rc;
+	if (held->count == 0)
+		return;
 	fputs("<div class=\"lw-held\">Held by: ", out);
-	for (size_t i = 0; i < held.count; i++) {
-		const struct lw_held *e = &held.items[i];
+	for (size_t i = 0; i < held->count; i++) {
+		const struct lw_held *e = &held->items[i];
 		const struct lw_holder *h = e->holder;
 
 		fputs(i ? "; <code>" : "<code>", out);
@@ -561,30 +432,11 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 			fprintf(out, ", %" PRIu64 " graph nodes", h->graph);
 		putc(')', out);
 	}
-	if (held.cut)
+	if (held->cut)
 		fputs(" (the search ran out of time: there may be more)", out);
 	fputs("</div><div class=\"lw-fix\">Fix the holder: ", out);
-	put_html_str(out, held.items[0].fix);
+	put_html_str(out, held->items[0].fix);
 	fputs("</div>", out);
-	return 0;
-}
-
-/* One site of a finding's breakdown, for sorting without globals. */
-struct breakdown_site {
-	uint32_t site;
-	double rate;
-	uint64_t bytes;
-};
-
-static int breakdown_by_rate(const void *a, const void *b)
-{
-	const struct breakdown_site *x = a, *y = b;
-
-	if (x->rate != y->rate)
-		return x->rate < y->rate ? 1 : -1;
-	if (x->bytes != y->bytes)
-		return x->bytes < y->bytes ? 1 : -1;
-	return x->site < y->site ? -1 : x->site > y->site;
 }
 
 /* "N more frames" for the native frames left out, if any. */
@@ -598,126 +450,88 @@ static void put_breakdown_skipped(FILE *out, size_t *skipped)
 
 /* A breakdown site's stack, innermost first, folded as the icicle's:
  * every Python frame, at most HTML_BREAKDOWN_FRAMES native ones. */
-static int put_breakdown_stack(FILE *out, const struct lw_report *r,
-			       uint32_t site)
+static void put_breakdown_stack(FILE *out, const struct lw_result *res,
+				const struct lw_result_breakdown *site)
 {
-	struct lw_named_frame *frames;
-	size_t n, native = 0, skipped = 0;
-	int rc;
+	size_t native = 0, skipped = 0;
 
-	rc = lw_named_stack(r, lw_model_site(r->model, site)->stack_id, &frames,
-			    &n);
-	if (rc < 0)
-		return rc;
 	fputs("<ol class=\"lw-stack\">", out);
-	for (size_t j = 0; j < n; j++) {
-		size_t len;
-		char *label;
+	for (size_t j = 0; j < site->frame_count; j++) {
+		const struct lw_result_frame *f =
+			lw_result_breakdown_frame(res, site, j);
 
-		if (!frames[j].python && native++ >= HTML_BREAKDOWN_FRAMES) {
+		if (!f->named.python && native++ >= HTML_BREAKDOWN_FRAMES) {
 			skipped++;
 			continue;
 		}
 		put_breakdown_skipped(out, &skipped);
-		if (!(label = lw_frame_label_string(&frames[j], &len))) {
-			rc = -ENOMEM;
-			break;
-		}
 		fputs("<li><code>", out);
-		put_html(out, label, len);
+		put_html(out, lw_result_label(res, f), f->label_len);
 		fputs("</code></li>", out);
-		free(label);
 	}
-	if (rc == 0)
-		put_breakdown_skipped(out, &skipped);
+	put_breakdown_skipped(out, &skipped);
 	fputs("</ol>", out);
-	free(frames);
-	return rc;
 }
 
 /*
  * A finding whose line allocates through several stacks: its sites, each
  * with its share and stack, in a <details> that the reader expands.
  */
-static int put_finding_sites(FILE *out, const struct lw_report *r,
-			     const struct lw_findings *findings,
-			     const struct lw_report_finding *f)
+static void put_finding_sites(FILE *out, const struct lw_report *r,
+			      const struct lw_result *res,
+			      const struct lw_result_finding *v)
 {
 	const struct lw_model *m = r->model;
-	struct breakdown_site *sites;
-	size_t count = 0;
-	uint32_t loc;
-	int rc;
 
-	if ((rc = lw_location_of(r->locations, f->site, &loc)) < 0)
-		return rc;
-	if (!(sites = calloc(lw_model_site_count(m) ? lw_model_site_count(m) : 1,
-			     sizeof(*sites))))
-		return -ENOMEM;
-	for (uint32_t s = 0; s < lw_model_site_count(m); s++) {
-		uint32_t at;
-
-		if (lw_model_site(m, s)->kind != lw_model_site(m, f->site)->kind)
-			continue;
-		if ((rc = lw_location_of(r->locations, s, &at)) < 0)
-			goto out;
-		/* The sites that hold or add memory, as the JSON's entry. */
-		if (at != loc ||
-		    (lw_model_site_totals(m, s).live_bytes == 0 &&
-		     findings->growth.sites[s].bytes_per_step == 0))
-			continue;
-		sites[count].site = s;
-		sites[count].rate = findings->growth.sites[s].bytes_per_step;
-		sites[count++].bytes = lw_model_site_totals(m, s).live_bytes;
-	}
-	if (count < 2)
-		goto out;
-	qsort(sites, count, sizeof(*sites), breakdown_by_rate);
+	if (v->breakdown_count < 2)
+		return;
 	fprintf(out, "<details class=\"lw-breakdown\"><summary>From %zu sites (stacks) at this line</summary><ol>",
-		count);
-	for (size_t i = 0; i < count && rc == 0; i++) {
-		struct lw_totals t = lw_model_site_totals(m, sites[i].site);
+		v->breakdown_count);
+	for (size_t i = 0; i < v->breakdown_count; i++) {
+		const struct lw_result_breakdown *b = &v->breakdown[i];
+		struct lw_totals t = lw_model_site_totals(m, b->site);
 		char size[LW_SIZE_BUF], rate[LW_SIZE_BUF];
 
-		uint64_t id = lw_model_site(m, sites[i].site)->stack_id;
+		uint64_t id = lw_model_site(m, b->site)->stack_id;
 
 		/* Named by the stack id, as the JSON's sites are. */
 		fprintf(out, "<li data-lw-site=\"%" PRIu64 "\">stack %" PRIu64 ": %s live in %" PRIu64 " allocation%s, %s per step",
 			id, id,
 			lw_format_size(size, t.live_bytes), t.live_count,
 			t.live_count == 1 ? "" : "s",
-			lw_format_rate(rate, sites[i].rate));
-		rc = put_breakdown_stack(out, r, sites[i].site);
+			lw_format_rate(rate, b->rate));
+		put_breakdown_stack(out, res, b);
 		fputs("</li>", out);
 	}
 	fputs("</ol></details>", out);
-out:
-	free(sites);
-	return rc;
 }
 
-static int put_findings(FILE *out, const struct lw_report *r,
-			const struct lw_findings *findings)
+static void put_findings(FILE *out, const struct lw_report *r,
+			 const struct lw_result *res)
 {
-	int rc = 0;
+	size_t count = lw_result_finding_count(res);
 
 	fputs("<h3>Findings</h3>\n", out);
-	if (findings->count == 0) {
+	if (count == 0) {
 		fputs("<p class=\"lw-none\">No site grows from step to step.</p>\n",
 		      out);
-		return 0;
+		return;
 	}
 	fputs("<ol class=\"lw-findings\">\n", out);
-	for (size_t i = 0; i < findings->count && rc == 0; i++) {
-		const struct lw_report_finding *f = &findings->items[i];
+	for (size_t i = 0; i < count; i++) {
+		const struct lw_result_finding *v = lw_result_finding(res, i);
+		const struct lw_report_finding *f = v->finding;
 
 		fputs("<li><span class=\"lw-title\">", out);
 		put_html_str(out, f->title);
 		fputs("</span>", out);
-		for (size_t k = 0; k < f->also_count; k++) {
+		for (size_t k = 0; k < v->also_count; k++) {
+			const struct lw_result_frame *at =
+				lw_result_also(res, v, k);
+
 			fputs(k ? ", " : "<div class=\"lw-also\">Also at: ", out);
-			lw_put_frame_label(out, &f->also[k], put_html);
-			if (k + 1 == f->also_count)
+			put_html(out, lw_result_label(res, at), at->label_len);
+			if (k + 1 == v->also_count)
 				fputs("</div>", out);
 		}
 		fputs("<div class=\"lw-evidence\">Evidence: ", out);
@@ -728,89 +542,73 @@ static int put_findings(FILE *out, const struct lw_report *r,
 			put_html_str(out, f->fix);
 			fputs("</div>", out);
 		}
-		if ((rc = put_held_by(out, r, f->site)) == 0)
-			rc = put_finding_sites(out, r, findings, f);
+		put_held_by(out, &v->held);
+		put_finding_sites(out, r, res, v);
 		fputs("</li>\n", out);
 	}
 	fputs("</ol>\n", out);
-	return rc;
 }
 
-/* Rows of the pool's account by step in the page: evenly spaced, the last
- * step always among them. */
+/* Rows of the pool's account by step in the page (lw_account_row()). */
 #define POOL_ROWS 50
 
 /* PyTorch's pool: its verdict, apart from the leaks, and the memory
  * account at the peak, at the end and by step. */
-static int put_pool(FILE *out, const struct lw_report *r)
+static void put_pool(FILE *out, const struct lw_report *r)
 {
 	const struct lw_model *m = r->model;
-	const struct lw_torch_memory *t = lw_model_torch(m);
-	const struct lw_diagnosis *d = &r->analysis->diagnosis;
-	uint64_t live = lw_model_device_live_bytes(m);
+	const struct lw_result_pool *pool = lw_result_pool(lw_result_of(r));
 	size_t n = lw_model_point_count(m);
 	char a[LW_SIZE_BUF], b[LW_SIZE_BUF], c[LW_SIZE_BUF], e[LW_SIZE_BUF];
-	bool said = false;
-	int rc;
 
-	if (!d->pool.seen)
-		return 0;
+	if (!pool->seen)
+		return;
 	fputs("<h3>PyTorch's pool</h3>\n<div class=\"lw-pool\">", out);
-	for (size_t i = 0; i < d->finding_count; i++) {
-		const struct lw_finding *f = &d->findings[i];
-		char *evidence;
+	for (size_t i = 0; i < pool->verdict_count; i++) {
+		const struct lw_result_pool_verdict *v = &pool->verdicts[i];
 
-		if (f->category != LW_CATEGORY_CACHE_GROWTH)
-			continue;
-		said = true;
 		fputs("<p class=\"lw-pool-verdict\"><strong>Not a leak: ", out);
-		put_html_str(out, lw_category_name(f->category));
+		put_html_str(out, v->category);
 		fputs("</strong> (", out);
-		put_html_str(out, lw_confidence_name(f->confidence));
+		put_html_str(out, v->confidence);
 		fputs(" confidence): ", out);
-		put_html_str(out, f->reason);
+		put_html_str(out, v->reason);
 		fputs("</p>\n<div class=\"lw-evidence\">Evidence: ", out);
-		if ((rc = lw_evidence_string(r, f, &evidence)) < 0)
-			return rc;
-		put_html_str(out, evidence);
-		free(evidence);
+		put_html_str(out, v->evidence);
 		fputs("</div>\n<div class=\"lw-fix\">Fix: ", out);
-		put_html_str(out, f->fix);
+		put_html_str(out, v->fix);
 		fputs("</div>\n", out);
 	}
-	if (d->pool.fragmented && !said) {
+	if (pool->fragmented && !pool->verdict_count) {
 		fputs("<p class=\"lw-pool-verdict\"><strong>Not a leak: "
 		      "pool-fragmentation</strong>: ", out);
-		put_html_str(out, lw_pool_pattern_text(&d->pool));
+		put_html_str(out, pool->pattern_text);
 		fputs("</p>\n<div class=\"lw-fix\">Fix: ", out);
-		put_html_str(out, lw_pool_fix(&d->pool));
+		put_html_str(out, pool->fix);
 		fputs("</div>\n", out);
 	}
-	if (!d->pool.fragmented)
+	if (!pool->fragmented)
 		fprintf(out, "<p class=\"lw-none\">No fragmentation: reserved "
 			     "stays near what the tensors need%s.</p>\n",
-			d->pool.expandable
+			pool->expandable
 				? " (expandable_segments:True is on)" : "");
 	fputs("<table class=\"lw-account\"><tr><th></th><th>allocated</th>"
 	      "<th>reserved</th><th>free at the peak of allocated</th>"
 	      "<th>outside the pool</th></tr>\n", out);
 	fprintf(out, "<tr><td>the run's peak</td><td>%s</td><td>%s</td>"
 		     "<td>%s</td><td>%s</td></tr>\n",
-		lw_format_size(a, t->peak_allocated_bytes),
-		lw_format_size(b, t->peak_reserved_bytes),
-		lw_format_size(c, t->free_at_peak_bytes),
-		lw_format_size(e, t->peak_outside_bytes));
+		lw_format_size(a, pool->peak_allocated),
+		lw_format_size(b, pool->peak_reserved),
+		lw_format_size(c, pool->free_at_peak),
+		lw_format_size(e, pool->peak_outside));
 	fprintf(out, "<tr><td>the end</td><td>%s</td><td>%s</td><td></td>"
 		     "<td>%s</td></tr>\n",
-		lw_format_size(a, t->allocated_bytes),
-		lw_format_size(b, t->reserved_bytes),
-		lw_format_size(c, live > t->allocated_bytes
-					  ? live - t->allocated_bytes : 0));
+		lw_format_size(a, pool->end_allocated),
+		lw_format_size(b, pool->end_reserved),
+		lw_format_size(c, pool->end_outside));
 	for (size_t k = 0; k < POOL_ROWS && k < n; k++) {
-		size_t i = n <= POOL_ROWS ? k
-			 : k == POOL_ROWS - 1 ? n - 1
-					      : k * (n - 1) / (POOL_ROWS - 1);
-		const struct lw_step_point *p = lw_model_point(m, i);
+		const struct lw_step_point *p =
+			lw_model_point(m, lw_account_row(k, n, POOL_ROWS));
 
 		fprintf(out, "<tr><td>step %" PRIu64 "</td><td>%s</td>"
 			     "<td>%s</td><td>%s</td><td>%s</td></tr>\n",
@@ -823,8 +621,7 @@ static int put_pool(FILE *out, const struct lw_report *r)
 		     "at the most: %s (reserved plus outside the pool); the "
 		     "device's total is not recorded. Steps show the most "
 		     "within each step.</p>\n</div>\n",
-		lw_format_size(a, t->peak_in_use_bytes));
-	return 0;
+		lw_format_size(a, pool->peak_in_use));
 }
 
 static int html_report(struct lw_render_run *run, const struct lw_report *r,
@@ -832,26 +629,23 @@ static int html_report(struct lw_render_run *run, const struct lw_report *r,
 {
 	FILE *out = run->out;
 	const struct lw_report_options *options = run->options;
-	struct lw_findings findings;
+	const struct lw_result *res = lw_result_of(r);
 	struct lw_timeline t;
 	struct flame fl = { 0 };
 	int rc;
 
 	(void)options;
-	rc = lw_findings_collect(r, &findings);
+	if (!res)
+		return -EINVAL;
+	rc = lw_timeline_read(r, &t);
 	if (rc == 0)
-		rc = lw_timeline_read(r, &t);
-	else
-		memset(&t, 0, sizeof(t));
-	if (rc == 0)
-		rc = flame_build(&fl, r);
+		rc = flame_build(&fl, res);
 	if (rc < 0)
 		goto out;
 	fprintf(out, "<section class=\"lw-report\" id=\"lw-report-%zu\">\n", index);
-	put_verdict(out, r, &findings);
-	if ((rc = put_findings(out, r, &findings)) < 0 ||
-	    (rc = put_pool(out, r)) < 0)
-		goto out;
+	put_verdict(out, r, &res->findings);
+	put_findings(out, r, res);
+	put_pool(out, r);
 	fputs("<h3>Device memory per step</h3>\n<div class=\"lw-memory\"></div>\n"
 	      "<h3>Growth by location</h3>\n<div class=\"lw-sites\"></div>\n",
 	      out);
@@ -861,19 +655,17 @@ static int html_report(struct lw_render_run *run, const struct lw_report *r,
 		fprintf(out, "<p class=\"lw-note\">Held at the end of the last step (step %" PRIu64 "), kept from step to step.</p>\n",
 			lw_model_point(r->model, lw_model_point_count(r->model) - 1)->step);
 	fputs("<div class=\"lw-flame\"></div>\n", out);
-	put_summary(out, r, &findings);
+	put_summary(out, r, &res->findings);
 	fputs("<script type=\"application/json\" class=\"lw-data\">{", out);
 	put_steps(out, r->model);
 	put_phases(out, r->model, &t);
-	if ((rc = put_site_lines(out, r, &findings)) < 0)
-		goto out;
+	put_site_lines(out, r, res);
 	fputs(",\"flame\":", out);
 	flame_write(out, &fl, 0, fl.nodes[0].value / 1000, 0);
 	fputs("}</script>\n</section>\n", out);
 out:
 	flame_fini(&fl);
 	lw_timeline_fini(&t);
-	lw_findings_fini(&findings);
 	return rc;
 }
 
@@ -970,6 +762,8 @@ static int html_end(struct lw_render_run *run)
 
 const struct lw_renderer lw_html_renderer = {
 	.name = "html",
+	.needs = LW_RESULT_FINDINGS | LW_RESULT_RETAINED | LW_RESULT_POOL |
+		 LW_RESULT_BREAKDOWN | LW_RESULT_CHART,
 	.begin = html_begin,
 	.report = html_report,
 	.end = html_end,

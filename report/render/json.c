@@ -13,14 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis.h"
 #include "formats.h"
-#include "diagnose.h"
-#include "growth.h"
-#include "holders.h"
-#include "locations.h"
-#include "pystack.h"
 #include "render.h"
+#include "result.h"
 #include "torch.h"
 
 static void newline(FILE *out, unsigned indent)
@@ -133,31 +128,21 @@ static void put_totals(FILE *out, const struct lw_totals *t)
 }
 
 /* "folded": the name of the run the frame folds into by default (mark,
- * from lw_fold_marks()), or null. Returns 0 or -ENOMEM. */
-static int put_folded(FILE *out, const struct lw_frame *mark)
+ * the result's name of its fold mark), or null. */
+static void put_folded(FILE *out, const char *mark, size_t len)
 {
-	char *label;
-	size_t len;
-
 	fputs(", \"folded\": ", out);
-	if (!mark || mark->fold == LW_FOLD_NONE) {
+	if (!mark)
 		fputs("null", out);
-		return 0;
-	}
-	if (!(label = lw_fold_label_string(mark, &len)))
-		return -ENOMEM;
-	lw_put_json_string(out, label, len);
-	free(label);
-	return 0;
+	else
+		lw_put_json_string(out, mark, len);
 }
 
 /* A frame object; tail (keys of a location) goes before its '}'. */
-static int put_frame_with(FILE *out, const struct lw_symbol *sym,
-			  const struct lw_sym_frame *f,
-			  const struct lw_frame *mark, const char *tail)
+static void put_frame_with(FILE *out, const struct lw_symbol *sym,
+			   const struct lw_sym_frame *f, const char *mark,
+			   size_t mark_len, const char *tail)
 {
-	int rc;
-
 	fputs("{\"function\": ", out);
 	if (f->function)
 		put_str(out, f->function);
@@ -183,10 +168,8 @@ static int put_frame_with(FILE *out, const struct lw_symbol *sym,
 		fprintf(out, "\"0x%" PRIx64 "\"", sym->offset);
 	else
 		fputs("null", out);
-	if ((rc = put_folded(out, mark)) < 0)
-		return rc;
+	put_folded(out, mark, mark_len);
 	fprintf(out, "%s}", tail);
-	return 0;
 }
 
 static void put_pyframe_with(FILE *out, const struct lw_model *m,
@@ -214,15 +197,15 @@ static void put_pyframe(FILE *out, const struct lw_model *m,
 }
 
 /* A location: a frame object, with "in_backward" and "autograd_node"
- * after its keys; frames, count: the stack it points into. Returns 0 or
- * -ENOMEM. */
-static int put_location(FILE *out, const struct lw_report *r,
-			const struct lw_location *loc,
-			const struct lw_frame *frames, size_t count)
+ * after its keys; of the stack it points into. */
+static void put_location(FILE *out, const struct lw_report *r,
+			 const struct lw_result *res,
+			 const struct lw_result_stack *rs)
 {
-	struct lw_frame *marks;
+	const struct lw_location *loc = &rs->st.location;
+	const char *mark;
+	size_t mark_len = 0;
 	char tail[128];
-	int rc;
 
 	/* A node name is made of identifier characters (location.c). */
 	if (loc->autograd_node[0])
@@ -236,17 +219,13 @@ static int put_location(FILE *out, const struct lw_report *r,
 			 loc->in_backward ? "true" : "false");
 	if (loc->frame->python) {
 		put_pyframe_with(out, r->model, loc->frame->py, tail);
-		return 0;
+		return;
 	}
 	/* Its "folded" as in the stack's frames. */
-	if (!(marks = malloc(count * sizeof(*marks))))
-		return -ENOMEM;
-	rc = lw_fold_marks(r, frames, count, marks);
-	if (rc == 0)
-		rc = put_frame_with(out, loc->symbol, &loc->symbol->frames[0],
-				    &marks[loc->frame - frames], tail);
-	free(marks);
-	return rc;
+	mark = lw_result_mark(res, rs, (size_t)(loc->frame - rs->st.frames),
+			      &mark_len);
+	put_frame_with(out, loc->symbol, &loc->symbol->frames[0], mark,
+		       mark_len, tail);
 }
 
 static void put_count_or_null(FILE *out, bool known, uint64_t n)
@@ -257,21 +236,18 @@ static void put_count_or_null(FILE *out, bool known, uint64_t n)
 		fputs("null,", out);
 }
 
-static int put_frames(FILE *out, const struct lw_report *r,
-		      const struct lw_frame *frames, size_t count,
-		      unsigned indent)
+static void put_frames(FILE *out, const struct lw_report *r,
+		       const struct lw_result *res,
+		       const struct lw_result_stack *rs, unsigned indent)
 {
-	struct lw_frame *marks = NULL;
+	const struct lw_frame *frames = rs->st.frames;
 	bool first = true;
-	int rc;
 
-	if (count && !(marks = malloc(count * sizeof(*marks))))
-		return -ENOMEM;
-	if (count && (rc = lw_fold_marks(r, frames, count, marks)) < 0)
-		goto out;
 	putc('[', out);
-	for (size_t i = 0; i < count; i++) {
-		const struct lw_symbol *sym;
+	for (size_t i = 0; i < rs->st.count; i++) {
+		const struct lw_symbol *sym = rs->symbols[i];
+		const char *mark;
+		size_t mark_len = 0;
 
 		if (frames[i].python) {
 			if (!first)
@@ -281,27 +257,19 @@ static int put_frames(FILE *out, const struct lw_report *r,
 			first = false;
 			continue;
 		}
-		rc = lw_symbolize(r->symbolizer, frames[i].address, &sym);
-		if (rc < 0)
-			goto out;
+		mark = lw_result_mark(res, rs, i, &mark_len);
 		for (unsigned j = 0; j < sym->frame_count; j++) {
 			if (!first)
 				putc(',', out);
 			newline(out, indent + 2);
-			rc = put_frame_with(out, sym, &sym->frames[j], &marks[i],
-					    "");
-			if (rc < 0)
-				goto out;
+			put_frame_with(out, sym, &sym->frames[j], mark, mark_len,
+				       "");
 			first = false;
 		}
 	}
 	if (!first)
 		newline(out, indent);
 	putc(']', out);
-	rc = 0;
-out:
-	free(marks);
-	return rc;
 }
 
 /* Where the Python code came from, as the interpreter said (PYPATH). */
@@ -352,11 +320,11 @@ static int put_site(FILE *out, const struct lw_report *r,
 	struct lw_live_count end = lw_model_site_live_at_end(m, site);
 	struct lw_live_count at_mark;
 	bool have_mark = lw_model_site_live_at_program_end(m, site, &at_mark);
-	struct lw_site_stack st;
-	int rc = lw_site_stack(r, site, &st);
+	const struct lw_result *res = lw_result_of(r);
+	const struct lw_result_stack *rs = lw_result_stack(res, site);
 
-	if (rc < 0)
-		goto out;
+	if (!rs || !rs->full)
+		return -EINVAL;
 	newline(out, indent);
 	putc('{', out);
 	put_key(out, indent + 2, "id");
@@ -372,15 +340,13 @@ static int put_site(FILE *out, const struct lw_report *r,
 	put_key(out, indent + 2, "bytes_allocated");
 	fprintf(out, "%" PRIu64 ",", t.bytes_allocated);
 	put_key(out, indent + 2, "frames");
-	if ((rc = put_frames(out, r, st.frames, st.count, indent + 2)) < 0)
-		goto out;
+	put_frames(out, r, res, rs, indent + 2);
 	putc(',', out);
 	put_key(out, indent + 2, "location");
-	if (!st.location.frame)
+	if (!rs->st.location.frame)
 		fputs("null", out);
-	else if ((rc = put_location(out, r, &st.location, st.frames,
-				    st.count)) < 0)
-		goto out;
+	else
+		put_location(out, r, res, rs);
 	putc(',', out);
 	put_key(out, indent + 2, "native_thread");
 	fputs(lw_model_site_native_thread(m, site) ? "true," : "false,", out);
@@ -404,7 +370,7 @@ static int put_site(FILE *out, const struct lw_report *r,
 	if (sd->category == LW_CATEGORY_NONE)
 		fputs("null,", out);
 	else
-		fprintf(out, "\"%s\",", lw_category_name(sd->category));
+		fprintf(out, "\"%s\",", lw_result_category(res, sd->category));
 	put_key(out, indent + 2, "fix");
 	if (finding && lw_finding_has_fix(finding))
 		put_str(out, finding->fix);
@@ -418,90 +384,50 @@ static int put_site(FILE *out, const struct lw_report *r,
 	put_key(out, indent + 2, "held_at_step");
 	fprintf(out, "%" PRIu64 ",", sg->held_step);
 	put_key(out, indent + 2, "retained_bytes");
-	fprintf(out, "%" PRIu64 ",", lw_site_retained(r, site));
+	fprintf(out, "%" PRIu64 ",", rs->retained);
 	put_key(out, indent + 2, "leaked");
-	fputs(lw_site_leaked(r, site) ? "true," : "false,", out);
+	fputs(rs->leaked ? "true," : "false,", out);
 	put_key(out, indent + 2, "released");
 	fputs(sg->released ? "true" : "false", out);
 	newline(out, indent);
 	putc('}', out);
-out:
-	lw_site_stack_fini(&st);
-	return rc;
+	return 0;
 }
 
 /* The location of a site's stack (see "location"), or null. */
 static int put_site_location(FILE *out, const struct lw_report *r,
 			     uint32_t site)
 {
-	struct lw_site_stack st;
-	int rc = lw_site_stack(r, site, &st);
+	const struct lw_result *res = lw_result_of(r);
+	const struct lw_result_stack *rs = lw_result_stack(res, site);
 
-	if (rc == 0) {
-		if (!st.location.frame)
-			fputs("null", out);
-		else
-			rc = put_location(out, r, &st.location, st.frames,
-					  st.count);
-	}
-	lw_site_stack_fini(&st);
-	return rc;
+	if (!rs)
+		return -EINVAL;
+	if (!rs->st.location.frame)
+		fputs("null", out);
+	else
+		put_location(out, r, res, rs);
+	return 0;
 }
 
 /*
  * The sites grouped by location, largest live_bytes first: each location's
  * sums, the most urgent verdict and the first category among its sites,
- * and the ids of its sites (as in "sites").
+ * and the ids of its sites (as in "sites"): the result's.
  */
 static int put_locations(FILE *out, const struct lw_report *r,
-			 const struct lw_growth_report *g,
-			 const struct lw_diagnosis *d, const uint32_t *sites,
-			 size_t site_count, unsigned indent)
+			 const struct lw_result *res, unsigned indent)
 {
 	const struct lw_model *m = r->model;
-	struct lw_location_sum *sums = NULL;
-	uint64_t *bytes = calloc(site_count + 1, sizeof(*bytes));
-	uint64_t *counts = calloc(site_count + 1, sizeof(*counts));
-	double *rate = calloc(site_count + 1, sizeof(*rate));
-	uint32_t *where = calloc(site_count + 1, sizeof(*where));
-	size_t nsums = 0;
-	int rc = -ENOMEM;
+	size_t nsums = lw_result_location_sum_count(res);
+	int rc = 0;
 
-	if (!bytes || !counts || !rate || !where)
-		goto out;
-	for (size_t i = 0; i < site_count; i++) {
-		struct lw_totals t = lw_model_site_totals(m, sites[i]);
-
-		bytes[i] = t.live_bytes;
-		counts[i] = t.live_count;
-		rate[i] = g->sites[sites[i]].bytes_per_step;
-	}
-	rc = lw_locations_sum(r->locations, sites, rate, NULL, bytes, counts,
-			      site_count, &sums, &nsums);
-	for (size_t i = 0; i < site_count && rc == 0; i++)
-		rc = lw_location_of(r->locations, sites[i], &where[i]);
-	if (rc < 0)
-		goto out;
-	if (nsums > 1)
-		qsort(sums, nsums, sizeof(*sums), lw_location_sum_by_bytes);
 	putc('[', out);
 	for (size_t i = 0; i < nsums && rc == 0; i++) {
-		const struct lw_location_sum *s = &sums[i];
-		enum lw_verdict verdict = g->sites[s->lead].verdict;
-		enum lw_category category = LW_CATEGORY_NONE;
-		const char *sep = "";
+		const struct lw_result_location_sum *ls =
+			lw_result_location_sum(res, i);
+		const struct lw_location_sum *s = &ls->sum;
 
-		for (size_t j = 0; j < site_count; j++) {
-			uint32_t site = sites[j];
-
-			if (!lw_location_sum_holds(m, s, where[j], sites[j]))
-				continue;
-			if (g->sites[site].verdict == LW_VERDICT_GROWING)
-				verdict = LW_VERDICT_GROWING;
-			if (category == LW_CATEGORY_NONE && d->sites &&
-			    d->sites[site].category != LW_CATEGORY_NONE)
-				category = d->sites[site].category;
-		}
 		if (i)
 			putc(',', out);
 		newline(out, indent + 2);
@@ -513,19 +439,17 @@ static int put_locations(FILE *out, const struct lw_report *r,
 			s->count);
 		put_rate(out, s->rate);
 		fprintf(out, ", \"verdict\": \"%s\", \"category\": ",
-			lw_verdict_name(verdict));
-		if (category == LW_CATEGORY_NONE)
+			lw_verdict_name(ls->verdict));
+		if (ls->category == LW_CATEGORY_NONE)
 			fputs("null", out);
 		else
-			fprintf(out, "\"%s\"", lw_category_name(category));
+			fprintf(out, "\"%s\"",
+				lw_result_category(res, ls->category));
 		fputs(", \"sites\": [", out);
-		for (size_t j = 0; j < site_count; j++) {
-			if (!lw_location_sum_holds(m, s, where[j], sites[j]))
-				continue;
-			fprintf(out, "%s%" PRIu64, sep,
-				lw_model_site(m, sites[j])->stack_id);
-			sep = ", ";
-		}
+		for (size_t j = 0; j < ls->site_count; j++)
+			fprintf(out, "%s%" PRIu64, j ? ", " : "",
+				lw_model_site(m, lw_result_report_site(
+						 res, ls->sites[j]))->stack_id);
 		fputs("]}", out);
 	}
 	if (rc == 0) {
@@ -533,12 +457,6 @@ static int put_locations(FILE *out, const struct lw_report *r,
 			newline(out, indent);
 		putc(']', out);
 	}
-out:
-	free(sums);
-	free(bytes);
-	free(counts);
-	free(rate);
-	free(where);
 	return rc;
 }
 
@@ -740,13 +658,10 @@ out:
 	return rc;
 }
 
-static int put_evidence(FILE *out, const struct lw_report *r,
-			const struct lw_finding *f)
+static void put_evidence(FILE *out, const struct lw_finding *f,
+			 const struct lw_result_diagnosed *dd)
 {
 	const struct lw_evidence *ev = &f->evidence;
-	const char *function = NULL;
-	size_t len = 0;
-	int rc = 0;
 
 	fputs("{\"bytes_per_step\": ", out);
 	put_rate(out, ev->bytes_per_step);
@@ -775,18 +690,15 @@ static int put_evidence(FILE *out, const struct lw_report *r,
 		     ", \"released_when\": ",
 		ev->held_bytes, ev->held_count, ev->held_step,
 		ev->released ? "true" : "false");
-	if (lw_evidence_let_go(ev) && f->leak &&
-	    (rc = lw_released_when(r, f->site, &function, &len)) < 0)
-		return rc;
-	if (rc > 0) {
+	if (dd->released_when) {
 		fputs("{\"function_returned\": ", out);
-		lw_put_json_string(out, function, len);
+		lw_put_json_string(out, dd->released_when,
+				   dd->released_when_len);
 		putc('}', out);
 	} else {
 		fputs("null", out);
 	}
 	fprintf(out, ", \"allocated_bytes\": %" PRIu64 "}", ev->bytes_allocated);
-	return 0;
 }
 
 /* Device memory by the API, device and stream it was allocated with. */
@@ -833,37 +745,27 @@ static void put_contexts(FILE *out, const struct lw_model *m,
 
 /* A finding's "lines": the location of each line its sites are at, the
  * lead's first, then by growth. */
-static int put_lines(FILE *out, const struct lw_report *r, size_t finding)
+static int put_lines(FILE *out, const struct lw_report *r,
+		     const struct lw_result_diagnosed *dd)
 {
-	uint32_t *sites;
-	size_t n;
-	int rc = lw_finding_lines(r, finding, &sites, &n);
+	int rc = 0;
 
-	if (rc < 0)
-		return rc;
 	fputs(", \"lines\": [", out);
-	for (size_t i = 0; i < n && rc == 0; i++) {
+	for (size_t i = 0; i < dd->line_count && rc == 0; i++) {
 		if (i)
 			fputs(", ", out);
-		rc = put_site_location(out, r, sites[i]);
+		rc = put_site_location(out, r, dd->lines[i]);
 	}
 	putc(']', out);
-	free(sites);
 	return rc;
 }
 
 /* A finding's "held_by": the holders found for its sites. */
-static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site,
-		       bool leak)
+static void put_held_by(FILE *out, const struct lw_held_by *held)
 {
-	struct lw_held_by held = { .count = 0 };
-	int rc = leak ? lw_held_by(r, site, &held) : 0;
-
-	if (rc < 0)
-		return rc;
 	fputs(", \"held_by\": [", out);
-	for (size_t i = 0; i < held.count; i++) {
-		const struct lw_held *e = &held.items[i];
+	for (size_t i = 0; i < held->count; i++) {
+		const struct lw_held *e = &held->items[i];
 		const struct lw_holder *h = e->holder;
 
 		fputs(i ? ", {\"path\": " : "{\"path\": ", out);
@@ -878,18 +780,19 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site,
 		putc('}', out);
 	}
 	putc(']', out);
-	return 0;
 }
 
 static int put_findings(FILE *out, const struct lw_report *r,
 			const struct lw_diagnosis *d, unsigned indent)
 {
 	const struct lw_model *m = r->model;
+	const struct lw_result *res = lw_result_of(r);
 	int rc = 0;
 
 	putc('[', out);
 	for (size_t i = 0; i < d->finding_count && rc == 0; i++) {
 		const struct lw_finding *f = &d->findings[i];
+		const struct lw_result_diagnosed *dd = lw_result_diagnosed(res, i);
 		const struct lw_site *s = lw_model_site(m, f->site);
 		const struct lw_string *phase =
 			f->evidence.phase_string
@@ -901,9 +804,9 @@ static int put_findings(FILE *out, const struct lw_report *r,
 		newline(out, indent + 2);
 		fprintf(out, "{\"category\": \"%s\", \"leak\": %s, \"confidence\": \"%s\", \"suppressed\": %s, \"site\": %" PRIu64
 			     ", \"kind\": \"%s\", \"location\": ",
-			lw_category_name(f->category),
+			lw_result_category(res, f->category),
 			f->leak ? "true" : "false",
-			lw_confidence_name(f->confidence),
+			lw_result_confidence(res, f->confidence),
 			f->suppressed ? "true" : "false", s->stack_id,
 			lw_kind_name(s->kind));
 		if ((rc = put_site_location(out, r, f->site)) < 0)
@@ -922,9 +825,9 @@ static int put_findings(FILE *out, const struct lw_report *r,
 		else
 			fputs("null", out);
 		fputs(", \"evidence\": ", out);
-		if ((rc = put_evidence(out, r, f)) < 0 ||
-		    (rc = put_held_by(out, r, f->site, f->leak)) < 0 ||
-		    (rc = put_lines(out, r, i)) < 0)
+		put_evidence(out, f, dd);
+		put_held_by(out, &dd->held);
+		if ((rc = put_lines(out, r, dd)) < 0)
 			break;
 		putc('}', out);
 	}
@@ -1073,8 +976,7 @@ static void put_memory_account(FILE *out, const struct lw_report *r,
 			       const struct lw_pool *pool)
 {
 	const struct lw_model *m = r->model;
-	const struct lw_torch_memory *t = lw_model_torch(m);
-	uint64_t live = lw_model_device_live_bytes(m);
+	const struct lw_result_pool *account = lw_result_pool(lw_result_of(r));
 	struct lw_torch_view v;
 
 	lw_torch_view(m, &v);
@@ -1091,10 +993,10 @@ static void put_memory_account(FILE *out, const struct lw_report *r,
 		     ", \"peak_outside_pool_bytes\": %" PRIu64
 		     ", \"peak_in_use_bytes\": %" PRIu64
 		     ", \"device_total_bytes\": null",
-		t->allocated_bytes, t->peak_allocated_bytes, t->reserved_bytes,
-		t->peak_reserved_bytes, t->free_at_peak_bytes,
-		live > t->allocated_bytes ? live - t->allocated_bytes : 0,
-		t->peak_outside_bytes, t->peak_in_use_bytes);
+		account->end_allocated, account->peak_allocated,
+		account->end_reserved, account->peak_reserved,
+		account->free_at_peak, account->end_outside,
+		account->peak_outside, account->peak_in_use);
 	fputs(", \"pool\": ", out);
 	if (!pool->seen) {
 		fputs("null}", out);
@@ -1172,15 +1074,17 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	const struct lw_trace_meta *meta = lw_model_meta(m);
 	unsigned in = nested ? 4 : 0, k = in + 2;
 	const char *const *notes;
-	const struct lw_growth_report g = r->analysis->growth;
-	const struct lw_diagnosis d = r->analysis->diagnosis;
-	uint32_t *sites;
+	const struct lw_result *res = lw_result_of(r);
+	struct lw_growth_report g;
+	struct lw_diagnosis d;
 	size_t site_count, note_count;
-	int rc;
+	int rc = 0;
 
-	rc = lw_report_sites(r, &sites, &site_count);
-	if (rc < 0)
-		return rc;
+	if (!res)
+		return -EINVAL;
+	g = *res->growth_report;
+	d = *res->diagnosis;
+	site_count = lw_result_report_site_count(res);
 	if (nested) {
 		if (!first)
 			putc(',', out);
@@ -1239,17 +1143,17 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 	for (size_t i = 0; i < site_count && rc == 0; i++) {
 		if (i)
 			putc(',', out);
-		rc = put_site(out, r, &g, &d, sites[i], k + 2);
+		rc = put_site(out, r, &g, &d, lw_result_report_site(res, i),
+			      k + 2);
 	}
 	if (rc == 0) {
 		if (site_count)
 			newline(out, k);
 		fputs("],", out);
 		put_key(out, k, "locations");
-		rc = put_locations(out, r, &g, &d, sites, site_count, k);
+		rc = put_locations(out, r, res, k);
 		putc(',', out);
 	}
-	free(sites);
 	if (rc < 0)
 		return rc;
 
@@ -1266,7 +1170,7 @@ int lw_render_json(FILE *out, const struct lw_report *r, bool nested,
 		return rc;
 	putc(',', out);
 	put_key(out, k, "notes");
-	note_count = lw_symbolizer_notes(r->symbolizer, &notes);
+	note_count = lw_result_notes(res, &notes);
 	put_string_list(out, NULL, notes, note_count, k);
 	putc(',', out);
 	put_key(out, k, "report_point");
@@ -1383,6 +1287,7 @@ static int json_end(struct lw_render_run *run)
 
 const struct lw_renderer lw_json_renderer = {
 	.name = "json",
+	.needs = LW_RESULT_POOL | LW_RESULT_SITES | LW_RESULT_DIAGNOSED,
 	.begin = json_begin,
 	.report = json_report,
 	.end = json_end,

@@ -14,9 +14,8 @@
  * Timestamps are microseconds since the epoch, so traces of several ranks
  * line up.
  */
-#include "findings.h"
 #include "formats.h"
-#include "locations.h"
+#include "result.h"
 #include "timeline.h"
 
 #include <errno.h>
@@ -24,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PERFETTO_MAX_SITES 8
+#define PERFETTO_MAX_SITES LW_RESULT_SERIES_MAX
 
 /* One run of the format over its traces: whether an event was written. */
 struct perfetto_state {
@@ -111,15 +110,12 @@ static void put_slice_head(FILE *out, struct perfetto_state *st,
 static int put_finding(FILE *out, struct perfetto_state *st,
 		       const struct lw_report *r,
 		       const struct lw_timeline *t,
-		       const struct lw_report_finding *f)
+		       const struct lw_result_finding *v)
 {
+	const struct lw_report_finding *f = v->finding;
 	uint32_t pid = lw_model_header(r->model)->pid;
-	char rate[LW_SIZE_BUF], *label = NULL;
-	size_t len = 0;
+	char rate[LW_SIZE_BUF];
 
-	if (f->have_location &&
-	    !(label = lw_frame_label_string(&f->location, &len)))
-		return -ENOMEM;
 	event_sep(out, st);
 	fprintf(out, "{\"ph\": \"i\", \"s\": \"p\", \"pid\": %" PRIu32 ", \"tid\": 3, \"ts\": ",
 		pid);
@@ -129,11 +125,11 @@ static int put_finding(FILE *out, struct perfetto_state *st,
 	fprintf(out, ", \"args\": {\"verdict\": \"%s\", \"bytes_per_step\": %.17g, \"count_per_step\": %.17g, \"rate\": \"%s per step\", \"location\": ",
 		lw_verdict_name(f->verdict), f->bytes_per_step,
 		f->count_per_step, lw_format_rate(rate, f->bytes_per_step));
-	if (label)
-		lw_put_json_string(out, label, len);
+	if (v->location_label)
+		lw_put_json_string(out, v->location_label,
+				   v->location_label_len);
 	else
 		fputs("null", out);
-	free(label);
 	fputs(", \"fix\": ", out);
 	if (f->fix)
 		lw_put_json_string(out, f->fix, strlen(f->fix));
@@ -151,19 +147,17 @@ static int perfetto_report(struct lw_render_run *run,
 	struct perfetto_state *st = run->state;
 	const struct lw_model *m = r->model;
 	uint32_t pid = lw_model_header(m)->pid;
+	const struct lw_result *res = lw_result_of(r);
 	struct lw_timeline t;
-	struct lw_findings findings;
-	uint64_t *series = NULL;
-	size_t points, all_points;
+	size_t points, findings;
 	int rc;
 
 	(void)options;
 	(void)index;
+	if (!res)
+		return -EINVAL;
+	findings = lw_result_finding_count(res);
 	rc = lw_timeline_read(r, &t);
-	if (rc == 0)
-		rc = lw_findings_collect(r, &findings);
-	else
-		memset(&findings, 0, sizeof(findings));
 	if (rc < 0)
 		goto out;
 	put_process_name(out, st, r);
@@ -209,30 +203,18 @@ static int perfetto_report(struct lw_render_run *run,
 	}
 
 	/* A counter per finding: its location's sites summed. */
-	all_points = lw_model_point_count(m);
-	series = all_points ? malloc(all_points * sizeof(*series)) : NULL;
-	if (all_points && !series) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t k = 0; rc == 0 && k < findings.count &&
-			   k < PERFETTO_MAX_SITES; k++) {
-		uint32_t sites;
+	for (size_t k = 0; k < findings && k < PERFETTO_MAX_SITES; k++) {
+		const struct lw_result_finding *v = lw_result_finding(res, k);
 		char name[48];
 
-		if ((rc = lw_location_series(r->locations,
-					     findings.items[k].site, series,
-					     &sites)) < 0)
-			break;
 		snprintf(name, sizeof(name), "growing site #%zu", k + 1);
-		for (size_t i = 0; i < points && sites; i++)
-			put_counter(out, st, pid, name, t.step_ns[i], series[i]);
+		for (size_t i = 0; i < points && v->series_sites; i++)
+			put_counter(out, st, pid, name, t.step_ns[i],
+				    v->series[i]);
 	}
-	for (size_t k = 0; rc == 0 && k < findings.count; k++)
-		rc = put_finding(out, st, r, &t, &findings.items[k]);
+	for (size_t k = 0; rc == 0 && k < findings; k++)
+		rc = put_finding(out, st, r, &t, lw_result_finding(res, k));
 out:
-	free(series);
-	lw_findings_fini(&findings);
 	lw_timeline_fini(&t);
 	return rc;
 }
@@ -255,6 +237,7 @@ static int perfetto_end(struct lw_render_run *run)
 const struct lw_renderer lw_perfetto_renderer = {
 	.name = "perfetto",
 	.state_size = sizeof(struct perfetto_state),
+	.needs = LW_RESULT_SERIES,
 	.begin = perfetto_begin,
 	.report = perfetto_report,
 	.end = perfetto_end,

@@ -45,12 +45,17 @@ void lw_json_begin_list(FILE *out);
 void lw_json_end_list(FILE *out);
 
 /*
- * The growth section of the text report (also `leakwatch check`): the
- * location line of a site ("    at FUNCTION  FILE:LINE"), with a newline.
- * Returns 0 or -ENOMEM.
+ * The growth section of the text report: the location line of a site
+ * ("    at FUNCTION  FILE:LINE"), with a newline, as the analysis's result
+ * located it. Returns 0, or -EINVAL where the result did not locate it.
  */
 int lw_put_site_location(FILE *out, const struct lw_report *report,
 			 uint32_t site);
+
+/* The same line of a site's stack (`leakwatch check`, which locates its
+ * sites itself). */
+void lw_put_stack_location(FILE *out, const struct lw_model *model,
+			   const struct lw_site_stack *stack);
 
 /* The summary's PyTorch allocator line(s), when PyTorch was loaded. */
 void lw_put_torch_text(FILE *out, const struct lw_model *model);
@@ -64,6 +69,16 @@ int lw_put_oom_text(FILE *out, const struct lw_report *report, size_t top);
  * and by step. Nothing unless the pool's segments are in the trace.
  * Returns 0 or -ENOMEM. */
 int lw_put_pool_text(FILE *out, const struct lw_report *report);
+
+/*
+ * The step point on row k of a table of at most rows rows over n step
+ * points: evenly spaced, the last step always on the last row (the memory
+ * account's rows, in the text report and the page).
+ */
+static inline size_t lw_account_row(size_t k, size_t n, size_t rows)
+{
+	return n <= rows ? k : k == rows - 1 ? n - 1 : k * (n - 1) / (rows - 1);
+}
 
 /* lw_format_size(), lw_format_rate(): lw-size.h. */
 

@@ -8,9 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis.h"
-#include "findings.h"
 #include "render.h"
+#include "result.h"
 #include "torch.h"
 
 /* What PyTorch's allocator lets the trace see, when PyTorch was loaded. */
@@ -114,8 +113,8 @@ int lw_put_oom_text(FILE *out, const struct lw_report *r, size_t top)
 	return put_oom_shares(out, r, &o->grew, top);
 }
 
-/* Rows of the account by step: at most this many, evenly spaced, the last
- * step always among them (the JSON report has every step). */
+/* Rows of the account by step: at most this many (lw_account_row()); the
+ * JSON report has every step. */
 #define POOL_ROWS 10
 
 static void put_account_row(FILE *out, const struct lw_step_point *p)
@@ -132,43 +131,31 @@ static void put_account_row(FILE *out, const struct lw_step_point *p)
 int lw_put_pool_text(FILE *out, const struct lw_report *r)
 {
 	const struct lw_model *m = r->model;
-	const struct lw_torch_memory *t = lw_model_torch(m);
-	const struct lw_diagnosis *d = &r->analysis->diagnosis;
-	const struct lw_pool *pool = &d->pool;
-	uint64_t live = lw_model_device_live_bytes(m);
+	const struct lw_result_pool *pool = lw_result_pool(lw_result_of(r));
 	size_t n = lw_model_point_count(m);
 	char a[LW_SIZE_BUF], b[LW_SIZE_BUF], c[LW_SIZE_BUF], e[LW_SIZE_BUF],
 		u[LW_SIZE_BUF];
-	bool said = false;
 	int rc;
 
 	if (!pool->seen)
 		return 0;
 	fputs("\nPyTorch's pool (not a leak: the memory its caching allocator "
 	      "reserved, used by tensors or not):\n", out);
-	for (size_t i = 0; i < d->finding_count; i++) {
-		const struct lw_finding *f = &d->findings[i];
-		char *evidence;
+	for (size_t i = 0; i < pool->verdict_count; i++) {
+		const struct lw_result_pool_verdict *v = &pool->verdicts[i];
 
-		if (f->category != LW_CATEGORY_CACHE_GROWTH)
-			continue;
-		said = true;
-		fprintf(out, "  %s (%s confidence): %s\n",
-			lw_category_name(f->category),
-			lw_confidence_name(f->confidence), f->reason);
-		if ((rc = lw_put_site_location(out, r, f->site)) < 0 ||
-		    (rc = lw_evidence_string(r, f, &evidence)) < 0)
+		fprintf(out, "  %s (%s confidence): %s\n", v->category,
+			v->confidence, v->reason);
+		if ((rc = lw_put_site_location(out, r, v->site)) < 0)
 			return rc;
-		fprintf(out, "      evidence: %s\n", evidence);
-		free(evidence);
-		fprintf(out, "      fix: %s\n", f->fix);
+		fprintf(out, "      evidence: %s\n", v->evidence);
+		fprintf(out, "      fix: %s\n", v->fix);
 	}
 	/* A verdict with no block site to lead it (the hook reported no
 	 * block): the pool's words alone. */
-	if (pool->fragmented && !said)
-		fprintf(out, "  %s: %s\n      fix: %s\n",
-			lw_category_name(LW_CATEGORY_CACHE_GROWTH),
-			lw_pool_pattern_text(pool), lw_pool_fix(pool));
+	if (pool->fragmented && !pool->verdict_count)
+		fprintf(out, "  %s: %s\n      fix: %s\n", pool->category,
+			pool->pattern_text, pool->fix);
 	if (!pool->fragmented)
 		fprintf(out, "  no fragmentation: reserved stays near what the "
 			     "tensors need%s\n",
@@ -177,17 +164,16 @@ int lw_put_pool_text(FILE *out, const struct lw_report *r)
 	fprintf(out, "  at the peak: allocated %s, reserved %s (%s of it "
 		     "free when allocated peaked), outside the pool %s; in "
 		     "use on the device %s\n",
-		lw_format_size(a, t->peak_allocated_bytes),
-		lw_format_size(b, t->peak_reserved_bytes),
-		lw_format_size(c, t->free_at_peak_bytes),
-		lw_format_size(e, t->peak_outside_bytes),
-		lw_format_size(u, t->peak_in_use_bytes));
+		lw_format_size(a, pool->peak_allocated),
+		lw_format_size(b, pool->peak_reserved),
+		lw_format_size(c, pool->free_at_peak),
+		lw_format_size(e, pool->peak_outside),
+		lw_format_size(u, pool->peak_in_use));
 	fprintf(out, "  at the end: allocated %s, reserved %s, outside the "
 		     "pool %s\n",
-		lw_format_size(a, t->allocated_bytes),
-		lw_format_size(b, t->reserved_bytes),
-		lw_format_size(c, live > t->allocated_bytes
-					  ? live - t->allocated_bytes : 0));
+		lw_format_size(a, pool->end_allocated),
+		lw_format_size(b, pool->end_reserved),
+		lw_format_size(c, pool->end_outside));
 	fputs("  device total: not recorded (in use is what this process "
 	      "held: reserved plus outside the pool)\n", out);
 	if (!n)
@@ -196,12 +182,8 @@ int lw_put_pool_text(FILE *out, const struct lw_report *r)
 		     "    %8s  %12s  %12s  %12s  %12s\n",
 		n > POOL_ROWS ? "; some steps, --format json has all" : "",
 		"step", "allocated", "reserved", "free at peak", "outside");
-	for (size_t k = 0; k < POOL_ROWS && k < n; k++) {
-		size_t i = n <= POOL_ROWS ? k
-			 : k == POOL_ROWS - 1 ? n - 1
-					      : k * (n - 1) / (POOL_ROWS - 1);
-
-		put_account_row(out, lw_model_point(m, i));
-	}
+	for (size_t k = 0; k < POOL_ROWS && k < n; k++)
+		put_account_row(out,
+				lw_model_point(m, lw_account_row(k, n, POOL_ROWS)));
 	return 0;
 }

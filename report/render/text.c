@@ -12,16 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis.h"
 #include "formats.h"
-#include "diagnose.h"
-#include "findings.h"
-#include "growth.h"
-#include "holders.h"
-#include "locations.h"
 #include "lw-cells.h"
-#include "pystack.h"
 #include "render.h"
+#include "result.h"
 
 /* Whether a shell would need an argument quoted. */
 static bool needs_quotes(const uint8_t *s, size_t len)
@@ -474,26 +468,20 @@ static void put_location(FILE *out, const struct lw_model *m,
 }
 
 /* A finding's other lines: "    also at FUNCTION  FILE:LINE". */
-static int put_other_lines(FILE *out, const struct lw_report *r,
-			   size_t finding)
+static void put_other_lines(FILE *out, const struct lw_report *r,
+			    const struct lw_result *res,
+			    const struct lw_result_diagnosed *dd)
 {
-	uint32_t *sites;
-	size_t n;
-	int rc = lw_finding_lines(r, finding, &sites, &n);
+	for (size_t i = 1; i < dd->line_count; i++) {
+		const struct lw_result_stack *rs =
+			lw_result_stack(res, dd->lines[i]);
 
-	for (size_t i = 1; rc == 0 && i < n; i++) {
-		struct lw_site_stack st;
-
-		if ((rc = lw_site_stack(r, sites[i], &st)) == 0 &&
-		    st.location.frame) {
-			put_location_as(out, r->model, &st.location,
+		if (rs && rs->st.location.frame) {
+			put_location_as(out, r->model, &rs->st.location,
 					"    also at ");
 			putc('\n', out);
 		}
-		lw_site_stack_fini(&st);
 	}
-	free(sites);
-	return rc;
 }
 
 /* The first line of a site: what it holds at the report point. */
@@ -531,7 +519,7 @@ static void put_site_header(FILE *out, const struct lw_report *r, size_t rank,
 static void put_not_a_leak(FILE *out, const struct lw_report *r,
 			   uint32_t site)
 {
-	const struct lw_diagnosis *d = &r->analysis->diagnosis;
+	const struct lw_diagnosis *d = lw_result_of(r)->diagnosis;
 	const struct lw_site_diagnosis *sd;
 
 	if (!d->sites || site >= d->site_count)
@@ -551,14 +539,21 @@ static void put_skipped(FILE *out, size_t *skipped)
 	*skipped = 0;
 }
 
-/* A folded run: its operator for the framework's, how many it holds. */
-static void put_folded(FILE *out, const struct lw_frame *f)
+/* A folded run (frame i of a folded stack): its operator for the
+ * framework's, how many it holds. */
+static void put_folded(FILE *out, const struct lw_result *res,
+		       const struct lw_result_stack *rs, size_t i)
 {
+	const struct lw_frame *f = &rs->folded->frames[i];
 	const char *s = f->folded == 1 ? "" : "s";
 
 	if (f->fold == LW_FOLD_FRAMEWORK) {
+		const char *label;
+		size_t len;
+
+		label = lw_result_fold(res, rs, i, &len);
 		fputs(FRAME_LEAD, out);
-		lw_put_fold_label(out, f, lw_put_text);
+		lw_put_text(out, label, len);
 		fprintf(out, "  (%" PRIu32 " framework frame%s)\n", f->folded,
 			s);
 	} else {
@@ -572,43 +567,39 @@ static void put_folded(FILE *out, const struct lw_frame *f)
 /*
  * A site's location line and its stack: every Python frame, every folded
  * run, and at most max_frames (0: all) native frames, those past it
- * counted where they were left out.
+ * counted where they were left out; as the result folded and symbolized
+ * it.
  */
 static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 			  size_t max_frames)
 {
 	const struct lw_model *m = r->model;
-	struct lw_site_stack st;
-	struct lw_frame *frames;
-	size_t count, native = 0, skipped = 0;
-	int rc = lw_site_stack(r, site, &st);
+	const struct lw_result *res = lw_result_of(r);
+	const struct lw_result_stack *rs = lw_result_stack(res, site);
+	size_t native = 0, skipped = 0;
 
-	frames = st.frames;
-	count = st.count;
-	if (rc < 0)
-		goto out;
-	if (count == 0) {
+	if (!rs || !rs->folded)
+		return -EINVAL;
+	if (rs->st.count == 0) {
 		fputs(FRAME_LEAD "(no stack was captured)\n", out);
-		goto out;
+		return 0;
 	}
-	put_location(out, m, &st.location);
+	put_location(out, m, &rs->st.location);
 	if (lw_model_site_native_thread(m, site))
 		fputs("  (native thread: no Python frames)", out);
 	putc('\n', out);
-	/* After the location, which points into the frames. */
-	if ((rc = lw_fold_stack(r, frames, &count)) < 0)
-		goto out;
-	for (size_t i = 0; i < count; i++) {
-		const struct lw_symbol *sym;
+	for (size_t i = 0; i < rs->folded->count; i++) {
+		const struct lw_frame *f = &rs->folded->frames[i];
+		const struct lw_symbol *sym = rs->folded->symbols[i];
 
-		if (frames[i].fold != LW_FOLD_NONE) {
+		if (f->fold != LW_FOLD_NONE) {
 			put_skipped(out, &skipped);
-			put_folded(out, &frames[i]);
+			put_folded(out, res, rs, i);
 			continue;
 		}
-		if (frames[i].python) {
+		if (f->python) {
 			put_skipped(out, &skipped);
-			put_pyframe(out, m, FRAME_LEAD, frames[i].py);
+			put_pyframe(out, m, FRAME_LEAD, f->py);
 			putc('\n', out);
 			continue;
 		}
@@ -617,19 +608,16 @@ static int put_site_stack(FILE *out, const struct lw_report *r, uint32_t site,
 			continue;
 		}
 		native++;
-		if ((rc = lw_symbolize(r->symbolizer, frames[i].address,
-				       &sym)) < 0)
-			goto out;
+		if (!sym)
+			return -EINVAL;
 		for (unsigned j = 0; j < sym->frame_count; j++) {
 			put_frame(out, m, FRAME_LEAD, sym, &sym->frames[j],
-				  !r->native && lw_frame_is_interpreter(r, sym));
+				  !r->native && rs->folded->interpreter[i]);
 			putc('\n', out);
 		}
 	}
 	put_skipped(out, &skipped);
-out:
-	lw_site_stack_fini(&st);
-	return rc;
+	return 0;
 }
 
 /*
@@ -638,11 +626,12 @@ out:
  */
 static int put_location_entry(FILE *out, const struct lw_report *r,
 			      size_t rank, const struct lw_location_sum *sum,
-			      const uint32_t *sites, size_t site_count,
-			      const uint32_t *location_of,
+			      const struct lw_result_sums *live,
 			      const struct lw_report_options *options)
 {
 	const struct lw_model *m = r->model;
+	const uint32_t *sites = live->sites, *location_of = live->where;
+	size_t site_count = live->site_count;
 	char size[LW_SIZE_BUF];
 	uint64_t made = 0;
 	size_t shown = 0;
@@ -678,61 +667,46 @@ static int put_location_entry(FILE *out, const struct lw_report *r,
 	return rc;
 }
 
+void lw_put_stack_location(FILE *out, const struct lw_model *m,
+			   const struct lw_site_stack *st)
+{
+	if (st->count == 0) {
+		fputs(LOCATION_LEAD "(no stack was captured)\n", out);
+		return;
+	}
+	put_location(out, m, &st->location);
+	putc('\n', out);
+}
+
 int lw_put_site_location(FILE *out, const struct lw_report *r, uint32_t site)
 {
-	struct lw_site_stack st;
-	int rc = lw_site_stack(r, site, &st);
+	const struct lw_result_stack *rs =
+		lw_result_stack(lw_result_of(r), site);
 
-	if (rc == 0 && st.count == 0) {
-		fputs(LOCATION_LEAD "(no stack was captured)\n", out);
-	} else if (rc == 0) {
-		put_location(out, r->model, &st.location);
-		putc('\n', out);
-	}
-	lw_site_stack_fini(&st);
-	return rc;
+	if (!rs)
+		return -EINVAL;
+	lw_put_stack_location(out, r->model, &rs->st);
+	return 0;
 }
 
 /*
  * The growth section: the run's verdict, then the growing sites, fastest
- * first (at most top of them; 0: all). Nothing for a trace without steps.
+ * first (at most top of them; 0: all), by location. Nothing for a trace
+ * without steps.
  */
-/* The growing sites' growth summed by location, fastest first. */
-static int growth_by_location(const struct lw_report *r,
-			      const struct lw_growth_report *g,
-			      const uint32_t *sites, size_t count,
-			      struct lw_location_sum **sums, size_t *nsums)
-{
-	double *rate = malloc((count ? count : 1) * sizeof(*rate));
-	double *count_rate = malloc((count ? count : 1) * sizeof(*count_rate));
-	int rc = -ENOMEM;
-
-	if (rate && count_rate) {
-		for (size_t i = 0; i < count; i++) {
-			rate[i] = g->sites[sites[i]].bytes_per_step;
-			count_rate[i] = g->sites[sites[i]].count_per_step;
-		}
-		rc = lw_locations_sum(r->locations, sites, rate, count_rate,
-				      NULL, NULL, count, sums, nsums);
-	}
-	free(rate);
-	free(count_rate);
-	if (rc == 0 && *nsums > 1)
-		qsort(*sums, *nsums, sizeof(**sums), lw_location_sum_by_rate);
-	return rc;
-}
-
 static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 		      bool sites_breakdown)
 {
 	const struct lw_model *m = r->model;
 	const struct lw_event_counts *counts = lw_model_counts(m);
-	const struct lw_growth_report g = r->analysis->growth;
+	const struct lw_result *res = lw_result_of(r);
+	const struct lw_growth_report g = *res->growth_report;
+	const struct lw_result_sums *growth = lw_result_growth(res);
+	const uint32_t *sites = growth->sites;
+	const struct lw_location_sum *sums = growth->sums;
+	size_t count = growth->site_count, nsums = growth->count, shown;
 	char rate[LW_SIZE_BUF], per10k[LW_SIZE_BUF];
-	struct lw_location_sum *sums = NULL;
-	uint32_t *sites = NULL;
-	size_t count = 0, shown, nsums = 0;
-	int rc;
+	int rc = 0;
 
 	if (counts->steps == 0)
 		return 0;
@@ -741,14 +715,11 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 		      out);
 		return 0;
 	}
-	rc = lw_growing_sites(&g, &sites, &count);
-	if (rc < 0)
-		goto out;
 	putc('\n', out);
 	if (g.run.verdict == LW_VERDICT_NOT_ENOUGH_STEPS) {
 		fprintf(out, "Growth: not enough steps to judge (%" PRIu64 " step%s, at least %" PRIu64 " needed)\n",
 			counts->steps, counts->steps == 1 ? "" : "s", r->min_steps);
-		goto out;
+		return 0;
 	}
 	/* Only growth that goes on is extrapolated: a plateau's rate is
 	 * that of its rise, which stopped. */
@@ -772,8 +743,6 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 			lw_model_step_stride(m) > 1 ? " (series downsampled)" : "");
 	if (count == 0)
 		fputs("  no site grows from step to step\n", out);
-	if ((rc = growth_by_location(r, &g, sites, count, &sums, &nsums)) < 0)
-		goto out;
 	shown = top && top < nsums ? top : nsums;
 	for (size_t i = 0; i < shown && rc == 0; i++) {
 		const struct lw_location_sum *s = &sums[i];
@@ -790,10 +759,9 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 		for (size_t j = 0; sites_breakdown && s->sites > 1 &&
 				   j < count && rc == 0; j++) {
 			const struct lw_site_growth *sg = &g.sites[sites[j]];
-			uint32_t loc;
 
-			if ((rc = lw_location_of(r->locations, sites[j], &loc)) < 0 ||
-			    !lw_location_sum_holds(m, s, loc, sites[j]))
+			if (!lw_location_sum_holds(m, s, growth->where[j],
+						   sites[j]))
 				continue;
 			fprintf(out, FRAME_LEAD "site %" PRIu32 ": %s per step, %+.3g allocation%s per step\n",
 				sites[j], lw_format_rate(rate, sg->bytes_per_step),
@@ -804,43 +772,19 @@ static int put_growth(FILE *out, const struct lw_report *r, size_t top,
 	if (rc == 0 && shown < nsums)
 		fprintf(out, "  ... %zu more growing location%s not shown (--top 0 shows all)\n",
 			nsums - shown, nsums - shown == 1 ? "" : "s");
-out:
-	free(sums);
-	free(sites);
 	return rc;
 }
 
 /* One phase's surviving memory, one entry per location, largest first. */
 static int put_phase_sites(FILE *out, const struct lw_report *r,
-			   const struct lw_phase *ph, size_t top)
+			   const struct lw_result_sums *phase, size_t top)
 {
 	const struct lw_model *m = r->model;
-	size_t n = 0, nsums = 0;
-	struct lw_location_sum *sums = NULL;
-	uint32_t *sites = calloc(ph->sites.count + 1, sizeof(*sites));
-	uint64_t *bytes = calloc(ph->sites.count + 1, sizeof(*bytes));
-	uint64_t *counts = calloc(ph->sites.count + 1, sizeof(*counts));
 	char size[LW_SIZE_BUF];
-	int rc = -ENOMEM;
+	int rc = 0;
 
-	if (!sites || !bytes || !counts)
-		goto out;
-	for (size_t j = 0; j < ph->sites.count; j++) {
-		const struct lw_site_share *sh = &ph->sites.items[j];
-
-		if (sh->count == 0 || lw_model_site_suppressed(m, sh->site))
-			continue;
-		sites[n] = sh->site;
-		bytes[n] = sh->bytes;
-		counts[n++] = sh->count;
-	}
-	if ((rc = lw_locations_sum(r->locations, sites, NULL, NULL, bytes,
-				   counts, n, &sums, &nsums)) < 0)
-		goto out;
-	if (nsums > 1)
-		qsort(sums, nsums, sizeof(*sums), lw_location_sum_by_bytes);
-	for (size_t k = 0; k < nsums && rc == 0; k++) {
-		const struct lw_location_sum *s = &sums[k];
+	for (size_t k = 0; k < phase->count && rc == 0; k++) {
+		const struct lw_location_sum *s = &phase->sums[k];
 
 		if (top && k == top) {
 			fputs("  ... more sites not shown (--top 0 shows all)\n",
@@ -856,11 +800,6 @@ static int put_phase_sites(FILE *out, const struct lw_report *r,
 		putc('\n', out);
 		rc = lw_put_site_location(out, r, s->lead);
 	}
-out:
-	free(sums);
-	free(sites);
-	free(bytes);
-	free(counts);
 	return rc;
 }
 
@@ -885,7 +824,8 @@ static int put_phase_survivors(FILE *out, const struct lw_report *r,
 			lw_format_size(size, ph->surviving_bytes),
 			ph->surviving_bytes, ph->surviving_count,
 			ph->surviving_count == 1 ? "" : "s");
-		rc = put_phase_sites(out, r, ph, top);
+		rc = put_phase_sites(out, r, lw_result_phase(lw_result_of(r), i),
+				     top);
 	}
 	return rc;
 }
@@ -896,44 +836,14 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 {
 	const struct lw_model *m = r->model;
 	const struct lw_lingering *w = &lw_model_peak(m)->worst;
+	const struct lw_result_sums *l = lw_result_lingering(lw_result_of(r));
+	const struct lw_location_sum *sums = l->sums;
 	char size[LW_SIZE_BUF], peak[LW_SIZE_BUF];
-	struct lw_location_sum *sums = NULL;
-	uint64_t *most = NULL;
-	uint32_t *sites, *where = NULL;
-	size_t count, shown, nsums = 0;
-	int rc;
+	size_t shown, nsums = l->count;
+	int rc = 0;
 
 	if (lw_model_peak(m)->lingering_steps == 0)
 		return 0;
-	rc = lw_model_lingering_sites(m, &sites, &count);
-	if (rc < 0)
-		return rc;
-	most = calloc(count + 1, sizeof(*most));
-	where = calloc(count + 1, sizeof(*where));
-	if (!most || !where) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < count; i++)
-		most[i] = lw_model_site(m, sites[i])->lingering_max;
-	/* One entry per location: the most each site added to one peak,
-	 * summed (at most that together), at the most peaks any of them. */
-	rc = lw_locations_sum(r->locations, sites, NULL, NULL, most, NULL,
-			      count, &sums, &nsums);
-	for (size_t i = 0; rc == 0 && i < count; i++)
-		rc = lw_location_of(r->locations, sites[i], &where[i]);
-	if (rc < 0)
-		goto out;
-	if (nsums > 1)
-		qsort(sums, nsums, sizeof(*sums), lw_location_sum_by_bytes);
-	for (size_t k = 0; k < nsums; k++)
-		for (size_t i = 0; i < count; i++)
-			if (lw_location_sum_holds(m, &sums[k], where[i],
-						  sites[i]) &&
-			    lw_model_site(m, sites[i])->lingering_steps >
-				    sums[k].count)
-				sums[k].count =
-					lw_model_site(m, sites[i])->lingering_steps;
 	fprintf(out, "\nPeak attribution: at %" PRIu64 " of %" PRIu64 " step peaks, memory from an earlier step was still live (freed within %d steps)\n",
 		lw_model_peak(m)->lingering_steps, lw_model_counts(m)->steps,
 		LW_LINGER_STEPS);
@@ -956,24 +866,16 @@ static int put_peak_attribution(FILE *out, const struct lw_report *r,
 	if (rc == 0 && shown < nsums)
 		fprintf(out, "  ... %zu more lingering location%s not shown (--top 0 shows all)\n",
 			nsums - shown, nsums - shown == 1 ? "" : "s");
-out:
-	free(sums);
-	free(most);
-	free(where);
-	free(sites);
 	return rc;
 }
 
 /* "held by" under a finding's line, and the fix against the holder. */
-static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
+static void put_held_by(FILE *out, const struct lw_held_by *held)
 {
-	struct lw_held_by held;
-	int rc = lw_held_by(r, site, &held);
-
-	if (rc < 0 || held.count == 0)
-		return rc;
-	for (size_t i = 0; i < held.count; i++) {
-		const struct lw_held *e = &held.items[i];
+	if (held->count == 0)
+		return;
+	for (size_t i = 0; i < held->count; i++) {
+		const struct lw_held *e = &held->items[i];
 		const struct lw_holder *h = e->holder;
 
 		fputs("      held by: ", out);
@@ -988,13 +890,12 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
 				h->graph, h->graph == 1 ? "" : "s");
 		fputs(")\n", out);
 	}
-	if (held.cut)
+	if (held->cut)
 		fputs("      (the holder search ran out of time: there may be more)\n",
 		      out);
 	fputs("      fix the holder: ", out);
-	lw_put_text_str(out, held.items[0].fix);
+	lw_put_text_str(out, held->items[0].fix);
 	putc('\n', out);
-	return 0;
 }
 
 /*
@@ -1003,7 +904,8 @@ static int put_held_by(FILE *out, const struct lw_report *r, uint32_t site)
  */
 static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 {
-	const struct lw_diagnosis d = r->analysis->diagnosis;
+	const struct lw_result *res = lw_result_of(r);
+	const struct lw_diagnosis d = *res->diagnosis;
 	size_t leaks = 0, others = 0, shown = 0;
 	bool in_others = false;
 	char size[LW_SIZE_BUF];
@@ -1031,6 +933,7 @@ static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 	putc('\n', out);
 	for (size_t i = 0; i < d.finding_count && rc == 0; i++) {
 		const struct lw_finding *f = &d.findings[i];
+		const struct lw_result_diagnosed *dd = lw_result_diagnosed(res, i);
 
 		if ((f->suppressed && f->leak) ||
 		    f->category == LW_CATEGORY_CACHE_GROWTH)
@@ -1045,18 +948,15 @@ static int put_diagnosis(FILE *out, const struct lw_report *r, size_t top)
 			break;
 		}
 		fprintf(out, "  #%zu %s (%s confidence): %s\n", ++shown,
-			lw_category_name(f->category),
-			lw_confidence_name(f->confidence), f->reason);
-		if ((rc = lw_put_site_location(out, r, f->site)) < 0 ||
-		    (f->leak && (rc = put_other_lines(out, r, i)) < 0) ||
-		    (f->leak && (rc = put_held_by(out, r, f->site)) < 0))
+			lw_result_category(res, f->category),
+			lw_result_confidence(res, f->confidence), f->reason);
+		if ((rc = lw_put_site_location(out, r, f->site)) < 0)
 			break;
-		char *evidence;
-
-		if ((rc = lw_evidence_string(r, f, &evidence)) < 0)
-			break;
-		fprintf(out, "      evidence: %s\n", evidence);
-		free(evidence);
+		if (f->leak) {
+			put_other_lines(out, r, res, dd);
+			put_held_by(out, &dd->held);
+		}
+		fprintf(out, "      evidence: %s\n", dd->evidence);
 		if (lw_finding_has_fix(f))
 			fprintf(out, "      fix: %s\n", f->fix);
 	}
@@ -1066,53 +966,27 @@ out:
 
 /* The live sites, largest first, one entry per location (at most top). */
 static int put_live(FILE *out, const struct lw_report *r,
-		    const struct lw_report_options *options,
-		    const uint32_t *sites, size_t site_count)
+		    const struct lw_report_options *options)
 {
-	const struct lw_model *m = r->model;
-	struct lw_location_sum *sums = NULL;
-	uint64_t *bytes = calloc(site_count + 1, sizeof(*bytes));
-	uint64_t *counts = calloc(site_count + 1, sizeof(*counts));
-	uint32_t *location_of = calloc(site_count + 1, sizeof(*location_of));
-	size_t nsums = 0, shown;
-	int rc = -ENOMEM;
+	const struct lw_result_sums *live = lw_result_live(lw_result_of(r));
+	size_t nsums = live->count, shown;
+	int rc = 0;
 
-	if (!bytes || !counts || !location_of)
-		goto out;
-	for (size_t i = 0; i < site_count; i++) {
-		struct lw_totals t = lw_model_site_totals(m, sites[i]);
-
-		bytes[i] = t.live_bytes;
-		counts[i] = t.live_count;
-	}
-	rc = lw_locations_sum(r->locations, sites, NULL, NULL, bytes, counts,
-			      site_count, &sums, &nsums);
-	for (size_t i = 0; i < site_count && rc == 0; i++)
-		rc = lw_location_of(r->locations, sites[i], &location_of[i]);
-	if (rc < 0)
-		goto out;
-	if (nsums > 1)
-		qsort(sums, nsums, sizeof(*sums), lw_location_sum_by_bytes);
 	shown = options->top && options->top < nsums ? options->top : nsums;
 	for (size_t i = 0; i < shown && rc == 0; i++)
-		rc = put_location_entry(out, r, i + 1, &sums[i], sites,
-					site_count, location_of, options);
+		rc = put_location_entry(out, r, i + 1, &live->sums[i], live,
+					options);
 	if (rc == 0 && shown < nsums) {
 		uint64_t rest = 0;
 		char size[LW_SIZE_BUF];
 
 		for (size_t i = shown; i < nsums; i++)
-			rest += sums[i].bytes;
+			rest += live->sums[i].bytes;
 		fprintf(out, "  ... %zu more %s holding %s (%" PRIu64 " bytes) not shown (--top 0 shows all)\n",
 			nsums - shown,
 			nsums - shown == 1 ? "site" : "sites",
 			lw_format_size(size, rest), rest);
 	}
-out:
-	free(sums);
-	free(bytes);
-	free(counts);
-	free(location_of);
 	return rc;
 }
 
@@ -1124,10 +998,13 @@ int lw_render_text(FILE *out, const struct lw_report *r,
 				   ? "when the program's code finished"
 			   : r->result->truncated ? "at the end of the trace"
 						  : "at exit";
+	const struct lw_result *res = lw_result_of(r);
 	const char *const *notes;
-	uint32_t *sites;
-	size_t site_count, note_count;
+	size_t note_count;
 	int rc;
+
+	if (!res)
+		return -EINVAL;
 
 	put_summary(out, r, when);
 	if ((rc = put_diagnosis(out, r, options->top)) < 0 ||
@@ -1137,19 +1014,14 @@ int lw_render_text(FILE *out, const struct lw_report *r,
 	    (rc = put_peak_attribution(out, r, options->top)) < 0 ||
 	    (rc = lw_put_oom_text(out, r, options->top)) < 0)
 		return rc;
-	rc = lw_model_live_sites(m, &sites, &site_count);
-	if (rc < 0)
-		return rc;
 	putc('\n', out);
 	if (lw_model_device_live_count(m) == 0)
 		fprintf(out, "No device memory was live %s.\n", when);
-	if (site_count)
+	if (lw_result_live(res)->site_count)
 		fprintf(out, "Live %s, by site (largest first):\n", when);
-	rc = put_live(out, r, options, sites, site_count);
-	free(sites);
-	if (rc < 0)
+	if ((rc = put_live(out, r, options)) < 0)
 		return rc;
-	note_count = lw_symbolizer_notes(r->symbolizer, &notes);
+	note_count = lw_result_notes(res, &notes);
 	for (size_t i = 0; i < note_count; i++) {
 		fputs("note: ", out);
 		lw_put_text_str(out, notes[i]);
@@ -1168,6 +1040,8 @@ static int text_report(struct lw_render_run *run, const struct lw_report *r,
 
 const struct lw_renderer lw_text_renderer = {
 	.name = "text",
+	.needs = LW_RESULT_POOL | LW_RESULT_DIAGNOSED | LW_RESULT_GROWTH |
+		 LW_RESULT_LISTS,
 	.report = text_report,
 	.merged_view = true,
 };

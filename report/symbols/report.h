@@ -16,6 +16,7 @@
 #include "trace-reader.h"
 
 struct lw_locations;
+struct lw_report_options;
 struct lw_user_code;
 struct lw_code_dirs;
 
@@ -45,6 +46,12 @@ struct lw_report {
 	/* Growth and diagnosis (analysis.h), made once for every view;
 	 * NULL until lw_analyse() ran. */
 	const struct lw_analysis *analysis;
+	/* The parts of the analysis's result the format prints
+	 * (LW_RESULT_* of result.h, the renderer's needs); 0: none. */
+	unsigned needs;
+	/* How much of it the format shows (--top, --frames, --sites);
+	 * NULL: the defaults. */
+	const struct lw_report_options *options;
 };
 
 struct lw_rules;

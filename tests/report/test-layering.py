@@ -27,6 +27,13 @@
 - every room has a README.md and at most ROOM_MAX source files;
 - no object of the command calls into main.c, the dispatcher on top
   (nm on the objects, with --objects).
+- renderers only format the analysis's result: on the command's built
+  objects (`nm`; --objects, the command's folder under report/, and its
+  static libraries' beside it), no object of report/render/ calls a
+  function defined in report/symbols/ or report/analyse/ but the result's
+  accessors, declared in analyse/result.h; and of those rooms' headers a
+  file of report/render/ includes result.h and report.h (the trace read)
+  alone.
 
     test-layering.py --root SOURCE_ROOT [--objects BUILD/PRODUCT/X.p]...
 """
@@ -45,10 +52,88 @@ ROOM_MAX = 15
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 # (product, file, included file): includes of a higher room that stay.
-UPWARD = {
-    # The named frames' labels are written with the renderers' writers.
-    ("report", "analyse/findings.c", "render.h"),
-}
+# None: every arrow points down.
+UPWARD = set()
+
+# Rooms a renderer reaches only through the result.
+RESULT_ROOMS = ("symbols", "analyse")
+
+
+def nm_symbols(path):
+    """(defined, undefined): the global lw_* symbols of an object."""
+    out = subprocess.run(["nm", "-g", path], check=True, text=True,
+                         stdout=subprocess.PIPE).stdout
+    defined, undefined = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) < 2 or not parts[-1].startswith("lw_"):
+            continue
+        (undefined if parts[-2] == "U" else defined).add(parts[-1])
+    return defined, undefined
+
+
+def check_render_calls(root, folders):
+    """Renderers reach symbols/ and analyse/ through the result alone,
+    judged from the built objects in folders (the command's, and its core
+    library's): an object's room is its file name's prefix
+    (render_json.c.o: render), a call an undefined lw_* symbol that
+    another object defines."""
+    with open(os.path.join(root, "report", "analyse", "result.h")) as f:
+        header = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+    accessors = set(re.findall(r"\b(lw_\w+)\s*\(", header))
+    check(len(accessors) >= 4,
+          f"analyse/result.h declares no accessors: {sorted(accessors)}")
+    objects = []
+    for folder in folders:
+        if check(os.path.isdir(folder), f"{folder}: no such folder"):
+            objects += [os.path.join(folder, n)
+                        for n in sorted(os.listdir(folder))
+                        if n.endswith(".o")]
+    room_of = {}	# symbol -> room of the object defining it
+    calls = {}	# render object -> its undefined lw_* symbols
+    for path in objects:
+        name = os.path.basename(path)
+        defined, undefined = nm_symbols(path)
+        room = name.split("_", 1)[0] if "_" in name else ""
+        for symbol in defined:
+            room_of[symbol] = room
+        if room == "render":
+            calls[name] = undefined
+    check(len(calls) >= 6, f"render objects in {folders}: {sorted(calls)}")
+    check(room_of.get("lw_category_name") == "analyse",
+          f"analyse/'s objects not read: lw_category_name in "
+          f"{room_of.get('lw_category_name')!r}")
+    through_result = 0
+    for name, undefined in sorted(calls.items()):
+        for symbol in sorted(undefined):
+            if room_of.get(symbol) not in RESULT_ROOMS:
+                continue
+            if symbol in accessors:
+                through_result += 1
+                continue
+            check(False, f"report/render: {name} calls {symbol} of "
+                  f"{room_of[symbol]}/, not through the result "
+                  f"(analyse/result.h)")
+    check(through_result > 0, "no renderer reads the result's accessors")
+
+
+def check_render_includes(root):
+    """Of analyse/'s and symbols/' headers, renderers include the result's
+    and the report's alone."""
+    report = os.path.join(root, "report")
+    lower = set()
+    for room in RESULT_ROOMS:
+        lower |= {n for n in sources(os.path.join(report, room))
+                  if n.endswith(".h")}
+    check("result.h" in lower, f"no analyse/result.h among {sorted(lower)}")
+    folder = os.path.join(report, "render")
+    for name in sources(folder):
+        with open(os.path.join(folder, name)) as f:
+            text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+        for header in INCLUDE.findall(text):
+            check(header not in lower or header in ("result.h", "report.h"),
+                  f"report/render/{name} includes {header}: renderers read "
+                  f"the analysis through result.h")
 
 
 def model_members(header):
@@ -265,11 +350,23 @@ def main():
         product = os.path.basename(os.path.dirname(os.path.abspath(folder)))
         folders.setdefault(product, []).append(folder)
     check("interpose" in folders, "no --objects of the shim")
+    check("report" in folders, "no --objects of the command (report/)")
     for folder in folders.get("report", []):
         check_no_calls_into_main(folder)
-    for product in sorted(folders):
-        if product == "report":
+    # The command's objects, and its static libraries' beside them
+    # (analyse/rules.c and growth.c are in its core library).
+    report_objects = []
+    for folder in folders.get("report", []):
+        parent = os.path.dirname(os.path.normpath(folder))
+        if os.path.basename(parent) != "report":
             continue
+        report_objects.append(folder)
+        report_objects += sorted(
+            os.path.join(parent, n) for n in os.listdir(parent)
+            if n.endswith(".a.p") and os.path.join(parent, n)
+            not in report_objects)
+    folders["report"] = report_objects
+    for product in sorted(folders):
         if not check(product in product_rooms,
                      f"--objects of an unknown product: {product}"):
             continue
@@ -330,6 +427,8 @@ def main():
             for hit in access.finditer(line):
                 check(False, f"{name}.c:{n}: reads the model's member "
                       f"'{hit.group(1)}' directly: {line.strip()}")
+    check_render_calls(args.root, report_objects)
+    check_render_includes(args.root)
     return finish()
 
 
