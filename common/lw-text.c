@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "lw-text.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 size_t lw_utf8_sequence(const uint8_t *s, size_t len, uint32_t *cp)
@@ -85,4 +87,21 @@ size_t lw_text_escape(char *out, size_t size, const void *text, size_t len)
 	}
 	out[used] = '\0';
 	return used;
+}
+
+int lw_text_each_item(const char *list, int (*fn)(const char *item, void *ctx),
+		      void *ctx)
+{
+	char *copy, *item, *save = NULL;
+	int rc = 0;
+
+	if (!list || !list[0])
+		return 0;
+	if (!(copy = strdup(list)))
+		return -ENOMEM;
+	for (item = strtok_r(copy, ":", &save); item && rc == 0;
+	     item = strtok_r(NULL, ":", &save))
+		rc = fn(item, ctx);
+	free(copy);
+	return rc;
 }

@@ -48,4 +48,13 @@ size_t lw_text_escape_char(char *out, uint32_t cp, const uint8_t *s,
  */
 size_t lw_text_escape(char *out, size_t size, const void *text, size_t len);
 
+/*
+ * Calls fn(item, ctx) for each item of a colon-separated list (a path
+ * list: LEAKWATCH_RULES, --user-code...), empty items skipped, until fn
+ * returns non-zero. list may be NULL. Returns fn's last return, 0, or
+ * -ENOMEM (the list is copied).
+ */
+int lw_text_each_item(const char *list, int (*fn)(const char *item, void *ctx),
+		      void *ctx);
+
 #endif

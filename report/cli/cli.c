@@ -14,6 +14,7 @@
 
 #include "formats.h"
 #include "lw-report-config.h"
+#include "lw-text.h"
 
 void lw_error(const char *fmt, ...)
 {
@@ -137,22 +138,25 @@ static int load_rule_file(struct lw_rules *rules, const char *path,
 	return rc;
 }
 
+struct rule_list {
+	struct lw_rules *rules;
+	bool suppressions;
+};
+
+static int load_rule_item(const char *path, void *ctx)
+{
+	const struct rule_list *l = ctx;
+
+	return load_rule_file(l->rules, path, l->suppressions);
+}
+
 /* Each path of a colon-separated list; empty items are skipped. */
 static int load_rule_list(struct lw_rules *rules, const char *list,
 			  bool suppressions)
 {
-	char *copy, *item, *save = NULL;
-	int rc = 0;
+	struct rule_list l = { rules, suppressions };
 
-	if (!list || !list[0])
-		return 0;
-	if (!(copy = strdup(list)))
-		return -ENOMEM;
-	for (item = strtok_r(copy, ":", &save); item && rc == 0;
-	     item = strtok_r(NULL, ":", &save))
-		rc = load_rule_file(rules, item, suppressions);
-	free(copy);
-	return rc;
+	return lw_text_each_item(list, load_rule_item, &l);
 }
 
 int lw_load_rules(struct lw_output_options *options, struct lw_rules *rules)

@@ -11,6 +11,7 @@
 
 #include "lw-coderoots.h"
 #include "lw-format.h"
+#include "lw-text.h"
 #include "model.h"
 
 /* Code objects whose answer is kept: ids are dense from 1. */
@@ -42,20 +43,14 @@ int lw_code_dirs_add(struct lw_code_dirs *d, const char *dir)
 	return 0;
 }
 
+static int add_item(const char *item, void *d)
+{
+	return lw_code_dirs_add(d, item);
+}
+
 int lw_code_dirs_add_list(struct lw_code_dirs *d, const char *list)
 {
-	char *copy, *item, *save = NULL;
-	int rc = 0;
-
-	if (!list || !list[0])
-		return 0;
-	if (!(copy = strdup(list)))
-		return -ENOMEM;
-	for (item = strtok_r(copy, ":", &save); item && rc == 0;
-	     item = strtok_r(NULL, ":", &save))
-		rc = lw_code_dirs_add(d, item);
-	free(copy);
-	return rc;
+	return lw_text_each_item(list, add_item, d);
 }
 
 void lw_code_dirs_fini(struct lw_code_dirs *d)
