@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-/* PyMethodDef (python/pyhooks.c). */
+/* PyMethodDef (holders/pyhooks.c). */
 struct py_method_def;
 
 /* X(return type, name, parameters): every function the shim calls. */
