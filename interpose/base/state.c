@@ -12,22 +12,21 @@ __thread int lw_in_hook __attribute__((tls_model("initial-exec")));
 int lw_state = LW_STATE_UNINIT;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static void (*start_fn)(void);
+
+/* The starts LW_START names (one in the library; none in a test that
+ * links the recorder without life/, whose state then stays UNINIT). */
+extern lw_start_fn *const __start_lw_start[]
+	__attribute__((weak, visibility("hidden")));
+extern lw_start_fn *const __stop_lw_start[]
+	__attribute__((weak, visibility("hidden")));
 
 static void init_once_fn(void)
 {
-	start_fn();
+	for (lw_start_fn *const *s = __start_lw_start; s < __stop_lw_start; s++)
+		(*s)();
 }
 
-/* Before the start is set (no hook runs that early) the state stays
- * UNINIT, for a later call to start it. */
 void lw_init(void)
 {
-	if (__atomic_load_n(&start_fn, __ATOMIC_ACQUIRE))
-		pthread_once(&init_once, init_once_fn);
-}
-
-void lw_set_start(void (*start)(void))
-{
-	__atomic_store_n(&start_fn, start, __ATOMIC_RELEASE);
+	pthread_once(&init_once, init_once_fn);
 }

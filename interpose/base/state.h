@@ -2,8 +2,8 @@
 /*
  * The process's state as every room sees it (state.c): whether the shim
  * records, and whether this thread is inside it. The start itself is the
- * top's (life/process.c), which hands it to lw_set_start() as the library
- * is loaded; lw_init() runs it once, from whichever room comes first.
+ * top's (life/process.c), which names it with LW_START; lw_init() runs it
+ * once, from whichever room comes first.
  */
 #ifndef LW_STATE_H
 #define LW_STATE_H
@@ -18,11 +18,20 @@ enum lw_state {
 extern __thread int lw_in_hook __attribute__((tls_model("initial-exec")));
 extern int lw_state;
 
-/* Starts the shim once (the start given to lw_set_start()); the state
- * says how it went. */
+/* Starts the shim once (the start LW_START names); the state says how it
+ * went. */
 void lw_init(void);
 
-/* What lw_init() runs: set once, from a constructor, before any hook. */
-void lw_set_start(void (*start)(void));
+/*
+ * Names the start lw_init() runs. A pointer in a section of its own that
+ * state.c finds through the linker's __start_ symbol: it is there once the
+ * library is relocated, before any constructor, so that a hook run by
+ * another library's constructor (loaded before this one's run) starts the
+ * shim too, while base/ names nothing of the room above it.
+ */
+typedef void lw_start_fn(void);
+#define LW_START(fn)							\
+	static lw_start_fn *const lw_start_entry_			\
+		__attribute__((used, section("lw_start"))) = (fn)
 
 #endif

@@ -114,11 +114,7 @@ done:
 	__atomic_store_n(&lw_state, state, __ATOMIC_RELEASE);
 }
 
-/* Before any other constructor of the library: one may run a hook. */
-__attribute__((constructor(101))) static void leakwatch_set_start(void)
-{
-	lw_set_start(start);
-}
+LW_START(start);
 
 __attribute__((destructor)) static void leakwatch_fini(void)
 {

@@ -1421,6 +1421,17 @@ def deepbind():
           f"the trace's warnings: {rep['warnings']}")
 
 
+def early_constructor():
+    """A library's constructor that allocates runs before the shim's own
+    constructors (the program's libraries are loaded after the preloaded
+    shim): the first hook starts the shim, and that allocation is
+    recorded like the program's."""
+    run = Run([prog("early_ctor")]).expect_ok()
+    check_eq(run.stdout, "ok\n", "the program's output")
+    rep = report(run.trace())
+    check_eq(sizes(rep), [1000, 1 << 20], "both allocations seen")
+
+
 def threads_million():
     """8 threads, 1M allocations and frees each: exact counts at the end."""
     run = Run([prog("threads"), "8", "500000"], timeout=600).expect_ok()
@@ -1446,6 +1457,7 @@ if __name__ == "__main__":
         secure_exec, spawned_children, vfork_exec, daemon_child,
         crash_flush, signals, exit_handlers, double_free, reopen_runtime,
         deepbind, file_size_limit, disk_full, two_runtimes, threads_million,
+        early_constructor,
         manifest, run_daemon_after_exit,
         failed_allocations,
         run_unwritable, suppressions,
