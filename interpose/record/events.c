@@ -6,6 +6,7 @@
  */
 #include "events.h"
 
+#include <assert.h>
 #include <stddef.h>
 
 static struct subscriber {
@@ -20,6 +21,10 @@ int lw_events_subscribe(enum lw_event_kind event, lw_event_fn *fn, void *ctx)
 {
 	unsigned n = subscriber_count[event];
 
+	/* The subscribers are the shim's own rooms, fixed at build time: one
+	 * too many is a mistake the test suite (built with assertions) finds
+	 * at the first start, not a condition of the program's. */
+	assert(n < LW_EVENT_SUBSCRIBERS_MAX);
 	if (n == LW_EVENT_SUBSCRIBERS_MAX)
 		return -1;
 	subscribers[event][n] = (struct subscriber){ fn, ctx };
