@@ -59,19 +59,6 @@ UPWARD = set()
 RESULT_ROOMS = ("symbols", "analyse")
 
 
-def nm_symbols(path):
-    """(defined, undefined): the global lw_* symbols of an object."""
-    out = subprocess.run(["nm", "-g", path], check=True, text=True,
-                         stdout=subprocess.PIPE).stdout
-    defined, undefined = set(), set()
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) < 2 or not parts[-1].startswith("lw_"):
-            continue
-        (undefined if parts[-2] == "U" else defined).add(parts[-1])
-    return defined, undefined
-
-
 def check_render_calls(root, folders):
     """Renderers reach symbols/ and analyse/ through the result alone,
     judged from the built objects in folders (the command's, and its core
@@ -93,7 +80,7 @@ def check_render_calls(root, folders):
     calls = {}	# render object -> its undefined lw_* symbols
     for path in objects:
         name = os.path.basename(path)
-        defined, undefined = nm_symbols(path)
+        defined, undefined = object_symbols(path)
         room = name.split("_", 1)[0] if "_" in name else ""
         for symbol in defined:
             room_of[symbol] = room
@@ -299,26 +286,17 @@ def check_no_calls_into_main(objects):
     the dispatcher on top, and what the commands share is below it (cli/,
     commands.h's files). objects: the command's object folder
     (build/report/leakwatch.p)."""
-    def symbols(path):
-        out = subprocess.run(["nm", path], capture_output=True, text=True)
-        check(out.returncode == 0, f"nm {path}: {out.stderr.strip()}")
-        for line in out.stdout.splitlines():
-            fields = line.split()
-            if len(fields) >= 2 and fields[-1].startswith("lw_"):
-                yield fields[-2], fields[-1]
-
     names = sorted(n for n in os.listdir(objects) if n.endswith(".o"))
     main = [n for n in names if n == "main.c.o"]
     if not check(main, f"{objects}: no main.c.o"):
         return
-    defined = {name for kind, name in symbols(os.path.join(objects, main[0]))
-               if kind in "TDBRtdbr"}
+    defined = object_symbols(os.path.join(objects, main[0]))[0]
     check(names != main, f"{objects}: only main.c.o")
     for n in names:
         if n == "main.c.o":
             continue
-        for kind, name in symbols(os.path.join(objects, n)):
-            check(kind != "U" or name not in defined,
+        for name in object_symbols(os.path.join(objects, n))[1]:
+            check(name not in defined,
                   f"report/{n[:-2].replace('_', '/', 1)} calls {name}, "
                   f"which main.c defines")
 
